@@ -1,0 +1,51 @@
+# specdecode-rtl: every target sets up its own pinned .venv first.
+#   make test    everything CI runs (lint + golden tests + testbenches)
+#   make sim     all cocotb testbenches on Verilator
+#   make golden  golden-model demo (chain / Sequoia / EAGLE-2 on code text)
+#   make bench   golden-model throughput benchmark -> build/reports/golden_bench.json
+#   make lint    ruff
+
+PYTHON ?= python3.11
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# pytest-xdist workers; CI machines have 2 cores.
+JOBS   ?= auto
+PYTEST := $(VPY) -m pytest -n $(JOBS)
+
+.PHONY: all venv test lint sim golden bench verilog clean distclean
+
+all: test
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(VPY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	@touch $@
+
+lint: $(STAMP)
+	$(VPY) -m ruff check .
+
+test: lint $(STAMP)
+	$(PYTEST) tests tb
+
+sim: $(STAMP)
+	$(PYTEST) tb
+
+golden: $(STAMP)
+	$(VPY) -m golden
+
+bench: $(STAMP)
+	$(VPY) -m golden.bench
+
+verilog: $(STAMP)
+	@echo "make verilog: no RTL block exists yet (issue 3 adds the first ones)."
+
+clean:
+	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info
