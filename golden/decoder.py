@@ -1,0 +1,230 @@
+"""The golden speculative decoder (SPEC §1-§3) and its autoregressive baseline.
+
+One step of :func:`speculative_generate`:
+
+1. the tree policy builds the draft tree (the draft accelerator, behavioural:
+   its own numpy ``Generator`` draws the draft tokens);
+2. the target model scores every node's context (the verifier);
+3. the verifier's residual-adjusted ``pt``/``qt`` and one parallel decision
+   pick the accepted path (:mod:`golden.accept`), and the extra token is drawn
+   from the residual of ``last``;
+4. the emitted tokens are appended to the context.
+
+All acceptance randomness comes from :class:`golden.rng.LaneRNG` (lane ``i``
+for node ``i``, lane 0 for the extra token), advanced once per step, so with
+``arith="fixed"`` a step is bit-exact with the RTL given the same ``pt``,
+``qt`` and residual weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from golden import accept as _acc
+from golden import tree as _tree
+from golden.draft import (
+    Model,
+    StepRecord,
+    TreePolicy,
+    check_children_rule,
+    context_tail,
+)
+from golden.rng import LaneRNG
+
+__all__ = ["SpecResult", "speculative_generate", "autoregressive_generate", "MODES"]
+
+MODES = ("sample", "greedy")
+
+#: Salt that separates the draft accelerator's random stream from the lanes'.
+DRAFT_STREAM = 0x5EED_D2AF
+
+
+@dataclass
+class SpecResult:
+    """Output of :func:`speculative_generate`.
+
+    Members
+    -------
+    tokens : list[int]
+        New tokens (at least ``max_new_tokens``; the last step may add a few more).
+    accepted : list[int]
+        Per step, draft tokens accepted (excluding the extra token).
+    steps : list[StepRecord]
+        Per step: the tree, the accepted path and the emitted tokens.
+    """
+
+    tokens: list[int]
+    accepted: list[int]
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.accepted)
+
+    @property
+    def mean_accepted(self) -> float:
+        """Mean draft tokens accepted per step (a step emits one more)."""
+        return float(np.mean(self.accepted)) if self.accepted else 0.0
+
+    @property
+    def tokens_per_step(self) -> float:
+        return self.mean_accepted + 1.0 if self.accepted else 0.0
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode = {mode!r}: must be 'sample' or 'greedy'")
+    return mode
+
+
+def _check_common(model: Model, prompt: Sequence[int], max_new_tokens: int, seed: int) -> None:
+    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens = {max_new_tokens!r}: must be an integer >= 0")
+    if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed = {seed!r}: must be an integer in 0 .. 2**64 - 1")
+    V = int(model.vocab_size)
+    for i, t in enumerate(prompt):
+        if not isinstance(t, (int, np.integer)) or not 0 <= int(t) < V:
+            raise ValueError(f"prompt[{i}] = {t!r}: token out of range 0 .. {V - 1}")
+
+
+def _as_policy(tree: TreePolicy | Sequence[int]) -> TreePolicy:
+    if isinstance(tree, TreePolicy):
+        return tree
+    from golden.trees import StaticTree  # late import: trees builds on draft
+
+    try:
+        return StaticTree(list(tree))
+    except TypeError as exc:
+        raise ValueError(f"tree = {tree!r}: must be a parent list or a TreePolicy") from exc
+
+
+def speculative_generate(
+    target: Model,
+    draft: Model,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    *,
+    tree: TreePolicy | Sequence[int],
+    mode: str = "sample",
+    children: str = "iid",
+    arith: str = "float",
+    seed: int = 0,
+    prob_bits: int = 16,
+    rand_bits: int = 16,
+    weight_bits: int = 16,
+    lanes: int | None = None,
+    keep_steps: bool = True,
+) -> SpecResult:
+    """Speculative decoding with a draft tree, lossless by rejection sampling.
+
+    Parameters
+    ----------
+    target, draft : Model
+        Models with the same ``vocab_size``.
+    prompt : sequence of int
+        Context so far; its last token is each first step's root.
+    max_new_tokens : int
+        Stop once at least this many tokens were generated.
+    tree : TreePolicy or parent list
+        The tree shape (node 0 the root; the decoder draws the tokens) or a
+        policy (:mod:`golden.trees`: chain, static, Sequoia, EAGLE-2).
+    mode : {"sample", "greedy"}
+        ``greedy`` accepts the first child whose token is ``argmax p_a`` and
+        emits ``argmax p_last`` (SPEC §3.1); output equals greedy autoregressive.
+    children : {"iid", "swor", "topk"}
+        How the draft tokens of a node's children are drawn (SPEC §3.1).
+    arith : {"float", "fixed"}
+        ``float`` is the mathematical reference; ``fixed`` is bit-exact with
+        the RTL (SPEC §3.3, §3.5).
+    seed : int
+        Seeds the lanes (:class:`golden.rng.LaneRNG`) and the draft's stream.
+    prob_bits, rand_bits, weight_bits : int
+        Fixed-point widths (SPEC §3.3, §3.5).
+    lanes : int, optional
+        RNG lanes (``N_NODES``); default the policy's ``max_nodes``. The lane
+        streams do not depend on it; a tree larger than it is an error.
+    keep_steps : bool
+        Keep a :class:`~golden.draft.StepRecord` per step in the result.
+    """
+    _check_common(target, prompt, max_new_tokens, seed)
+    _check_mode(mode)
+    check_children_rule(children)
+    _acc.check_arith(arith)
+    if int(draft.vocab_size) != int(target.vocab_size):
+        raise ValueError(
+            f"draft.vocab_size = {draft.vocab_size} differs from "
+            f"target.vocab_size = {target.vocab_size}"
+        )
+    for name, b in (("prob_bits", prob_bits), ("rand_bits", rand_bits)):
+        _acc._check_bits(name, b)
+    _acc._check_bits("weight_bits", weight_bits)
+    policy = _as_policy(tree)
+    n_lanes = int(lanes if lanes is not None else max(1, policy.max_nodes))
+    lane_rng = LaneRNG(int(seed), n_lanes)
+    draft_rng = np.random.default_rng([int(seed), DRAFT_STREAM])
+    greedy = mode == "greedy"
+
+    ctx = list(int(t) for t in prompt)
+    out: list[int] = []
+    accepted: list[int] = []
+    steps: list[StepRecord] = []
+    while len(out) < max_new_tokens:
+        dt = policy.build(draft, ctx, children, draft_rng)
+        par = dt.parents
+        n = len(par)
+        if n > n_lanes:
+            raise ValueError(f"the policy built a tree of {n} nodes, more than lanes = {n_lanes}")
+        tok = dt.tokens
+        tail = context_tail(target, ctx)
+        toks = tok.tolist()
+        contexts = [tail + [toks[j] for j in path] for path in _tree.paths(par)]
+        p = np.asarray(target.probs(contexts), dtype=np.float64)
+        lane_out = lane_rng.next()
+        emitted, d = _acc.parallel_step(
+            p, dt.q, par, tok, lane_out,
+            children=children, arith=arith, greedy=greedy, q_index=dt.q_index,
+            prob_bits=prob_bits, rand_bits=rand_bits, weight_bits=weight_bits,
+        )
+        rec = StepRecord(par, toks, d.last, d.path, d.accepted, emitted)
+        policy.observe(rec)
+        if keep_steps:
+            steps.append(rec)
+        accepted.append(d.accepted)
+        out.extend(emitted)
+        ctx.extend(emitted)
+    return SpecResult(out, accepted, steps)
+
+
+def autoregressive_generate(
+    target: Model,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    *,
+    mode: str = "sample",
+    seed: int = 0,
+) -> list[int]:
+    """Plain decoding, one target call per token.
+
+    ``greedy`` takes ``argmax``; ``sample`` draws by inverse CDF with
+    ``U = out / 2**32`` from lane 0 of ``LaneRNG(seed, 1)``.
+    """
+    _check_common(target, prompt, max_new_tokens, seed)
+    _check_mode(mode)
+    rng = LaneRNG(int(seed), 1)
+    ctx = list(int(t) for t in prompt)
+    out: list[int] = []
+    from golden.sampler import sample_float
+
+    for _ in range(max_new_tokens):
+        p = np.asarray(target.probs([context_tail(target, ctx)])[0], dtype=np.float64)
+        if mode == "greedy":
+            x = int(np.argmax(p))
+        else:
+            x = sample_float(p, int(rng.next()[0]) / 2.0**32)
+        out.append(x)
+        ctx.append(x)
+    return out

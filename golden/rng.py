@@ -1,0 +1,96 @@
+"""Per-lane random numbers: xoshiro128++ lanes seeded by splitmix64 (SPEC §3.4).
+
+One splitmix64 stream, its state started at the 64-bit ``seed``, seeds the
+lanes in order: lane ``l`` takes splitmix64 outputs ``2l`` and ``2l + 1`` and
+splits each into its low then high 32-bit word, giving the xoshiro128++ state
+words ``s0, s1, s2, s3``. Every lane advances exactly once per
+:meth:`LaneRNG.next` (one verification step), used or not.
+
+Node ``i >= 1`` of a tree uses lane ``i``: ``u_i = out[i] >> (32 - RAND_BITS)``.
+Lane 0 drives the token sampler with its full 32-bit output.
+
+The lane streams do not depend on the number of lanes: lane ``l`` of a
+16-lane generator is lane ``l`` of a 1024-lane one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["splitmix64", "lane_states", "LaneRNG", "uniforms"]
+
+_M64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def splitmix64(state: int) -> tuple[int, int]:
+    """One splitmix64 step: returns ``(new_state, output)`` (Python ints, 64-bit)."""
+    state = (state + _GOLDEN) & _M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return state, z ^ (z >> 31)
+
+
+def lane_states(seed: int, lanes: int) -> np.ndarray:
+    """Initial xoshiro128++ states, shape ``(4, lanes)`` uint32 (rows ``s0..s3``)."""
+    if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= _M64:
+        raise ValueError(f"seed = {seed!r}: must be an integer in 0 .. 2**64 - 1")
+    if not isinstance(lanes, (int, np.integer)) or int(lanes) < 1:
+        raise ValueError(f"lanes = {lanes!r}: must be an integer >= 1")
+    st = np.zeros((4, int(lanes)), dtype=np.uint32)
+    state = int(seed)
+    for lane in range(int(lanes)):
+        for half in range(2):
+            state, out = splitmix64(state)
+            st[2 * half, lane] = out & 0xFFFFFFFF
+            st[2 * half + 1, lane] = out >> 32
+    return st
+
+
+def _rotl(x: np.ndarray, k: int) -> np.ndarray:
+    return (x << np.uint32(k)) | (x >> np.uint32(32 - k))
+
+
+class LaneRNG:
+    """``lanes`` xoshiro128++ generators advanced together (SPEC §3.4).
+
+    Parameters
+    ----------
+    seed : int
+        64-bit seed of the splitmix64 stream that seeds the lanes.
+    lanes : int
+        Number of lanes (``N_NODES`` on the chip).
+
+    Members
+    -------
+    state : np.ndarray
+        ``(4, lanes)`` uint32, the current state words ``s0..s3`` of every lane.
+    """
+
+    def __init__(self, seed: int, lanes: int) -> None:
+        self.seed = int(seed) if isinstance(seed, (int, np.integer)) else seed
+        self.lanes = lanes
+        self.state = lane_states(seed, lanes)
+
+    def next(self) -> np.ndarray:
+        """Advance every lane once; return the 32-bit outputs (uint32, one per lane)."""
+        s0, s1, s2, s3 = self.state
+        with np.errstate(over="ignore"):
+            result = _rotl(s0 + s3, 7) + s0
+        t = s1 << np.uint32(9)
+        s2 = s2 ^ s0
+        s3 = s3 ^ s1
+        s1 = s1 ^ s2
+        s0 = s0 ^ s3
+        s2 = s2 ^ t
+        s3 = _rotl(s3, 11)
+        self.state = np.stack([s0, s1, s2, s3])
+        return result
+
+
+def uniforms(out: np.ndarray, rand_bits: int = 16) -> np.ndarray:
+    """Fixed-point uniforms ``out >> (32 - rand_bits)`` (SPEC §3.4), as int64."""
+    if not 1 <= rand_bits <= 32:
+        raise ValueError(f"rand_bits = {rand_bits!r}: must be in 1 .. 32")
+    return (np.asarray(out, dtype=np.uint32) >> np.uint32(32 - rand_bits)).astype(np.int64)

@@ -1,0 +1,736 @@
+"""Tree policies: the shapes of the draft trees (the topology optimiser, SPEC §1-§3).
+
+Every tree is a parent list (SPEC §2): node 0 is the root, ``parents[i] < i``,
+siblings are tried in index order, so the most promising child of a node gets
+the lowest index among its siblings. Node counts (``n_nodes``, ``max_nodes``)
+always *include* the root: a chain of ``k`` draft tokens has ``k + 1`` nodes.
+
+Policies
+--------
+:class:`Chain`, :class:`StaticTree`
+    Fixed shapes (helpers :func:`chain`, :func:`full_tree`, :func:`star`).
+:class:`SequoiaTree`, :class:`AdaptiveSequoia`
+    The expected-value optimal tree of Sequoia (Chen et al. 2024, "Sequoia:
+    Scalable, Robust, and Hardware-aware Speculative Decoding",
+    arXiv:2402.12374) under the positional acceptance model, solved by dynamic
+    programming (:func:`sequoia_tree`); the adaptive one re-estimates the
+    acceptance vector from the decoder's :class:`~golden.draft.StepRecord`\\ s
+    (:func:`estimate_acceptance`) and re-solves.
+:class:`Eagle2Tree`
+    The dynamic, context-dependent draft tree of EAGLE-2 (Li et al. 2024,
+    "EAGLE-2: Faster Inference of Language Models with Dynamic Draft Trees",
+    arXiv:2406.16858): expansion by cumulative draft confidence, then rerank.
+
+Positional acceptance model
+---------------------------
+``acc = (p_1, ..., p_K)``: given that a node is on the accepted path and has at
+least ``b`` children, ``p_b`` is the probability that its ``b``-th child
+(sibling rank ``b``, 1-based) is the accepted one. The events are disjoint, so
+``sum(acc) <= 1``; ranks beyond ``K`` have probability 0. A node is on the
+accepted path with probability ``prod p_rank`` over the nodes of its path, and
+the expected number of accepted draft tokens of a tree is the sum of that over
+its draft nodes (:func:`expected_accepted`). For a chain, ``acc = [alpha]``
+gives the classic ``alpha (1 - alpha**gamma) / (1 - alpha)`` of Leviathan et
+al. 2023 (:func:`chain_expected_accepted`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import numbers
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from golden import tree as _tree
+from golden.draft import DraftTree, Model, StepRecord, TreePolicy, context_tail
+
+__all__ = [
+    "chain",
+    "star",
+    "full_tree",
+    "Chain",
+    "StaticTree",
+    "chain_expected_accepted",
+    "expected_accepted",
+    "estimate_acceptance",
+    "sequoia_tree",
+    "SequoiaTree",
+    "AdaptiveSequoia",
+    "Eagle2Tree",
+]
+
+#: Largest tree :func:`full_tree` agrees to build (a guard against typos).
+FULL_TREE_LIMIT = 1 << 20
+
+#: Tolerance on ``sum(acc) <= 1``.
+ACC_SUM_TOL = 1e-9
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``; ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} = {value!r}: must be an integer >= {minimum}")
+    v = int(value)
+    if v < minimum:
+        raise ValueError(f"{name} = {v}: must be >= {minimum}")
+    return v
+
+
+def _check_prob(name: str, value: object) -> float:
+    """``value`` as a float in ``[0, 1]``; ValueError naming ``name`` otherwise."""
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} = {value!r}: must be a number in [0, 1]") from exc
+    if not 0.0 <= v <= 1.0:  # also rejects NaN
+        raise ValueError(f"{name} = {value!r}: must be in [0, 1]")
+    return v
+
+
+def _check_acc(acc: Sequence[float], name: str = "acc") -> np.ndarray:
+    """Validate an acceptance vector: non-empty, entries in [0, 1], sum <= 1."""
+    try:
+        a = np.asarray(acc, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} = {acc!r}: must be a sequence of probabilities") from exc
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"{name} = {acc!r}: must be a non-empty 1-D sequence of probabilities")
+    for i, v in enumerate(a):
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"{name} = {a.tolist()!r}: entry {i} = {v!r} is outside [0, 1]")
+    s = float(a.sum())
+    if s > 1.0 + ACC_SUM_TOL:
+        raise ValueError(
+            f"{name} = {a.tolist()!r}: sum = {s!r} > 1 (ranks are disjoint events)"
+        )
+    return a
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def chain(k: int) -> list[int]:
+    """Parent list of a chain of ``k`` draft tokens (``k + 1`` nodes).
+
+    Parameters
+    ----------
+    k : int
+        Number of draft tokens, ``>= 0``; ``k = 0`` is plain decoding (root only).
+
+    Returns
+    -------
+    list[int]
+        ``[-1, 0, 1, ..., k - 1]``.
+    """
+    k = _check_int("k", k, 0)
+    return [-1] + list(range(k))
+
+
+def star(k: int) -> list[int]:
+    """Parent list of a root with ``k`` children (``k + 1`` nodes).
+
+    Parameters
+    ----------
+    k : int
+        Number of children of the root, ``>= 0``.
+
+    Returns
+    -------
+    list[int]
+        ``[-1, 0, 0, ..., 0]``.
+    """
+    k = _check_int("k", k, 0)
+    return [-1] + [0] * k
+
+
+def full_tree(branching: Sequence[int]) -> list[int]:
+    """Parent list of a complete tree, numbered breadth first.
+
+    Parameters
+    ----------
+    branching : Sequence[int]
+        ``branching[d]`` children for every node of depth ``d`` (each ``>= 1``);
+        ``(2, 2, 1)``: the root has 2 children, each of them 2, each of those 1.
+        An empty sequence gives the root alone.
+
+    Returns
+    -------
+    list[int]
+        The parent list; a node's children have consecutive indices.
+    """
+    try:
+        br = list(branching)
+    except TypeError as exc:
+        raise ValueError(f"branching = {branching!r}: must be a sequence of integers") from exc
+    total, level = 1, 1
+    for d, b in enumerate(br):
+        _check_int(f"branching[{d}]", b, 1)
+        level *= int(b)
+        total += level
+        if total > FULL_TREE_LIMIT:
+            raise ValueError(
+                f"branching = {br!r}: the tree would have more than {FULL_TREE_LIMIT} nodes"
+            )
+    parents = [-1]
+    frontier = [0]
+    for b in br:
+        nxt = []
+        for a in frontier:
+            for _ in range(int(b)):
+                nxt.append(len(parents))
+                parents.append(a)
+        frontier = nxt
+    return parents
+
+
+class StaticTree(TreePolicy):
+    """A tree policy that always returns the same shape.
+
+    Parameters
+    ----------
+    parents : Sequence[int]
+        The parent list (checked with :func:`golden.tree.validate`).
+    """
+
+    def __init__(self, parents: Sequence[int]) -> None:
+        self._parents = _tree.validate(parents)
+        self.max_nodes = len(self._parents)
+
+    def parents(self) -> list[int]:
+        return list(self._parents)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._parents!r})"
+
+
+class Chain(StaticTree):
+    """A chain of ``k`` draft tokens (``max_nodes = k + 1``; ``k = 0``: plain decoding).
+
+    Parameters
+    ----------
+    k : int
+        Number of draft tokens, ``>= 0``.
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = _check_int("k", k, 0)
+        super().__init__(chain(self.k))
+
+    def __repr__(self) -> str:
+        return f"Chain({self.k})"
+
+
+# --------------------------------------------------------------------------- positional model
+
+
+def chain_expected_accepted(alpha: float, gamma: int) -> float:
+    """Expected accepted draft tokens of a chain of ``gamma`` with acceptance rate ``alpha``.
+
+    ``alpha (1 - alpha**gamma) / (1 - alpha)`` (``gamma`` if ``alpha == 1``): the
+    number of *draft* tokens kept, excluding the extra token (Leviathan et al.
+    2023 count ``1 +`` this as tokens per step).
+
+    Parameters
+    ----------
+    alpha : float
+        Per-token acceptance probability, in ``[0, 1]``.
+    gamma : int
+        Chain length (draft tokens), ``>= 0``.
+
+    Returns
+    -------
+    float
+        ``sum_{i=1..gamma} alpha**i``.
+    """
+    a = _check_prob("alpha", alpha)
+    g = _check_int("gamma", gamma, 0)
+    if a == 1.0:
+        return float(g)
+    if a == 0.0 or g == 0:
+        return 0.0
+    # -expm1(g log a) = 1 - a**g without cancellation for a close to 1
+    return a * -math.expm1(g * math.log(a)) / (1.0 - a)
+
+
+def expected_accepted(parents: Sequence[int], acc: Sequence[float]) -> float:
+    """Expected accepted draft tokens of a tree under the positional acceptance model.
+
+    Parameters
+    ----------
+    parents : Sequence[int]
+        The tree (SPEC §2).
+    acc : Sequence[float]
+        ``(p_1, ..., p_K)`` (module docstring); children of rank ``> K`` count 0.
+
+    Returns
+    -------
+    float
+        ``sum over draft nodes i of prod_{j on the path to i} p_rank(j)``.
+    """
+    par = _tree.validate(parents)
+    p = _check_acc(acc)
+    ranks = _tree.sibling_rank(par)
+    val = [1.0] * len(par)
+    total = 0.0
+    for i in range(1, len(par)):
+        r = ranks[i]
+        val[i] = val[par[i]] * (float(p[r]) if r < p.size else 0.0)
+        total += val[i]
+    return total
+
+
+def _count_record(record: StepRecord, hits: np.ndarray, trials: np.ndarray) -> None:
+    """Add one record's rank statistics to ``hits`` / ``trials`` (in place)."""
+    par = _tree.validate(record.parents)
+    path = [int(a) for a in record.path]
+    n, kmax = len(par), hits.size
+    if not path or path[0] != 0:
+        raise ValueError(f"record.path = {path!r}: must start at the root 0")
+    nchild = [0] * n
+    rank = [0] * n
+    for i in range(1, n):
+        rank[i] = nchild[par[i]]
+        nchild[par[i]] += 1
+    for t, a in enumerate(path):
+        if not 0 <= a < n:
+            raise ValueError(f"record.path = {path!r}: node {a} is not in the {n}-node tree")
+        if t > 0:
+            if par[a] != path[t - 1]:
+                raise ValueError(
+                    f"record.path = {path!r}: node {a} is not a child of node {path[t - 1]}"
+                )
+            if rank[a] < kmax:
+                hits[rank[a]] += 1
+        trials[: min(nchild[a], kmax)] += 1
+
+
+def estimate_acceptance(records: Iterable[StepRecord], max_children: int) -> np.ndarray:
+    """Estimate the positional acceptance vector from finished steps.
+
+    For every node ``a`` on a record's accepted path (``record.path``) with
+    ``k_a`` children in ``record.parents``, each rank ``b <= k_a`` is one trial;
+    it is a hit if the next path node is ``a``'s ``b``-th child. ``p_b`` is
+    hits / trials. A rank never offered (0 trials) gets 0: nothing is known
+    about it (:class:`AdaptiveSequoia` adds a prior instead). The ratios have
+    different denominators, so on finite or mixed data their sum may exceed 1;
+    callers feeding :func:`sequoia_tree` must renormalise.
+
+    Parameters
+    ----------
+    records : Iterable[StepRecord]
+        The steps (only ``parents`` and ``path`` are read).
+    max_children : int
+        Length of the returned vector, ``>= 1``; ranks beyond it are ignored.
+
+    Returns
+    -------
+    np.ndarray
+        ``float64``, shape ``(max_children,)``.
+    """
+    k = _check_int("max_children", max_children, 1)
+    hits = np.zeros(k, dtype=np.int64)
+    trials = np.zeros(k, dtype=np.int64)
+    for rec in records:
+        _count_record(rec, hits, trials)
+    out = np.zeros(k, dtype=np.float64)
+    np.divide(hits, trials, out=out, where=trials > 0)
+    return out
+
+
+# --------------------------------------------------------------------------- Sequoia DP
+
+
+def _solve(p: np.ndarray, budget: int, levels: int) -> tuple[np.ndarray, float]:
+    """Sequoia DP tables: choices[l, b, m] and the optimal forest value.
+
+    ``G_l,b[m]``: the best value of a forest of subtrees hanging at sibling
+    ranks ``b, b+1, ...`` (contiguous from ``b``) below a node that is reached
+    with probability 1, using at most ``m`` nodes, each subtree at most ``l``
+    levels deep. ``T_l[s] = 1 + G_{l-1},1[s - 1]`` is a subtree of at most ``s``
+    nodes and ``l`` levels. ``G_l,b[m] = max(0, max_{s=1..m} p_b T_l[s] +
+    G_l,b+1[m - s])``; ``choices[l, b, m]`` is the chosen ``s`` (0: stop, no
+    child of rank ``b``). The inner max over ``s`` is one numpy max-plus
+    convolution over all ``m`` at once.
+    """
+    K = p.size
+    M = budget
+    choices = np.zeros((levels + 1, K + 1, M + 1), dtype=np.int32)
+    rows = np.arange(M + 1)
+    T = np.ones(M + 1)  # T_1: a lone node (T[0] is never read: s >= 1)
+    G = np.zeros(M + 1)
+    neg = np.full(M, -np.inf)
+    for lv in range(1, levels + 1):
+        Ts = T[1:]  # T_l[s], s = 1..M
+        G = np.zeros(M + 1)  # G_l,K+1 = 0
+        for b in range(K, 0, -1):
+            # B[m, s-1] = G[m - s] (or -inf for s > m): a sliding window over
+            # f = reversed([-inf]*M + G), rows M+1 .. 1 of the window view.
+            f = np.concatenate((neg, G))[::-1]
+            B = sliding_window_view(f, M)[M + 1 : 0 : -1]
+            A = p[b - 1] * Ts + B
+            s = np.argmax(A, axis=1)
+            best = A[rows, s]
+            take = best > 0.0  # equal value: the smaller option (stop, or smaller s)
+            choices[lv, b] = np.where(take, s + 1, 0)
+            G = np.where(take, best, 0.0)
+        T = np.empty(M + 1)
+        T[0] = 0.0
+        T[1:] = 1.0 + G[:-1]
+    return choices, float(G[M])
+
+
+def sequoia_tree(
+    acc: Sequence[float], n_nodes: int, max_depth: int
+) -> tuple[list[int], float]:
+    """The Sequoia tree: the tree of highest expected accepted draft tokens.
+
+    Solves the dynamic program of Chen et al. 2024 (Sequoia, §3.1) under the
+    positional acceptance model (module docstring). The budget is **at most**
+    ``n_nodes``: the DP maximises over all trees of ``<= n_nodes`` nodes and, of
+    alternatives of exactly equal value, takes the smaller, so a node that adds
+    nothing (e.g. below or after ranks with ``p_b = 0``, or past the depth
+    limit) is never used. With every ``p_b > 0`` each extra node adds value, so
+    the tree has exactly ``n_nodes`` nodes unless the depth limit and ``K``
+    allow fewer (or the gain of a node is below float64 resolution).
+
+    Parameters
+    ----------
+    acc : Sequence[float]
+        ``(p_1, ..., p_K)``, entries in ``[0, 1]``, ``sum <= 1``.
+    n_nodes : int
+        Node budget, root included, ``>= 1``.
+    max_depth : int
+        Largest depth of a draft node (the root has depth 0), ``>= 1``.
+
+    Returns
+    -------
+    parents : list[int]
+        The tree, numbered breadth first, siblings by rank (rank 1 first).
+    expected : float
+        Its expected number of accepted draft tokens (equal, up to rounding, to
+        :func:`expected_accepted` of ``parents``).
+    """
+    p = _check_acc(acc)
+    n = _check_int("n_nodes", n_nodes, 1)
+    depth = _check_int("max_depth", max_depth, 1)
+    nz = np.flatnonzero(p > 0.0)
+    budget = n - 1
+    K = min(int(nz[-1]) + 1 if nz.size else 0, budget)  # trailing zero ranks add nothing
+    levels = min(depth, budget)  # a path of budget draft nodes is the deepest possible
+    if K == 0 or budget == 0:
+        return [-1], 0.0
+    choices, value = _solve(p[:K], budget, levels)
+    parents = [-1]
+    queue = deque([(0, budget, levels)])  # node, forest budget, levels below it
+    while queue:
+        node, rem, lv = queue.popleft()
+        b = 1
+        while lv > 0 and b <= K and rem > 0:
+            s = int(choices[lv, b, rem])
+            if s == 0:
+                break
+            queue.append((len(parents), s - 1, lv - 1))
+            parents.append(node)
+            rem -= s
+            b += 1
+    return parents, value
+
+
+class SequoiaTree(StaticTree):
+    """Static policy: the Sequoia tree for a fixed acceptance vector.
+
+    Parameters
+    ----------
+    acc, n_nodes, max_depth
+        As for :func:`sequoia_tree`.
+
+    Attributes
+    ----------
+    acc : np.ndarray
+        The acceptance vector.
+    expected : float
+        Expected accepted draft tokens of the tree.
+    """
+
+    def __init__(self, acc: Sequence[float], n_nodes: int, max_depth: int) -> None:
+        parents, self.expected = sequoia_tree(acc, n_nodes, max_depth)
+        self.acc = _check_acc(acc)
+        self.n_nodes = int(n_nodes)
+        self.max_depth = int(max_depth)
+        super().__init__(parents)
+
+    def __repr__(self) -> str:
+        return f"SequoiaTree({self.acc.tolist()!r}, {self.n_nodes}, {self.max_depth})"
+
+
+class AdaptiveSequoia(TreePolicy):
+    """Sequoia tree re-solved from observed acceptances (the topology optimiser).
+
+    Every finished step is fed to :meth:`observe`, which accumulates the rank
+    statistics of :func:`estimate_acceptance` (hardware: two counters per
+    rank). Every ``update_every`` observations the acceptance vector is
+    re-estimated with a prior of ``prior_weight`` pseudo-trials per rank at
+    ``initial_acc`` (zero-padded to ``max_children``)::
+
+        p_b = (hits_b + prior_weight * prior_b) / (trials_b + prior_weight)
+
+    so a rank seen rarely or never keeps its prior instead of collapsing to 0
+    (which would remove it from every later tree and so from the statistics).
+    If the estimate sums to more than 1 (possible, see
+    :func:`estimate_acceptance`) it is scaled to sum 1. Then the DP is re-solved.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Node budget, root included, ``>= 1``.
+    max_depth : int
+        Largest draft-node depth, ``>= 1``.
+    initial_acc : Sequence[float]
+        Acceptance vector before any observation, also the prior; at most
+        ``max_children`` entries.
+    update_every : int
+        Observations between re-solves, ``>= 1`` (default 16).
+    max_children : int
+        Ranks tracked, ``>= 1`` (default 8).
+    prior_weight : float
+        Pseudo-trials per rank, ``>= 0`` (default 2.0; 0: plain estimate).
+
+    Attributes
+    ----------
+    acc : np.ndarray
+        The acceptance vector of the current tree.
+    expected : float
+        Expected accepted draft tokens of the current tree under ``acc``.
+    n_observed, n_solves : int
+        Steps observed; DP solutions computed (the initial one included).
+    hits, trials : np.ndarray
+        The accumulated rank statistics.
+    """
+
+    def __init__(
+        self,
+        n_nodes: int,
+        max_depth: int,
+        initial_acc: Sequence[float],
+        *,
+        update_every: int = 16,
+        max_children: int = 8,
+        prior_weight: float = 2.0,
+    ) -> None:
+        self.n_nodes = _check_int("n_nodes", n_nodes, 1)
+        self.max_depth = _check_int("max_depth", max_depth, 1)
+        self.update_every = _check_int("update_every", update_every, 1)
+        self.max_children = _check_int("max_children", max_children, 1)
+        init = _check_acc(initial_acc, "initial_acc")
+        if init.size > self.max_children:
+            raise ValueError(
+                f"initial_acc = {init.tolist()!r}: {init.size} entries, more than "
+                f"max_children = {self.max_children}"
+            )
+        try:
+            w = float(prior_weight)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"prior_weight = {prior_weight!r}: must be a number >= 0") from exc
+        if not (math.isfinite(w) and w >= 0.0):
+            raise ValueError(f"prior_weight = {prior_weight!r}: must be a finite number >= 0")
+        self.prior_weight = w
+        self.prior = np.zeros(self.max_children)
+        self.prior[: init.size] = init
+        self.max_nodes = self.n_nodes
+        self.hits = np.zeros(self.max_children, dtype=np.int64)
+        self.trials = np.zeros(self.max_children, dtype=np.int64)
+        self.n_observed = 0
+        self.n_solves = 0
+        self._resolve(self.prior.copy())
+
+    def _resolve(self, acc: np.ndarray) -> None:
+        self._parents, self.expected = sequoia_tree(acc, self.n_nodes, self.max_depth)
+        self.acc = acc
+        self.n_solves += 1
+
+    def current_estimate(self) -> np.ndarray:
+        """The prior-smoothed acceptance vector from the statistics so far.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(max_children,)``, entries in ``[0, 1]``, sum ``<= 1``.
+        """
+        num = self.hits + self.prior_weight * self.prior
+        den = self.trials + self.prior_weight
+        est = np.zeros(self.max_children)
+        np.divide(num, den, out=est, where=den > 0)
+        s = float(est.sum())
+        if s > 1.0:
+            est /= s
+        return np.clip(est, 0.0, 1.0)
+
+    def parents(self) -> list[int]:
+        return list(self._parents)
+
+    def observe(self, record: StepRecord) -> None:
+        _count_record(record, self.hits, self.trials)
+        self.n_observed += 1
+        if self.n_observed % self.update_every == 0:
+            self._resolve(self.current_estimate())
+
+
+# --------------------------------------------------------------------------- EAGLE-2
+
+
+class Eagle2Tree(TreePolicy):
+    """EAGLE-2 dynamic draft tree (Li et al. 2024, §4).
+
+    *Expansion.* Starting at the root, for ``depth`` rounds (at most
+    ``n_nodes - 1``: a deeper node could not be kept): the draft distribution
+    of every node selected for expansion is computed (one batched
+    ``draft.probs`` call per round, contexts ``context_tail(draft, context) +
+    path tokens``); each expanded node gets its ``topk`` most likely tokens as
+    candidate children (ties: lower token id), with value ``parent value *
+    q(token)`` (the cumulative draft confidence, root value 1). The next round
+    expands the ``topk`` highest-value candidates created in this round (ties:
+    creation order).
+
+    *Rerank.* The ``n_nodes - 1`` candidates of highest value are kept (ties:
+    creation order), best first from the root, so a node is only taken after
+    its parent: the kept set is always a tree (with a normalised draft the
+    value never grows along a path, so this is exactly the global top
+    ``n_nodes - 1``). The kept nodes are numbered breadth first, siblings by
+    decreasing ``q`` (their creation order), the order in which they are tried.
+
+    The tree is a deterministic function of the draft and the context: ``rng``
+    is not used. The policy is meant for ``children = "topk"`` (SPEC §3.1).
+
+    Parameters
+    ----------
+    n_nodes : int
+        Node budget, root included, ``>= 1``.
+    depth : int
+        Expansion rounds (largest draft-node depth), ``>= 1``.
+    topk : int
+        Children per expanded node and nodes expanded per round, ``>= 1``.
+
+    Attributes
+    ----------
+    last_values : np.ndarray
+        Values (cumulative draft confidence) of the nodes of the last tree built,
+        root included (1.0).
+    """
+
+    def __init__(self, n_nodes: int, depth: int, topk: int) -> None:
+        self.n_nodes = _check_int("n_nodes", n_nodes, 1)
+        self.depth = _check_int("depth", depth, 1)
+        self.topk = _check_int("topk", topk, 1)
+        self.max_nodes = self.n_nodes
+        self.last_values = np.ones(1)
+
+    def __repr__(self) -> str:
+        return f"Eagle2Tree({self.n_nodes}, {self.depth}, {self.topk})"
+
+    def parents(self) -> list[int]:
+        raise NotImplementedError("Eagle2Tree is dynamic: its shape comes from build()")
+
+    def build(
+        self,
+        draft: Model,
+        context: Sequence[int],
+        children: str,
+        rng: np.random.Generator,
+    ) -> DraftTree:
+        """Build one step's tree (see the class docstring).
+
+        Parameters
+        ----------
+        draft : Model
+            The draft model.
+        context : Sequence[int]
+            Tokens so far; the last one is the root.
+        children : str
+            Must be ``"topk"``.
+        rng : np.random.Generator
+            Unused (the tree is deterministic).
+
+        Returns
+        -------
+        DraftTree
+            ``q`` holds the draft distribution of every kept node with kept
+            children (``q_index`` -1 for the leaves).
+        """
+        if children != "topk":
+            raise ValueError(
+                f"children = {children!r}: Eagle2Tree builds top-k trees, children must be 'topk'"
+            )
+        V = int(draft.vocab_size)
+        tail = context_tail(draft, context)
+        root_tok = int(context[-1]) if len(context) else -1
+        # candidate nodes, in creation order (index 0 = root)
+        c_par = [-1]
+        c_tok = [root_tok]
+        c_val = [1.0]
+        c_path: list[list[int]] = [[]]
+        c_qrow = [-1]  # row of q_rows for expanded candidates
+        q_rows: list[np.ndarray] = []
+        k = min(self.topk, V)
+        frontier = [0]
+        for _ in range(min(self.depth, self.n_nodes - 1)):
+            q = np.asarray(draft.probs([tail + c_path[a] for a in frontier]), dtype=np.float64)
+            if q.shape != (len(frontier), V):
+                raise ValueError(
+                    f"draft.probs returned shape {q.shape}, expected {(len(frontier), V)}"
+                )
+            new = []
+            for r, a in enumerate(frontier):
+                c_qrow[a] = len(q_rows)
+                q_rows.append(q[r])
+                toks = np.argsort(-q[r], kind="stable")[:k]
+                for t in toks:
+                    new.append(len(c_par))
+                    c_par.append(a)
+                    c_tok.append(int(t))
+                    c_val.append(c_val[a] * float(q[r, t]))
+                    c_path.append(c_path[a] + [int(t)])
+                    c_qrow.append(-1)
+            new.sort(key=lambda i: (-c_val[i], i))
+            frontier = new[: self.topk]
+        # rerank: best first, a node eligible once its parent is kept
+        kids: list[list[int]] = [[] for _ in c_par]
+        for i in range(1, len(c_par)):
+            kids[c_par[i]].append(i)
+        kept = {0}
+        heap = [(-c_val[c], c) for c in kids[0]]
+        heapq.heapify(heap)
+        while heap and len(kept) < self.n_nodes:
+            _, c = heapq.heappop(heap)
+            kept.add(c)
+            for g in kids[c]:
+                heapq.heappush(heap, (-c_val[g], g))
+        # number breadth first; siblings in creation order = decreasing q
+        order = [0]
+        new_id = {0: 0}
+        parents = [-1]
+        for a in order:  # grows while iterating
+            for c in kids[a]:
+                if c in kept:
+                    new_id[c] = len(order)
+                    order.append(c)
+                    parents.append(new_id[a])
+        has_kids = [False] * len(order)
+        for i in range(1, len(order)):
+            has_kids[parents[i]] = True
+        rows = []
+        q_index = np.full(len(order), -1, dtype=np.int64)
+        for i, c in enumerate(order):
+            if has_kids[i]:
+                q_index[i] = len(rows)
+                rows.append(q_rows[c_qrow[c]])
+        tokens = np.array([c_tok[c] for c in order], dtype=np.int64)
+        qmat = np.stack(rows) if rows else np.zeros((0, V))
+        self.last_values = np.array([c_val[c] for c in order])
+        return DraftTree(parents, tokens, qmat, q_index)

