@@ -349,7 +349,10 @@ def decide_detail(
         accept = u_a * qt_a < (pt_a << rand_bits)
     else:  # exact with Python integers
         accept = np.array(
-            [int(a) * int(b) < (int(c) << rand_bits) for a, b, c in zip(u_a, qt_a, pt_a)],
+            [
+                int(a) * int(b) < (int(c) << rand_bits)
+                for a, b, c in zip(u_a, qt_a, pt_a, strict=True)
+            ],
             dtype=bool,
         )
     return _finish(par, accept)

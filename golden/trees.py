@@ -102,14 +102,12 @@ def _check_acc(acc: Sequence[float], name: str = "acc") -> np.ndarray:
         raise ValueError(f"{name} = {acc!r}: must be a sequence of probabilities") from exc
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"{name} = {acc!r}: must be a non-empty 1-D sequence of probabilities")
-    for i, v in enumerate(a):
+    for i, v in enumerate(a.tolist()):
         if not 0.0 <= v <= 1.0:
             raise ValueError(f"{name} = {a.tolist()!r}: entry {i} = {v!r} is outside [0, 1]")
     s = float(a.sum())
     if s > 1.0 + ACC_SUM_TOL:
-        raise ValueError(
-            f"{name} = {a.tolist()!r}: sum = {s!r} > 1 (ranks are disjoint events)"
-        )
+        raise ValueError(f"{name} = {a.tolist()!r}: sum = {s!r} > 1 (ranks are disjoint events)")
     return a
 
 
@@ -386,9 +384,7 @@ def _solve(p: np.ndarray, budget: int, levels: int) -> tuple[np.ndarray, float]:
     return choices, float(G[M])
 
 
-def sequoia_tree(
-    acc: Sequence[float], n_nodes: int, max_depth: int
-) -> tuple[list[int], float]:
+def sequoia_tree(acc: Sequence[float], n_nodes: int, max_depth: int) -> tuple[list[int], float]:
     """The Sequoia tree: the tree of highest expected accepted draft tokens.
 
     Solves the dynamic program of Chen et al. 2024 (Sequoia, §3.1) under the
