@@ -151,11 +151,11 @@ def precompute(
     Work is vectorised across nodes: one pass per sibling rank, each pass
     over all nodes with at least that many children.
     """
-    par = _tree.validate(parents)
+    S = _tree.structure(parents)
     check_children_rule(children)
     prob_bits = _check_bits("prob_bits", prob_bits)
     weight_bits = _check_bits("weight_bits", weight_bits)
-    n = len(par)
+    n = S.n
     p = np.asarray(p, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] != n:
         raise ValueError(f"p has shape {p.shape}: expected ({n}, V)")
@@ -166,8 +166,7 @@ def precompute(
     if n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
         i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
         raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
-    ch = _tree.children_lists(par)
-    internal = [a for a in range(n) if ch[a]]
+    internal = list(S.internal)
     pt = np.zeros(n)
     qt = np.zeros(n)
     P = p[internal].copy()
@@ -175,22 +174,23 @@ def precompute(
         Q = _dist_rows(q, q_index, internal)
         if Q.shape[1] != V:
             raise ValueError(f"q has {Q.shape[1]} columns, p has {V}: vocabularies differ")
-    kmax = max((len(ch[a]) for a in internal), default=0)
-    counts = np.array([len(ch[a]) for a in internal], dtype=np.int64)
-    for j in range(kmax):
-        rows = np.flatnonzero(counts > j)
-        c = np.array([ch[internal[r]][j] for r in rows], dtype=np.int64)
+    for rows, c, more in S.rank_groups:
         x = tok[c]
+        pt[c] = P[rows, x]
+        qt[c] = 1.0 if children == "topk" else Q[rows, x]
+        if not residuals:  # only rows with a next sibling need the residual
+            rows, x = rows[more], x[more]
+            if rows.size == 0:
+                continue
         Pr = P[rows]
-        pt[c] = Pr[np.arange(len(rows)), x]
         if children == "topk":
-            qt[c] = 1.0
             Pr[np.arange(len(rows)), x] = 0.0
             P[rows] = _normalize_rows(Pr)
         else:
             Qr = Q[rows]
-            qt[c] = Qr[np.arange(len(rows)), x]
-            P[rows] = _normalize_rows(np.maximum(Pr - Qr, 0.0))
+            np.subtract(Pr, Qr, out=Pr)
+            np.maximum(Pr, 0.0, out=Pr)
+            P[rows] = _normalize_rows(Pr)
             if children == "swor":
                 Qr[np.arange(len(rows)), x] = 0.0
                 Q[rows] = _normalize_rows(Qr)
@@ -221,7 +221,7 @@ def residual_at(
     q_index: np.ndarray | None = None,
 ) -> np.ndarray:
     """The residual of one node (row ``node`` of ``precompute(...).residual``)."""
-    ch = _tree.children_lists(parents)
+    ch = _tree.structure(parents).children
     P = np.array(p[node], dtype=np.float64)[None, :]
     if not ch[node]:
         return P[0]
@@ -249,7 +249,7 @@ def greedy_pt_qt(
     asks. Returns float ``(pt, qt)``; quantised they become ``2**PROB_BITS - 1``
     or 0, and ``u * qt < pt << RAND_BITS`` gives the same decisions.
     """
-    par = _tree.validate(parents)
+    par = _tree.structure(parents).parents
     am = np.argmax(np.asarray(p), axis=1)
     tok = np.asarray(tokens, dtype=np.int64)
     pt = np.zeros(len(par))
@@ -304,8 +304,9 @@ def _check_vec(name: str, v: Sequence[int] | np.ndarray, n: int, bits: int) -> n
     return a
 
 
-def _finish(parents: list[int], accept: np.ndarray) -> Decision:
+def _finish(S: _tree.Structure, accept: np.ndarray) -> Decision:
     """chosen, on_path, last from the accept bits, exactly as SPEC §3.2 words them."""
+    parents = S.parents
     n = len(parents)
     accept = accept.copy()
     accept[0] = False
@@ -316,12 +317,35 @@ def _finish(parents: list[int], accept: np.ndarray) -> Decision:
             chosen[i] = True
             seen.add(parents[i])
     chosen_mask = sum(1 << i for i in np.flatnonzero(chosen).tolist())
-    rows = _tree.mask_rows(parents)
+    rows = S.rows
     on_path = np.array([(r & ~chosen_mask & ~1) == 0 for r in rows], dtype=bool)
     last = int(np.flatnonzero(on_path)[-1])
     path_mask = rows[last]
     path = [j for j in range(n) if (path_mask >> j) & 1]
     return Decision(accept, chosen, on_path, last, path_mask, path)
+
+
+def _finish_walk(S: _tree.Structure, accept: np.ndarray) -> Decision:
+    """Same result as :func:`_finish`, by walking from the root (the decoder's fast path).
+
+    Tests check it against the literal SPEC §3.2 form of :func:`_finish`.
+    """
+    parents = S.parents
+    first: dict[int, int] = {}
+    for i in (np.flatnonzero(accept[1:]) + 1).tolist():
+        first.setdefault(parents[i], i)
+    a, path = 0, [0]
+    while a in first:
+        a = first[a]
+        path.append(a)
+    n = S.n
+    chosen = np.zeros(n, dtype=bool)
+    chosen[list(first.values())] = True
+    on_path = np.zeros(n, dtype=bool)
+    on_path[path] = True
+    acc = accept.copy()
+    acc[0] = False
+    return Decision(acc, chosen, on_path, a, S.rows[a], path)
 
 
 def decide_detail(
@@ -338,10 +362,10 @@ def decide_detail(
     ``accept[i] = u[i] * qt[i] < pt[i] << rand_bits`` for every ``i >= 1``;
     ``pt[0]``, ``qt[0]``, ``u[0]`` are ignored.
     """
-    par = _tree.validate(parents)
+    S = _tree.structure(parents)
     rand_bits = _check_bits("rand_bits", rand_bits)
     prob_bits = _check_bits("prob_bits", prob_bits)
-    n = len(par)
+    n = S.n
     pt_a = _check_vec("pt", pt, n, prob_bits)
     qt_a = _check_vec("qt", qt, n, prob_bits)
     u_a = _check_vec("u", u, n, rand_bits)
@@ -355,7 +379,7 @@ def decide_detail(
             ],
             dtype=bool,
         )
-    return _finish(par, accept)
+    return _finish(S, accept)
 
 
 def decide(
@@ -376,9 +400,9 @@ def decide_float(
     parents: Sequence[int], pt: np.ndarray, qt: np.ndarray, U: np.ndarray
 ) -> Decision:
     """Float parallel decision: ``accept[i] = U[i] * qt[i] < pt[i]``."""
-    par = _tree.validate(parents)
+    S = _tree.structure(parents)
     U = np.asarray(U, dtype=np.float64)
-    return _finish(par, U * np.asarray(qt) < np.asarray(pt))
+    return _finish(S, U * np.asarray(qt) < np.asarray(pt))
 
 
 def extra_token(
@@ -398,8 +422,10 @@ def extra_token(
     if arith == "fixed":
         for d in (dist, fallback):
             w = quantize_weights(d, weight_bits)
-            if w.any():
-                return sample_weights(w, int(u32))
+            cum = np.cumsum(w)
+            total = int(cum[-1])
+            if total:  # sample_weights(w, u32) without re-validating what we just built
+                return int(np.searchsorted(cum, (int(u32) * total) >> 32, side="right"))
         return int(np.argmax(fallback))
     for d in (dist, fallback):
         if np.asarray(d).sum() > 0:
@@ -430,7 +456,7 @@ def parallel_step(
     and the :class:`Decision`.
     """
     check_arith(arith)
-    par = _tree.validate(parents)
+    par = _tree.structure(parents).parents
     n = len(par)
     lane_out = np.asarray(lane_out, dtype=np.uint32)
     if lane_out.shape[0] < n:
@@ -443,14 +469,19 @@ def parallel_step(
             p, q, par, tok, children, q_index=q_index, prob_bits=prob_bits, residuals=False
         )
         pt, qt = pre.pt, pre.qt
+    S = _tree.structure(par)
     if arith == "fixed":
         u = (lane_out[:n] >> np.uint32(32 - rand_bits)).astype(np.int64)
-        d = decide_detail(
-            par, quantize(pt, prob_bits), quantize(qt, prob_bits), u,
-            rand_bits=rand_bits, prob_bits=prob_bits,
-        )
+        pf, qf = quantize(pt, prob_bits), quantize(qt, prob_bits)
+        if rand_bits + prob_bits <= 62:
+            acc = u * qf < (pf << rand_bits)
+        else:
+            acc = np.array(
+                [int(x) * int(y) < (int(z) << rand_bits) for x, y, z in zip(u, qf, pf, strict=True)]
+            )
     else:
-        d = decide_float(par, pt, qt, lane_out[:n].astype(np.float64) / 2.0**32)
+        acc = lane_out[:n].astype(np.float64) / 2.0**32 * qt < pt
+    d = _finish_walk(S, acc)
     p_last = np.asarray(p[d.last], dtype=np.float64)
     if greedy:
         x = int(np.argmax(p_last))

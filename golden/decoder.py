@@ -118,6 +118,7 @@ def speculative_generate(
     weight_bits: int = 16,
     lanes: int | None = None,
     keep_steps: bool = True,
+    max_steps: int | None = None,
 ) -> SpecResult:
     """Speculative decoding with a draft tree, lossless by rejection sampling.
 
@@ -149,6 +150,8 @@ def speculative_generate(
         streams do not depend on it; a tree larger than it is an error.
     keep_steps : bool
         Keep a :class:`~golden.draft.StepRecord` per step in the result.
+    max_steps : int, optional
+        Also stop after this many steps (for statistics and benchmarks).
     """
     _check_common(target, prompt, max_new_tokens, seed)
     _check_mode(mode)
@@ -172,7 +175,9 @@ def speculative_generate(
     out: list[int] = []
     accepted: list[int] = []
     steps: list[StepRecord] = []
-    while len(out) < max_new_tokens:
+    if max_steps is not None and (not isinstance(max_steps, (int, np.integer)) or max_steps < 0):
+        raise ValueError(f"max_steps = {max_steps!r}: must be an integer >= 0")
+    while len(out) < max_new_tokens and (max_steps is None or len(accepted) < max_steps):
         dt = policy.build(draft, ctx, children, draft_rng)
         par = dt.parents
         n = len(par)

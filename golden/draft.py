@@ -144,24 +144,57 @@ class TreePolicy:
         return None
 
 
-def _draw_iid(q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    cdf = np.cumsum(q)
-    u = rng.random(k) * cdf[-1]
-    idx = np.searchsorted(cdf, u, side="right")
-    return np.minimum(idx, len(q) - 1)
+def _draw_iid(q: np.ndarray, k: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``k[r]`` i.i.d. inverse-CDF draws from each row ``q[r]``, flattened row by row.
+
+    One ``searchsorted`` over the row-offset normalised CDFs draws them all.
+    """
+    m, V = q.shape
+    cdf = np.cumsum(q, axis=1)
+    cdf /= cdf[:, -1:]
+    cdf += np.arange(m)[:, None]
+    rows = np.repeat(np.arange(m), k)
+    idx = np.searchsorted(cdf.ravel(), rng.random(rows.size) + rows, side="right") - rows * V
+    return np.minimum(idx, V - 1)
 
 
-def _draw_swor(q: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    support = np.flatnonzero(q > 0)
-    g = np.log(q[support]) + rng.gumbel(size=support.size)
-    order = np.argsort(-g, kind="stable")
-    return support[order[:k]]
+def _draw_swor(q: np.ndarray, k: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Ordered draws without replacement (Gumbel-top-k), flattened; ``-1`` where the
+    support is shorter than ``k[r]`` (that child is pruned)."""
+    m, V = q.shape
+    with np.errstate(divide="ignore"):
+        keys = np.log(q) + rng.gumbel(size=q.shape)
+    kmax = int(k.max())
+    if kmax < V:
+        top = np.argpartition(-keys, kmax - 1, axis=1)[:, :kmax]
+    else:
+        top = np.broadcast_to(np.arange(V), (m, V))
+    tk = np.take_along_axis(keys, top, axis=1)
+    order = np.argsort(-tk, axis=1, kind="stable")
+    top = np.take_along_axis(top, order, axis=1)
+    tk = np.take_along_axis(tk, order, axis=1)
+    top = np.where(np.isfinite(tk), top, -1)
+    if kmax > V:
+        top = np.pad(top, ((0, 0), (0, kmax - V)), constant_values=-1)
+    return top[np.arange(kmax)[None, :] < k[:, None]]
 
 
-def _draw_topk(q: np.ndarray, k: int) -> np.ndarray:
-    if k == 1:
-        return np.array([int(np.argmax(q))])
-    return np.argsort(-q, kind="stable")[:k]
+def _draw_topk(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The ``k[r]`` most likely tokens of each row, most likely first, ties by lower id;
+    flattened, ``-1`` past the vocabulary (that child is pruned)."""
+    m, V = q.shape
+    out = []
+    for r in range(m):
+        kr = int(k[r])
+        kv = min(kr, V)
+        if kv == 1:
+            row = [int(np.argmax(q[r]))]
+        else:
+            t = np.partition(q[r], V - kv)[V - kv]  # k-th largest value: keep every tie
+            cand = np.flatnonzero(q[r] >= t)
+            row = cand[np.lexsort((cand, -q[r][cand]))][:kv].tolist()
+        out.extend(row + [-1] * (kr - kv))
+    return np.array(out, dtype=np.int64)
 
 
 def draw_tree(
@@ -171,53 +204,59 @@ def draw_tree(
     children: str,
     rng: np.random.Generator,
 ) -> DraftTree:
-    """Draw the draft tokens of a tree of the given shape (see module docstring)."""
-    par = _tree.validate(parents)
+    """Draw the draft tokens of a tree of the given shape (see module docstring).
+
+    One batched ``draft.probs`` call per tree level; the draws of a level are
+    vectorised across its nodes.
+    """
+    S = _tree.structure(parents)
     check_children_rule(children)
-    n = len(par)
-    ch = _tree.children_lists(par)
-    dep = _tree.depths(par)
+    n = S.n
     tail = context_tail(draft, context)
     tokens = np.full(n, -1, dtype=np.int64)
     if len(context):
         tokens[0] = int(context[-1])
+    depth = max(S.depths)
+    pathmat = np.zeros((n, max(depth, 1)), dtype=np.int64)  # row i: path tokens of node i
     keep = np.ones(n, dtype=bool)
-    path_tok: list[list[int]] = [[] for _ in range(n)]
     q_rows: list[np.ndarray] = []
     q_index = np.full(n, -1, dtype=np.int64)
-    maxd = max(dep)
-    for d in range(maxd):
-        level = [a for a in range(n) if dep[a] == d and ch[a] and keep[a]]
-        if not level:
-            continue
-        q = np.asarray(draft.probs([tail + path_tok[a] for a in level]), dtype=np.float64)
-        for r, a in enumerate(level):
-            kids = ch[a]
-            qa = q[r]
-            q_index[a] = len(q_rows)
-            q_rows.append(qa)
-            if children == "iid":
-                toks = _draw_iid(qa, len(kids), rng)
-            elif children == "swor":
-                toks = _draw_swor(qa, len(kids), rng)
-            else:
-                toks = _draw_topk(qa, len(kids))
-            for j, c in enumerate(kids):
-                if j < len(toks):
-                    tokens[c] = int(toks[j])
-                    path_tok[c] = path_tok[a] + [int(toks[j])]
-                else:
-                    keep[c] = False
-        # a pruned node's descendants are pruned too (parents come first)
-        for i in range(1, n):
-            if not keep[par[i]]:
-                keep[i] = False
+    n_rows = 0
+    for d, nodes, k, kids, kid_parent in S.level_arrays:
+        if not keep.all():  # after a pruning: only surviving nodes expand
+            live = keep[nodes]
+            if not live.any():
+                continue
+            kid_live = np.repeat(live, k)
+            nodes, k, kids, kid_parent = nodes[live], k[live], kids[kid_live], kid_parent[kid_live]
+        ctx = [tail + r for r in pathmat[nodes, :d].tolist()] if d else [tail] * len(nodes)
+        q = np.asarray(draft.probs(ctx), dtype=np.float64)
+        if children == "iid":
+            drawn = _draw_iid(q, k, rng)
+        elif children == "swor":
+            drawn = _draw_swor(q, k, rng)
+        else:
+            drawn = _draw_topk(q, k)
+        q_index[nodes] = np.arange(n_rows, n_rows + len(nodes))
+        n_rows += len(nodes)
+        q_rows.append(q)
+        tokens[kids] = drawn
+        if d:
+            pathmat[kids, :d] = pathmat[kid_parent, :d]
+        if d < pathmat.shape[1]:
+            pathmat[kids, d] = drawn
+        if (drawn < 0).any():  # pruned children and, below, their descendants
+            keep[kids[drawn < 0]] = False
+            par = S.parents
+            for i in range(1, n):
+                if not keep[par[i]]:
+                    keep[i] = False
     V = int(draft.vocab_size)
-    qmat = np.stack(q_rows) if q_rows else np.zeros((0, V))
+    qmat = np.concatenate(q_rows) if q_rows else np.zeros((0, V))
     if keep.all():
-        return DraftTree(par, tokens, qmat, q_index)
+        return DraftTree(list(S.parents), tokens, qmat, q_index)
     # renumber the surviving nodes, order preserved
     new_id = np.cumsum(keep) - 1
     kept = np.flatnonzero(keep)
-    new_par = [-1] + [int(new_id[par[i]]) for i in kept[1:]]
+    new_par = [-1] + [int(new_id[S.parents[i]]) for i in kept[1:]]
     return DraftTree(new_par, tokens[kept], qmat, q_index[kept])

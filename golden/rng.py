@@ -75,17 +75,16 @@ class LaneRNG:
 
     def next(self) -> np.ndarray:
         """Advance every lane once; return the 32-bit outputs (uint32, one per lane)."""
-        s0, s1, s2, s3 = self.state
-        with np.errstate(over="ignore"):
-            result = _rotl(s0 + s3, 7) + s0
+        s0, s1, s2, s3 = self.state  # views: updated in place
+        result = _rotl(s0 + s3, 7)
+        result += s0
         t = s1 << np.uint32(9)
-        s2 = s2 ^ s0
-        s3 = s3 ^ s1
-        s1 = s1 ^ s2
-        s0 = s0 ^ s3
-        s2 = s2 ^ t
-        s3 = _rotl(s3, 11)
-        self.state = np.stack([s0, s1, s2, s3])
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3[:] = _rotl(s3, 11)
         return result
 
 

@@ -12,6 +12,8 @@ The tree-mask row of node ``i`` is a Python ``int`` whose bit ``j`` is set iff
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,6 +25,8 @@ __all__ = [
     "mask_matrix",
     "sibling_rank",
     "paths",
+    "Structure",
+    "structure",
 ]
 
 
@@ -55,40 +59,22 @@ def validate(parents: Sequence[int], *, max_nodes: int | None = None) -> list[in
 
 def mask_rows(parents: Sequence[int]) -> list[int]:
     """Tree-mask rows (ancestor-or-self bitmasks), one Python int per node."""
-    par = validate(parents)
-    rows = [1]
-    for i in range(1, len(par)):
-        rows.append(rows[par[i]] | (1 << i))
-    return rows
+    return list(structure(parents).rows)
 
 
 def depths(parents: Sequence[int]) -> list[int]:
     """Depth of every node: ``depth[0] = 0``, ``depth[i] = depth[parent[i]] + 1``."""
-    par = validate(parents)
-    d = [0]
-    for i in range(1, len(par)):
-        d.append(d[par[i]] + 1)
-    return d
+    return list(structure(parents).depths)
 
 
 def children_lists(parents: Sequence[int]) -> list[list[int]]:
     """Children of every node, in sibling (index) order."""
-    par = validate(parents)
-    ch: list[list[int]] = [[] for _ in par]
-    for i in range(1, len(par)):
-        ch[par[i]].append(i)
-    return ch
+    return [list(c) for c in structure(parents).children]
 
 
 def sibling_rank(parents: Sequence[int]) -> list[int]:
     """0-based rank of every node among its siblings (root: 0)."""
-    par = validate(parents)
-    count = [0] * len(par)
-    rank = [0] * len(par)
-    for i in range(1, len(par)):
-        rank[i] = count[par[i]]
-        count[par[i]] += 1
-    return rank
+    return list(structure(parents).rank)
 
 
 def paths(parents: Sequence[int]) -> list[list[int]]:
@@ -96,11 +82,7 @@ def paths(parents: Sequence[int]) -> list[list[int]]:
 
     ``paths(parents)[0] == []``; ``paths(parents)[i]`` ends with ``i``.
     """
-    par = validate(parents)
-    out: list[list[int]] = [[]]
-    for i in range(1, len(par)):
-        out.append(out[par[i]] + [i])
-    return out
+    return [list(p) for p in structure(parents).paths]
 
 
 def mask_matrix(parents: Sequence[int]) -> np.ndarray:
@@ -113,3 +95,109 @@ def mask_matrix(parents: Sequence[int]) -> np.ndarray:
         m[i] = m[par[i]]
         m[i, i] = True
     return m
+
+
+@dataclass(frozen=True)
+class Structure:
+    """Everything derived from a parent list, computed once per distinct tree.
+
+    Members
+    -------
+    parents, depths, rows, rank : tuple[int, ...]
+        Per node: parent, depth, mask row, sibling rank.
+    children, paths : tuple[tuple[int, ...], ...]
+        Per node: its children in sibling order; the nodes from depth 1 down to it.
+    internal : tuple[int, ...]
+        Nodes with at least one child, in index order.
+    levels : tuple[tuple[int, ...], ...]
+        ``levels[d]``: the internal nodes at depth ``d``.
+    rank_groups : tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
+        ``rank_groups[j] = (rows, kids, more)``: for every internal node with
+        more than ``j`` children, its position in ``internal``, its child of
+        rank ``j`` and whether it has a child of rank ``j + 1``.
+    level_arrays : tuple[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], ...]
+        Per level with internal nodes: ``(depth, nodes, counts, kids, kid_parent)``,
+        ``kids`` the children of ``nodes`` in order, flattened.
+    """
+
+    parents: tuple[int, ...]
+    depths: tuple[int, ...]
+    rows: tuple[int, ...]
+    rank: tuple[int, ...]
+    children: tuple[tuple[int, ...], ...]
+    paths: tuple[tuple[int, ...], ...]
+    internal: tuple[int, ...]
+    levels: tuple[tuple[int, ...], ...]
+    rank_groups: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
+    level_arrays: tuple[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.parents)
+
+
+@lru_cache(maxsize=1024)
+def _structure(par: tuple[int, ...]) -> Structure:
+    p = validate(par)
+    n = len(p)
+    rows, dep, rank, paths_ = [1], [0], [0], [()]
+    ch: list[list[int]] = [[] for _ in range(n)]
+    for i in range(1, n):
+        a = p[i]
+        rows.append(rows[a] | (1 << i))
+        dep.append(dep[a] + 1)
+        rank.append(len(ch[a]))
+        ch[a].append(i)
+        paths_.append(paths_[a] + (i,))
+    internal = [a for a in range(n) if ch[a]]
+    levels: list[list[int]] = [[] for _ in range(max(dep) + 1)]
+    for a in internal:
+        levels[dep[a]].append(a)
+    kmax = max((len(ch[a]) for a in internal), default=0)
+    groups = []
+    for j in range(kmax):
+        rows_j = [r for r, a in enumerate(internal) if len(ch[a]) > j]
+        kids_j = [ch[internal[r]][j] for r in rows_j]
+        more_j = [len(ch[internal[r]]) > j + 1 for r in rows_j]
+        groups.append(
+            (
+                np.array(rows_j, dtype=np.int64),
+                np.array(kids_j, dtype=np.int64),
+                np.array(more_j, dtype=bool),
+            )
+        )
+    level_arrays = []
+    for d, lv in enumerate(levels):
+        if lv:
+            kids = [c for a in lv for c in ch[a]]
+            level_arrays.append(
+                (
+                    d,
+                    np.array(lv, dtype=np.int64),
+                    np.array([len(ch[a]) for a in lv], dtype=np.int64),
+                    np.array(kids, dtype=np.int64),
+                    np.array([p[c] for c in kids], dtype=np.int64),
+                )
+            )
+    return Structure(
+        parents=tuple(p),
+        depths=tuple(dep),
+        rows=tuple(rows),
+        rank=tuple(rank),
+        children=tuple(tuple(c) for c in ch),
+        paths=tuple(paths_),
+        internal=tuple(internal),
+        levels=tuple(tuple(lv) for lv in levels if lv),
+        rank_groups=tuple(groups),
+        level_arrays=tuple(level_arrays),
+    )
+
+
+def structure(parents: Sequence[int]) -> Structure:
+    """The cached :class:`Structure` of a tree (validated; ``ValueError`` if invalid)."""
+    try:
+        key = tuple(parents)
+        hash(key)
+    except TypeError as exc:
+        raise ValueError(f"parents must be a sequence of integers, got {parents!r}") from exc
+    return _structure(key)

@@ -199,3 +199,16 @@ def test_precompute_invalid() -> None:
         accept.precompute(p, p, [-1, 0], [0, 1], "iid", prob_bits=0)
     with pytest.raises(ValueError, match="arith"):
         accept.parallel_step(p, p, [-1, 0], [0, 1], np.zeros(2, np.uint32), arith="double")
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees(), st.data())
+def test_fast_walk_equals_literal_form(parents, data) -> None:
+    """The decoder's root-walk gives the same decision as SPEC §3.2's literal form."""
+    n = len(parents)
+    acc = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    S = tree.structure(parents)
+    a, b = accept._finish(S, acc), accept._finish_walk(S, acc)
+    assert (a.last, a.path_mask, a.path) == (b.last, b.path_mask, b.path)
+    assert a.chosen.tolist() == b.chosen.tolist() and a.on_path.tolist() == b.on_path.tolist()
+    assert a.accept.tolist() == b.accept.tolist()
