@@ -32,7 +32,7 @@ import numpy as np
 
 from golden import tree as _tree
 from golden.draft import check_children_rule
-from golden.sampler import quantize, quantize_weights, sample_float, sample_weights
+from golden.sampler import quantize, quantize_weights, sample_float
 
 __all__ = [
     "ARITHS",
@@ -396,9 +396,7 @@ def decide(
     return d.last, d.path_mask
 
 
-def decide_float(
-    parents: Sequence[int], pt: np.ndarray, qt: np.ndarray, U: np.ndarray
-) -> Decision:
+def decide_float(parents: Sequence[int], pt: np.ndarray, qt: np.ndarray, U: np.ndarray) -> Decision:
     """Float parallel decision: ``accept[i] = U[i] * qt[i] < pt[i]``."""
     S = _tree.structure(parents)
     U = np.asarray(U, dtype=np.float64)

@@ -190,9 +190,18 @@ def speculative_generate(
         p = np.asarray(target.probs(contexts), dtype=np.float64)
         lane_out = lane_rng.next()
         emitted, d = _acc.parallel_step(
-            p, dt.q, par, tok, lane_out,
-            children=children, arith=arith, greedy=greedy, q_index=dt.q_index,
-            prob_bits=prob_bits, rand_bits=rand_bits, weight_bits=weight_bits,
+            p,
+            dt.q,
+            par,
+            tok,
+            lane_out,
+            children=children,
+            arith=arith,
+            greedy=greedy,
+            q_index=dt.q_index,
+            prob_bits=prob_bits,
+            rand_bits=rand_bits,
+            weight_bits=weight_bits,
         )
         rec = StepRecord(par, toks, d.last, d.path, d.accepted, emitted)
         policy.observe(rec)

@@ -4,7 +4,6 @@ A tiny accumulator proves the whole flow that every block testbench uses works
 on this machine; if this fails, read ``tb/toolchain.py`` and TOOLCHAIN.md.
 """
 
-
 import random
 
 from amaranth import Module, Signal

@@ -64,7 +64,8 @@ def setup_env(env: dict[str, str] | None = None) -> dict[str, str]:
         e["PATH"] = os.pathsep.join([bindir] + [p for p in path if p and p != bindir])
     e.pop("VERILATOR_ROOT", None)
     flags = [
-        f for f in e.get("MAKEFLAGS", "").split()
+        f
+        for f in e.get("MAKEFLAGS", "").split()
         if not f.startswith(("CFG_CXXFLAGS_PCH_I=", "PYTHON3="))
     ]
     flags += ["CFG_CXXFLAGS_PCH_I=-include", f"PYTHON3={sys.executable}"]
@@ -161,9 +162,11 @@ def run(
             log_file=str(test_dir / "sim.log"),
         )
     except SystemExit as exc:
-        log = (test_dir / "sim.log").read_text(errors="replace") if (
-            test_dir / "sim.log"
-        ).exists() else ""
+        log = (
+            (test_dir / "sim.log").read_text(errors="replace")
+            if (test_dir / "sim.log").exists()
+            else ""
+        )
         raise AssertionError(f"cocotb run failed ({exc.code}); log tail:\n{log[-4000:]}") from None
     n_tests, n_failed = get_results(results)
     if n_tests == 0 or n_failed:

@@ -35,8 +35,10 @@ def fixed_cases(draw, max_nodes: int = 64):
     val = st.one_of(corner, st.integers(0, (1 << pb) - 1))
     pt = [draw(val) for _ in range(n)]
     qt = [draw(val) for _ in range(n)]
-    u = [draw(st.one_of(st.sampled_from([0, (1 << rb) - 1]), st.integers(0, (1 << rb) - 1)))
-         for _ in range(n)]
+    u = [
+        draw(st.one_of(st.sampled_from([0, (1 << rb) - 1]), st.integers(0, (1 << rb) - 1)))
+        for _ in range(n)
+    ]
     return parents, pt, qt, u, pb, rb
 
 

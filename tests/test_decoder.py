@@ -19,7 +19,9 @@ def table_pair(V: int = 6):
 @pytest.mark.parametrize("arith", ["float", "fixed"])
 @pytest.mark.parametrize("children", ["iid", "swor", "topk"])
 @pytest.mark.parametrize(
-    "tree", [trees.chain(4), trees.full_tree([3, 2, 1]), trees.star(5)], ids=["chain", "full", "star"]
+    "tree",
+    [trees.chain(4), trees.full_tree([3, 2, 1]), trees.star(5)],
+    ids=["chain", "full", "star"],
 )
 def test_greedy_equals_autoregressive(tree, children: str, arith: str) -> None:
     target, draft = table_pair()
@@ -27,8 +29,15 @@ def test_greedy_equals_autoregressive(tree, children: str, arith: str) -> None:
         prompt = [seed % 6, 2]
         ar = autoregressive_generate(target, prompt, 60, mode="greedy")
         r = speculative_generate(
-            target, draft, prompt, 60, tree=tree, mode="greedy", children=children,
-            arith=arith, seed=seed,
+            target,
+            draft,
+            prompt,
+            60,
+            tree=tree,
+            mode="greedy",
+            children=children,
+            arith=arith,
+            seed=seed,
         )
         assert r.tokens[:60] == ar
         assert sum(a + 1 for a in r.accepted) == len(r.tokens)
@@ -89,8 +98,14 @@ def test_chain_acceptance_matches_formula_and_table(gamma, alpha, published) -> 
     pair = SyntheticPair(64, alpha, seed=gamma)
     steps = 8000 // gamma + 300
     r = speculative_generate(
-        pair.target, pair.draft, [1, 2], 10**9, tree=trees.chain(gamma), seed=gamma,
-        keep_steps=False, max_steps=steps,
+        pair.target,
+        pair.draft,
+        [1, 2],
+        10**9,
+        tree=trees.chain(gamma),
+        seed=gamma,
+        keep_steps=False,
+        max_steps=steps,
     )
     acc = np.array(r.accepted, dtype=float)
     se = acc.std() / np.sqrt(len(acc))

@@ -59,7 +59,14 @@ def sample(tree, children: str, arith: str) -> Counter:
     c: Counter = Counter()
     for seed in range(N):
         r = speculative_generate(
-            target, draft, PROMPT, L, tree=tree, children=children, arith=arith, seed=seed,
+            target,
+            draft,
+            PROMPT,
+            L,
+            tree=tree,
+            children=children,
+            arith=arith,
+            seed=seed,
             keep_steps=False,
         )
         c[tuple(r.tokens[:L])] += 1

@@ -1,0 +1,149 @@
+"""``python -m golden.bench`` (``make bench``): golden-decoder throughput and float/fixed distance.
+
+Writes ``build/reports/golden_bench.json`` and prints a table: decode steps
+per second and tokens per second for 64-node trees at V = 256 (the byte-level
+n-gram pair on code) and V = 32000 (the synthetic pair, alpha = 0.8), in float
+and fixed arithmetic. Two 64-node shapes: a Sequoia DP tree (depth 6, the
+shape the topology optimiser picks for a typical acceptance vector) and the
+full tree (3, 4, 4) (depth 3, fewer draft-model calls per step).
+
+It also measures how far ``arith="fixed"`` is from the float reference: both
+share every random number, so the fraction of runs whose outputs differ
+bounds the total-variation distance between the two output distributions
+from above (a coupling bound).
+
+This is a benchmark, not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from golden import trees
+from golden.decoder import speculative_generate
+from golden.models import SyntheticPair, code_prompts, default_ngram_pair
+
+REPORTS = Path(__file__).resolve().parent.parent / "build" / "reports"
+TARGET_STEPS_PER_S = 2500  # issue target at V = 256
+
+
+def shapes() -> dict[str, list[int]]:
+    seq, _ = trees.sequoia_tree([0.55, 0.2, 0.1, 0.05], 64, 6)
+    return {"sequoia64-d6": seq, "full(3,4,4)": trees.full_tree([3, 4, 4])}
+
+
+def run_one(target, draft, prompt, tree, arith: str, seconds: float) -> dict:
+    # warm-up: fills model caches and the tree-structure cache
+    speculative_generate(
+        target, draft, prompt, 10**9, tree=tree, arith=arith, max_steps=20, keep_steps=False
+    )
+    steps = tokens = 0
+    seed = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        r = speculative_generate(
+            target,
+            draft,
+            prompt,
+            10**9,
+            tree=tree,
+            arith=arith,
+            seed=seed,
+            max_steps=50,
+            keep_steps=False,
+        )
+        steps += r.n_steps
+        tokens += len(r.tokens)
+        seed += 1
+    dt = time.perf_counter() - t0
+    return {
+        "steps_per_s": steps / dt,
+        "tokens_per_s": tokens / dt,
+        "tokens_per_step": tokens / steps,
+        "steps": steps,
+        "seconds": dt,
+    }
+
+
+def fixed_vs_float(target, draft, prompt, tree, runs: int, length: int) -> dict:
+    differ = 0
+    for seed in range(runs):
+        a = speculative_generate(
+            target, draft, prompt, length, tree=tree, arith="float", seed=seed, keep_steps=False
+        ).tokens[:length]
+        b = speculative_generate(
+            target, draft, prompt, length, tree=tree, arith="fixed", seed=seed, keep_steps=False
+        ).tokens[:length]
+        differ += a != b
+    return {"runs": runs, "length": length, "differ": differ, "tv_upper_bound": differ / runs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m golden.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="time per configuration")
+    ap.add_argument("--runs", type=int, default=300, help="runs for the float/fixed distance")
+    args = ap.parse_args(argv)
+
+    print("loading models ...", flush=True)
+    ngram_t, ngram_d = default_ngram_pair()
+    syn = SyntheticPair(32000, 0.8, seed=0)
+    workloads = {
+        "ngram V=256": (ngram_t, ngram_d, code_prompts(1, 64, seed=0)[0]),
+        "synthetic V=32000": (syn.target, syn.draft, [1, 2, 3]),
+    }
+    results = []
+    configs = [(w, s, a) for w in workloads for s in shapes() for a in ("float", "fixed")]
+    for i, (wname, sname, arith) in enumerate(configs, 1):
+        t, d, prompt = workloads[wname]
+        print(f"[{i}/{len(configs)}] {wname:<18} {sname:<13} {arith:<5} ...", end=" ", flush=True)
+        r = run_one(t, d, prompt, shapes()[sname], arith, args.seconds)
+        print(f"{r['steps_per_s']:8.0f} steps/s", flush=True)
+        results.append({"workload": wname, "tree": sname, "arith": arith, **r})
+
+    print("measuring float vs fixed ...", flush=True)
+    dist = fixed_vs_float(
+        ngram_t, ngram_d, workloads["ngram V=256"][2], shapes()["full(3,4,4)"], args.runs, 64
+    )
+
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    report = {
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "processor": platform.processor() or platform.machine(),
+        },
+        "target_steps_per_s_at_V256": TARGET_STEPS_PER_S,
+        "results": results,
+        "fixed_vs_float": dist,
+    }
+    out = REPORTS / "golden_bench.json"
+    out.write_text(json.dumps(report, indent=2))
+
+    hdr = (
+        f"{'workload':<18} {'tree':<13} {'arith':<5} {'steps/s':>8} {'tokens/s':>9} {'tok/step':>8}"
+    )
+    print()
+    print(hdr)
+    print("-" * len(hdr))
+    for r in results:
+        print(
+            f"{r['workload']:<18} {r['tree']:<13} {r['arith']:<5} {r['steps_per_s']:>8.0f} "
+            f"{r['tokens_per_s']:>9.0f} {r['tokens_per_step']:>8.2f}"
+        )
+    print(
+        f"\nfloat vs fixed (n-gram, full(3,4,4), {dist['runs']} runs x {dist['length']} tokens): "
+        f"{dist['differ']} runs differ -> TV <= {dist['tv_upper_bound']:.3f}"
+    )
+    print(f"written {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
