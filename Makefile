@@ -3,6 +3,7 @@
 #   make sim     all cocotb testbenches on Verilator
 #   make golden  golden-model demo (chain / Sequoia / EAGLE-2 on code text)
 #   make bench   golden-model throughput benchmark -> build/reports/golden_bench.json
+#   make verilog Verilog of every block -> build/verilog/ (NAME=VALUE overrides), lint-checked
 #   make lint    ruff
 
 PYTHON ?= python3.11
@@ -40,8 +41,12 @@ golden: $(STAMP)
 bench: $(STAMP)
 	$(VPY) -m golden.bench
 
+# HDL parameters given on the command line (make verilog N_NODES=256) are passed on.
+HDL_PARAMS := N_NODES TOKEN_BITS PROB_BITS RAND_BITS WEIGHT_BITS LANES ENTRIES PAGES SEQS LAYER_BITS POS_BITS
+HDL_ARGS := $(foreach v,$(HDL_PARAMS),$(if $(value $(v)),$(v)=$(value $(v))))
+
 verilog: $(STAMP)
-	@echo "make verilog: no RTL block exists yet (issue 3 adds the first ones)."
+	$(VPY) -m hw.verilog --lint $(HDL_ARGS)
 
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache

@@ -1,0 +1,179 @@
+"""Tree mask generator (SPEC §2, §6): one tree-attention mask row per cycle."""
+
+from amaranth import Cat, Const, Module, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common import check_param, idx_bits
+
+__all__ = ["TreeMaskGen", "parent_layout", "row_layout"]
+
+
+def parent_layout(n_nodes: int) -> data.StructLayout:
+    """Input beat: the parent of the next node, or the end-of-tree marker."""
+    return data.StructLayout({"parent": idx_bits(n_nodes), "end": 1})
+
+
+def row_layout(n_nodes: int) -> data.StructLayout:
+    """Output beat: one node's mask row and depth."""
+    b = idx_bits(n_nodes)
+    return data.StructLayout({"node": b, "depth": b, "row": n_nodes, "last": 1})
+
+
+class TreeMaskGen(wiring.Component):
+    """Tree mask generator: parent indices in, mask rows out, one per cycle.
+
+    A tree of ``n`` nodes arrives as ``n`` beats on ``i``: the parents of nodes
+    ``1 .. n-1`` in order (``end = 0``), then one end-of-tree beat (``end = 1``,
+    ``parent`` ignored). A root-only tree is just the end beat. For every tree
+    the block emits ``n`` beats on ``o``, nodes ``0 .. n-1`` in order, with
+    ``row[i] = row[parent[i]] | (1 << i)`` (``row[0] = 1``, SPEC §2), the
+    node's depth, and ``last`` set on node ``n - 1``.
+
+    Rows live in an ``amaranth.lib.memory`` (``N_NODES`` words of ``N_NODES``
+    bits, one synchronous read port transparent to the write port), so
+    ``N_NODES = 1024`` builds: the logic per cycle is one read, one OR of a
+    one-hot bit and one write.
+
+    Invalid input: a parent ``>=`` its node's index, or more than ``N_NODES``
+    nodes. If node ``L`` is the first invalid one, the block pulses ``error``
+    for one cycle when it takes that beat, has emitted exactly rows
+    ``0 .. L-2`` of the tree (none with ``last``; row ``L-1`` is never
+    emitted), emits nothing more for it, consumes and drops the rest of the
+    tree up to and including its end beat, and then takes the next tree.
+
+    Latency (SPEC §6 target: ``n`` cycles + at most 2): with no stalls the rows
+    of an ``n``-node tree leave on ``n`` consecutive cycles, the first two
+    cycles after the first beat is taken and the last two cycles after the end
+    beat is taken. Throughput: one beat in and one row out per cycle,
+    back to back across trees.
+
+    Parameters
+    ----------
+    N_NODES : int
+        Largest tree, ``4 .. 1024`` (SPEC §5, default 64).
+
+    Members
+    -------
+    i : In(stream.Signature(parent_layout(N_NODES)))
+        Parent beats.
+    o : Out(stream.Signature(row_layout(N_NODES)))
+        Mask rows, with ``node``, ``depth`` and ``last``.
+    error : Out(1)
+        One-cycle pulse on invalid input.
+    """
+
+    OUT_DEPTH = 4
+
+    def __init__(self, *, N_NODES: int = 64) -> None:
+        self.N_NODES = check_param("N_NODES", N_NODES, 4, 1024)
+        super().__init__(
+            {
+                "i": In(stream.Signature(parent_layout(N_NODES))),
+                "o": Out(stream.Signature(row_layout(N_NODES))),
+                "error": Out(1),
+            }
+        )
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        N = self.N_NODES
+        B = idx_bits(N)
+        rl = row_layout(N)
+
+        # rows and depths of the current tree
+        m.submodules.mem = mem = memory.Memory(shape=N + B, depth=N, init=[])
+        wr = mem.write_port()
+        rd = mem.read_port(transparent_for=(wr,))
+
+        m.submodules.out = q = fifo.SyncFIFO(width=rl.size, depth=self.OUT_DEPTH)
+        m.d.comb += [
+            self.o.valid.eq(q.r_rdy),
+            self.o.payload.eq(q.r_data),
+            q.r_en.eq(self.o.ready),
+        ]
+
+        count = Signal(B + 1, init=1)  # index of the node the next parent beat defines
+        in_tree = Signal()  # row 0 of the current tree is held / emitted
+        drop = Signal()  # after an error: drop beats up to the end marker
+
+        held = Signal(rl)  # most recent row, emitted once the next beat says if it is last
+        held_valid = Signal()
+
+        s1_valid = Signal()
+        s1_end = Signal()
+        s1_node = Signal(B)
+
+        # room for what is in flight: stage 1 and the beat taken this cycle
+        room = Signal()
+        m.d.comb += room.eq(q.level + s1_valid < self.OUT_DEPTH)
+        m.d.comb += self.i.ready.eq(drop | room)
+
+        fire = Signal()
+        m.d.comb += fire.eq(self.i.valid & self.i.ready)
+        beat = self.i.payload
+        bad = Signal()
+        m.d.comb += bad.eq(~beat.end & ((beat.parent >= count) | (count == N)))
+
+        m.d.sync += self.error.eq(0)
+        m.d.comb += rd.addr.eq(beat.parent)
+
+        # ---- stage 1: the read of row[parent] is back
+        new_row = Signal(N)
+        new_depth = Signal(B)
+        m.d.comb += [
+            new_row.eq(rd.data[:N] | (Const(1, N) << s1_node)),
+            new_depth.eq(rd.data[N:] + 1),
+        ]
+        push = Signal(rl)
+        m.d.comb += [q.w_data.eq(push), q.w_en.eq(0)]
+        with m.If(s1_valid):
+            with m.If(s1_end):
+                m.d.comb += [push.eq(held), push.last.eq(1), q.w_en.eq(held_valid)]
+                m.d.sync += held_valid.eq(0)
+            with m.Else():
+                m.d.comb += [push.eq(held), push.last.eq(0), q.w_en.eq(held_valid)]
+                m.d.sync += [
+                    held.node.eq(s1_node),
+                    held.depth.eq(new_depth),
+                    held.row.eq(new_row),
+                    held.last.eq(0),
+                    held_valid.eq(1),
+                ]
+                m.d.comb += [
+                    wr.addr.eq(s1_node),
+                    wr.data.eq(Cat(new_row, new_depth)),
+                    wr.en.eq(1),
+                ]
+        m.d.sync += s1_valid.eq(0)
+
+        # ---- stage 0: take a beat
+        with m.If(fire):
+            with m.If(drop):
+                with m.If(beat.end):
+                    m.d.sync += [drop.eq(0), in_tree.eq(0), count.eq(1)]
+            with m.Elif(bad):
+                m.d.sync += [
+                    self.error.eq(1),
+                    drop.eq(1),
+                    in_tree.eq(0),
+                    count.eq(1),
+                    held_valid.eq(0),
+                    s1_valid.eq(0),
+                ]
+            with m.Else():
+                m.d.sync += [s1_valid.eq(1), s1_end.eq(beat.end), s1_node.eq(count[:B])]
+                with m.If(beat.end):
+                    m.d.sync += [in_tree.eq(0), count.eq(1)]
+                with m.Else():
+                    m.d.sync += [in_tree.eq(1), count.eq(count + 1)]
+                with m.If(~in_tree):  # first beat of a tree: row 0 is known
+                    m.d.sync += [
+                        held.node.eq(0),
+                        held.depth.eq(0),
+                        held.row.eq(1),
+                        held.last.eq(0),
+                        held_valid.eq(1),
+                    ]
+                    m.d.comb += [wr.addr.eq(0), wr.data.eq(1), wr.en.eq(1)]
+        return m

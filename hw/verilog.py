@@ -1,0 +1,128 @@
+"""Verilog generation for every block: ``python -m hw.verilog [NAME=VALUE ...]``.
+
+``make verilog`` writes ``build/verilog/<block>.v`` for every block at its
+default parameters (module named after the block, ``emit_src=False``). Extra
+``NAME=VALUE`` arguments (``make verilog N_NODES=256``) also write each block
+that takes those parameters with them applied, as
+``build/verilog/<block>__N_NODES_256.v``. ``--lint`` runs
+``verilator --lint-only -Wall`` on every file written, with the waivers of
+``hw/lint.vlt`` (warning categories Amaranth's generated Verilog trips by
+construction).
+"""
+
+import argparse
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+from amaranth.back import verilog
+
+__all__ = ["BLOCKS", "block_class", "block_params", "generate", "write", "lint", "main"]
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "build" / "verilog"
+#: lint waivers for what Amaranth's Verilog back end produces by construction
+WAIVERS = Path(__file__).resolve().parent / "lint.vlt"
+
+#: block name (= Verilog module name) -> "module:Class"
+BLOCKS: dict[str, str] = {
+    "tree_mask_gen": "hw.mask_gen:TreeMaskGen",
+    "rng_lanes": "hw.rng_lanes:RngLanes",
+    "accept_sampler": "hw.accept_sampler:AcceptSampler",
+    "token_sampler": "hw.token_sampler:TokenSampler",
+}
+
+
+def block_class(name: str) -> type:
+    if name not in BLOCKS:
+        raise ValueError(f"block = {name!r}: unknown; blocks are {', '.join(BLOCKS)}")
+    mod, cls = BLOCKS[name].split(":")
+    return getattr(importlib.import_module(mod), cls)
+
+
+def block_params(name: str) -> dict[str, object]:
+    """The keyword parameters of a block with their defaults."""
+    sig = inspect.signature(block_class(name).__init__)
+    return {
+        p.name: p.default
+        for p in sig.parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
+    }
+
+
+def generate(name: str, **params: object) -> str:
+    """Verilog text of block ``name`` with the given parameters."""
+    return verilog.convert(block_class(name)(**params), name=name, emit_src=False)
+
+
+def suffix(params: dict[str, object]) -> str:
+    return "".join(f"__{k}_{v}" for k, v in sorted(params.items()))
+
+
+def write(name: str, params: dict[str, object] | None = None, out: Path = OUT) -> Path:
+    """Write ``<out>/<name><suffix>.v`` (only if its text changed); return the path."""
+    params = dict(params or {})
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}{suffix(params)}.v"
+    text = generate(name, **params)
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(".v.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
+def lint(path: Path) -> tuple[bool, str]:
+    """``verilator --lint-only -Wall`` on one file: ``(clean, messages)``."""
+    from tb.toolchain import verilator
+
+    r = verilator(["--lint-only", "-Wall", str(WAIVERS), str(path)], capture_output=True, text=True)
+    return r.returncode == 0 and "%Warning" not in r.stderr, r.stderr
+
+
+def _parse(assignments: list[str]) -> dict[str, int]:
+    out = {}
+    for a in assignments:
+        if "=" not in a:
+            raise SystemExit(f"expected NAME=VALUE, got {a!r}")
+        k, v = a.split("=", 1)
+        try:
+            out[k] = int(v, 0)
+        except ValueError:
+            raise SystemExit(f"{k} = {v!r}: not an integer") from None
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hw.verilog", description=__doc__.splitlines()[0])
+    ap.add_argument("params", nargs="*", help="NAME=VALUE parameter overrides")
+    ap.add_argument("--lint", action="store_true", help="verilator --lint-only -Wall each file")
+    args = ap.parse_args(argv)
+    overrides = _parse(args.params)
+    jobs: list[tuple[str, dict]] = [(b, {}) for b in BLOCKS]
+    if overrides:
+        for b in BLOCKS:
+            names = block_params(b)
+            applied = {k: v for k, v in overrides.items() if k in names}
+            if applied:
+                jobs.append((b, applied))
+        unknown = set(overrides) - {k for b in BLOCKS for k in block_params(b)}
+        if unknown:
+            raise SystemExit(f"no block takes parameter(s) {', '.join(sorted(unknown))}")
+    bad = 0
+    for b, p in jobs:
+        path = write(b, p)
+        msg = f"{path.relative_to(REPO)}"
+        if args.lint:
+            ok, text = lint(path)
+            msg += "  lint clean" if ok else "  LINT WARNINGS"
+            if not ok:
+                bad += 1
+                print(text, file=sys.stderr)
+        print(msg, flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

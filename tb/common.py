@@ -1,0 +1,319 @@
+"""Testbench building blocks shared by every block's cocotb testbench.
+
+* :func:`pack` / :func:`unpack`: Amaranth ``data`` layouts <-> Python values,
+  so a testbench drives a struct payload by field name, exactly as the RTL
+  declares it (fields from bit 0 in declaration order).
+* :class:`TB`: clock, reset and a cycle engine. Every cycle the engine awaits
+  the falling edge, lets each agent *drive* its inputs, awaits ``ReadOnly``
+  and lets each agent *sample*; a valid/ready transfer seen in ``ReadOnly``
+  happens at the next rising edge and is stamped with that cycle number.
+  One engine for all agents keeps the awaits per cycle (the cost of cocotb
+  on Verilator) at two.
+* :class:`StreamSource` / :class:`StreamSink`: ``amaranth.lib.stream``
+  drivers and monitors with idle / backpressure patterns (:data:`PATTERNS`).
+* :func:`report`: a JSON summary per testbench run under
+  ``build/reports/sim/``, gathered into the ``make sim`` summary table.
+* :func:`run_block`: the pytest side: generate the block's Verilog for a
+  parameter set, build it once (shared by xdist workers), run a cocotb module.
+
+Environment: ``SIM_SEED`` fixes the random seed (printed by every test),
+``WAVES=1`` dumps waveforms (VCD) next to each run under ``build/sim_runs/``.
+"""
+
+import itertools
+import json
+import os
+import random
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from amaranth.hdl import ShapeCastable
+from amaranth.lib import data
+
+REPO = Path(__file__).resolve().parent.parent
+REPORTS = REPO / "build" / "reports" / "sim"
+RUNS = REPO / "build" / "sim_runs"
+
+__all__ = [
+    "PATTERNS",
+    "pattern",
+    "pack",
+    "unpack",
+    "TB",
+    "StreamSource",
+    "StreamSink",
+    "report",
+    "params",
+    "run_block",
+]
+
+
+# ----------------------------------------------------------------------------- layouts
+def _width(shape) -> int:
+    if isinstance(shape, data.Layout):
+        return shape.size
+    if isinstance(shape, ShapeCastable):
+        return shape.as_shape().width
+    if isinstance(shape, int):
+        return shape
+    return shape.width
+
+
+def pack(shape, value) -> int:
+    """Pack ``value`` (dict for a struct, list for an array, int) into an integer."""
+    if isinstance(shape, data.StructLayout):
+        out = 0
+        for name, field in shape:
+            v = value.get(name, 0) if isinstance(value, dict) else getattr(value, name)
+            out |= pack(field.shape, v) << field.offset
+        return out
+    if isinstance(shape, data.ArrayLayout):
+        w = _width(shape.elem_shape)
+        out = 0
+        for k, v in enumerate(value):
+            out |= pack(shape.elem_shape, v) << (k * w)
+        return out
+    w = _width(shape)
+    v = int(value)
+    if not 0 <= v < (1 << w):
+        raise ValueError(f"value {v} does not fit {w} bits")
+    return v
+
+
+def unpack(shape, raw: int):
+    """Inverse of :func:`pack`: dict for a struct, list for an array, int otherwise."""
+    raw = int(raw)
+    if isinstance(shape, data.StructLayout):
+        return {
+            name: unpack(field.shape, (raw >> field.offset) & ((1 << field.width) - 1))
+            for name, field in shape
+        }
+    if isinstance(shape, data.ArrayLayout):
+        w = _width(shape.elem_shape)
+        return [
+            unpack(shape.elem_shape, (raw >> (k * w)) & ((1 << w) - 1)) for k in range(shape.length)
+        ]
+    return raw
+
+
+# ----------------------------------------------------------------------------- patterns
+#: idle (source) / backpressure (sink) patterns: 1 = may transfer this cycle
+PATTERNS: dict[str, Callable[[random.Random], Iterator[int]]] = {
+    "none": lambda rng: itertools.repeat(1),
+    "half": lambda rng: itertools.cycle([1, 0]),
+    "sparse": lambda rng: itertools.cycle([1, 1, 0, 1, 0, 0, 1, 0]),
+    "random": lambda rng: (int(rng.random() < 0.6) for _ in itertools.count()),
+}
+
+
+def pattern(name: str, rng: random.Random) -> Iterator[int]:
+    if name not in PATTERNS:
+        raise ValueError(f"pattern = {name!r}: one of {', '.join(PATTERNS)}")
+    return PATTERNS[name](rng)
+
+
+# ----------------------------------------------------------------------------- TB
+class TB:
+    """Clock, reset and the per-cycle engine that runs every agent."""
+
+    def __init__(self, dut, *, clk: str = "clk", rst: str = "rst") -> None:
+        import cocotb
+
+        self.dut = dut
+        self.clk = getattr(dut, clk)
+        self.rst = getattr(dut, rst)
+        self.cycle = 0
+        self.agents: list = []
+        self.seed = cocotb.RANDOM_SEED
+        self.rng = random.Random(self.seed)
+        self.log = dut._log
+        self.log.info("random seed %d (set SIM_SEED=%d to repeat)", self.seed, self.seed)
+
+    def add(self, agent):
+        self.agents.append(agent)
+        return agent
+
+    async def start(self, reset_cycles: int = 2) -> None:
+        """Start the clock and the engine, hold reset for ``reset_cycles`` cycles."""
+        import cocotb
+        from cocotb.clock import Clock
+        from cocotb.triggers import FallingEdge
+
+        cocotb.start_soon(Clock(self.clk, 2, unit="ns").start())
+        self.rst.value = 1
+        for _ in range(reset_cycles):
+            await FallingEdge(self.clk)
+        self.rst.value = 0
+        cocotb.start_soon(self._engine())
+
+    async def reset(self, cycles: int = 2) -> None:
+        """Synchronous reset in the middle of a run (agents keep their queues)."""
+        from cocotb.triggers import FallingEdge
+
+        await FallingEdge(self.clk)
+        self.rst.value = 1
+        for _ in range(cycles):
+            await FallingEdge(self.clk)
+        self.rst.value = 0
+
+    async def _engine(self) -> None:
+        from cocotb.triggers import FallingEdge, ReadOnly
+
+        while True:
+            await FallingEdge(self.clk)
+            self.cycle += 1
+            for a in self.agents:
+                a.drive()
+            await ReadOnly()
+            for a in self.agents:
+                a.sample()
+
+    async def cycles(self, n: int = 1) -> None:
+        from cocotb.triggers import ClockCycles
+
+        await ClockCycles(self.clk, n, rising=False)
+
+    async def wait_for(
+        self, cond: Callable[[], bool], timeout: int = 100000, what: str = ""
+    ) -> None:
+        """Wait (in cycles) until ``cond()``; ``AssertionError`` after ``timeout`` cycles."""
+        from cocotb.triggers import FallingEdge
+
+        start = self.cycle
+        while not cond():
+            if self.cycle - start > timeout:
+                raise AssertionError(f"seed {self.seed}: timeout waiting for {what or cond}")
+            await FallingEdge(self.clk)
+
+
+class StreamSource:
+    """Drives ``<name>__valid`` / ``__payload`` and watches ``__ready``.
+
+    ``send(value)`` queues a beat; once ``valid`` is raised it stays up until
+    the beat is taken (stream rules). ``idle`` decides, each cycle with no beat
+    on the bus, whether to raise ``valid``. ``sent`` lists ``(cycle, value)``.
+    """
+
+    def __init__(self, tb: TB, name: str, shape, idle: str = "none") -> None:
+        self.tb = tb
+        self.valid = getattr(tb.dut, f"{name}__valid")
+        self.payload = getattr(tb.dut, f"{name}__payload")
+        self.ready = getattr(tb.dut, f"{name}__ready")
+        self.shape = shape
+        self.queue: deque = deque()
+        self.sent: list[tuple[int, object]] = []
+        self.pause = pattern(idle, tb.rng)
+        self.current = None
+        self._up = False
+        self.valid.value = 0
+        tb.add(self)
+
+    def send(self, value) -> None:
+        self.queue.append(value)
+
+    @property
+    def idle(self) -> bool:
+        return not self.queue and self.current is None
+
+    def clear(self) -> None:
+        self.queue.clear()
+        self.current = None
+
+    def drive(self) -> None:
+        if self.current is None and self.queue and next(self.pause):
+            self.current = self.queue.popleft()
+            self.payload.value = pack(self.shape, self.current)
+        up = self.current is not None
+        if up != self._up:
+            self.valid.value = int(up)
+            self._up = up
+
+    def sample(self) -> None:
+        if self._up and self.ready.value == 1:
+            self.sent.append((self.tb.cycle, self.current))
+            self.current = None
+
+
+class StreamSink:
+    """Drives ``<name>__ready`` by the ``backpressure`` pattern; collects beats.
+
+    ``received`` lists ``(cycle, value)``; ``on_beat`` (if set) is called with
+    each ``(cycle, value)`` as it arrives.
+    """
+
+    def __init__(self, tb: TB, name: str, shape, backpressure: str = "none") -> None:
+        self.tb = tb
+        self.valid = getattr(tb.dut, f"{name}__valid")
+        self.payload = getattr(tb.dut, f"{name}__payload")
+        self.ready = getattr(tb.dut, f"{name}__ready")
+        self.shape = shape
+        self.received: list[tuple[int, object]] = []
+        self.pause = pattern(backpressure, tb.rng)
+        self.on_beat: Callable[[int, object], None] | None = None
+        self._r = None
+        self.ready.value = 0
+        tb.add(self)
+
+    def drive(self) -> None:
+        r = next(self.pause)
+        if r != self._r:
+            self.ready.value = r
+            self._r = r
+
+    def sample(self) -> None:
+        if self._r and self.valid.value == 1:
+            beat = (self.tb.cycle, unpack(self.shape, self.payload.value))
+            self.received.append(beat)
+            if self.on_beat is not None:
+                self.on_beat(*beat)
+
+
+# ----------------------------------------------------------------------------- reports
+def params() -> dict:
+    """The HDL parameters of this run (set by :func:`run_block`)."""
+    return json.loads(os.environ.get("TB_PARAMS", "{}"))
+
+
+def report(block: str, test: str, **metrics) -> None:
+    """Record one testbench run's summary for the ``make sim`` table."""
+    p = params()
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    tag = "".join(f"__{k}_{v}" for k, v in sorted(p.items()))
+    rec = {"block": block, "test": test, "params": p, **metrics}
+    safe = "".join(c if c.isalnum() or c in "-_=" else "-" for c in test)
+    (REPORTS / f"{block}{tag}__{safe}.json").write_text(json.dumps(rec, indent=1))
+
+
+# ----------------------------------------------------------------------------- pytest side
+def run_block(
+    block: str,
+    hdl_params: dict,
+    test_module: str,
+    *,
+    testcase: str | None = None,
+    extra_env: dict | None = None,
+) -> None:
+    """Build block ``block`` with ``hdl_params`` (once per parameter set) and run
+    the cocotb tests of ``test_module`` (or just ``testcase``) on it."""
+    from hw import verilog
+    from tb import toolchain
+
+    full = {**verilog.block_params(block), **hdl_params}
+    tag = verilog.suffix(hdl_params)
+    src = verilog.write(block, hdl_params, out=REPO / "build" / "verilog" / "tb")
+    waves = os.environ.get("WAVES", "") == "1"
+    bdir = toolchain.build(f"{block}{tag}", [src], block, waves=waves)
+    seed = os.environ.get("SIM_SEED")
+    env = {"TB_PARAMS": json.dumps(full), **(extra_env or {})}
+    run_dir = RUNS / f"{block}{tag}" / (testcase or "all")
+    toolchain.run(
+        bdir,
+        block,
+        test_module,
+        test_dir=run_dir,
+        testcase=testcase,
+        extra_env=env,
+        seed=int(seed) if seed else None,
+        waves=waves,
+    )
