@@ -5,7 +5,9 @@ per second and tokens per second for 64-node trees at V = 256 (the byte-level
 n-gram pair on code) and V = 32000 (the synthetic pair, alpha = 0.8), in float
 and fixed arithmetic. Two 64-node shapes: a Sequoia DP tree (depth 6, the
 shape the topology optimiser picks for a typical acceptance vector) and the
-full tree (3, 4, 4) (depth 3, fewer draft-model calls per step).
+full tree (3, 4, 4) (depth 3, fewer draft-model calls per step). The
+``batch16`` rows decode 16 sequences in lock step
+(:func:`golden.batch.speculative_generate_batch`) and count sequence-steps.
 
 It also measures how far ``arith="fixed"`` is from the float reference: both
 share every random number, so the fraction of runs whose outputs differ
@@ -27,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from golden import trees
+from golden.batch import speculative_generate_batch
 from golden.decoder import speculative_generate
 from golden.models import SyntheticPair, code_prompts, default_ngram_pair
 
@@ -72,6 +75,35 @@ def run_one(target, draft, prompt, tree, arith: str, seconds: float) -> dict:
     }
 
 
+def run_batch(target, draft, prompt, tree, arith: str, seconds: float, batch: int) -> dict:
+    """Sequence-steps per second with ``batch`` sequences decoded in lock step."""
+    steps = tokens = 0
+    seed = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        rs = speculative_generate_batch(
+            target,
+            draft,
+            [prompt] * batch,
+            10**9,
+            tree=tree,
+            arith=arith,
+            seeds=range(seed, seed + batch),
+            max_steps=25,
+        )
+        steps += sum(r.n_steps for r in rs)
+        tokens += sum(len(r.tokens) for r in rs)
+        seed += batch
+    dt = time.perf_counter() - t0
+    return {
+        "steps_per_s": steps / dt,
+        "tokens_per_s": tokens / dt,
+        "tokens_per_step": tokens / steps,
+        "steps": steps,
+        "seconds": dt,
+    }
+
+
 def fixed_vs_float(target, draft, prompt, tree, runs: int, length: int) -> dict:
     differ = 0
     for seed in range(runs):
@@ -106,6 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         r = run_one(t, d, prompt, shapes()[sname], arith, args.seconds)
         print(f"{r['steps_per_s']:8.0f} steps/s", flush=True)
         results.append({"workload": wname, "tree": sname, "arith": arith, **r})
+
+    t, d, prompt = workloads["ngram V=256"]
+    for sname in shapes():
+        arith = "fixed"
+        print(f"[batch] ngram V=256 {sname:<13} {arith} x16 ...", end=" ", flush=True)
+        r = run_batch(t, d, prompt, shapes()[sname], arith, args.seconds, 16)
+        print(f"{r['steps_per_s']:8.0f} sequence-steps/s", flush=True)
+        results.append({"workload": "ngram V=256 batch16", "tree": sname, "arith": arith, **r})
 
     print("measuring float vs fixed ...", flush=True)
     dist = fixed_vs_float(

@@ -92,7 +92,12 @@ def _tail(i: int, context: object, window: int, vocab_size: int) -> tuple[int, .
     if isinstance(context, str) or not isinstance(context, Sequence | np.ndarray):
         raise ValueError(f"contexts[{i}] = {context!r}: must be a sequence of tokens")
     n = len(context)
-    return tuple(_check_token(context[j], vocab_size, i, j) for j in range(max(0, n - window), n))
+    lo = max(0, n - window)
+    t = tuple(context[lo:]) if window else ()
+    # fast path (C-level loops): plain ints in range; anything else is checked token by token
+    if t and (set(map(type, t)) != {int} or min(t) < 0 or max(t) >= vocab_size):
+        return tuple(_check_token(context[j], vocab_size, i, j) for j in range(lo, n))
+    return t
 
 
 def _check_contexts(contexts: object) -> None:
@@ -770,7 +775,15 @@ class NGramModel:
         except (KeyError, TypeError, IndexError):
             pass
         _check_contexts(contexts)
-        keys = [_tail(i, c, w, 256) for i, c in enumerate(contexts)]
+        # cached tails were checked when first seen: check (and convert) only the others
+        keys: list[tuple[int, ...]] = []
+        for i, c in enumerate(contexts):
+            try:
+                k = tuple(c[-w:]) if w else ()
+                hit = k in index
+            except TypeError:
+                hit = False
+            keys.append(k if hit else _tail(i, c, w, 256))
         missing = list(dict.fromkeys(k for k in keys if k not in index))
         if len(index) + len(missing) > self.cache_size:
             index.clear()

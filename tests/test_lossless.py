@@ -8,6 +8,10 @@ significance ``1e-4`` (Wilson-Hilferty critical value). The seeds are fixed,
 so the test is deterministic. A deliberately broken decoder (the extra token
 drawn from ``p_last`` instead of the residual) fails the same test.
 
+The runs go through :func:`golden.batch.speculative_generate_batch` (seeds
+``0..N-1`` in lock step); ``tests/test_batch.py`` proves it emits exactly the
+tokens of :func:`golden.decoder.speculative_generate` for every seed.
+
 Measured total-variation distances are printed with ``-s``.
 """
 
@@ -20,7 +24,7 @@ import numpy as np
 import pytest
 
 from golden import accept
-from golden.decoder import speculative_generate
+from golden.batch import speculative_generate_batch
 from golden.models import TableModel
 
 V, L, PROMPT = 3, 3, [0]
@@ -56,21 +60,17 @@ def check(counts: Counter, joint: dict, n: int) -> tuple[float, float, float, fl
 
 def sample(tree, children: str, arith: str) -> Counter:
     target, draft = models()
-    c: Counter = Counter()
-    for seed in range(N):
-        r = speculative_generate(
-            target,
-            draft,
-            PROMPT,
-            L,
-            tree=tree,
-            children=children,
-            arith=arith,
-            seed=seed,
-            keep_steps=False,
-        )
-        c[tuple(r.tokens[:L])] += 1
-    return c
+    runs = speculative_generate_batch(
+        target,
+        draft,
+        [PROMPT] * N,
+        L,
+        tree=tree,
+        children=children,
+        arith=arith,
+        seeds=range(N),
+    )
+    return Counter(tuple(r.tokens[:L]) for r in runs)
 
 
 @pytest.mark.parametrize("arith", ["float", "fixed"])

@@ -1,0 +1,235 @@
+"""Per-lane random numbers (SPEC §3.4): xoshiro128++ lanes seeded by splitmix64."""
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hw.common import check_param, mux_tree
+
+__all__ = ["RngLanes", "seed_cycles"]
+
+_M64 = (1 << 64) - 1
+#: splitmix64 constants (golden.rng.splitmix64)
+SM_GAMMA = 0x9E3779B97F4A7C15
+SM_MUL = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)
+#: multiplicand bits consumed per multiplier cycle, and bits per partial product
+MUL_BITS = 8
+DIGIT_BITS = 1
+#: cycles of one 64-bit multiply by a constant
+_MUL_CYCLES = 64 // MUL_BITS
+#: busy cycles per lane: two splitmix64 outputs of two multiplies each
+SEED_CYCLES_PER_LANE = 4 * _MUL_CYCLES
+
+
+def seed_cycles(n_nodes: int) -> int:
+    """Cycles ``busy`` stays high after a seed beat is taken: ``32 * N_NODES``."""
+    return SEED_CYCLES_PER_LANE * check_param("N_NODES", n_nodes, 4, 1024)
+
+
+def _xorshift(v: Value, k: int) -> Value:
+    """``v ^ (v >> k)`` on 64 bits."""
+    return v ^ (v >> k)
+
+
+def _csa(a: Value, b: Value, c: Value) -> tuple[Value, Value]:
+    """One carry-save (3:2) level on 64 bits: ``a + b + c == s + cy (mod 2**64)``."""
+    s = a ^ b ^ c
+    maj = (a & b) | (a & c) | (b & c)
+    return s, Cat(Const(0, 1), maj[:63])
+
+
+def _mul_step(acc_in: Value, chunk: Value, sel: Value) -> Value:
+    """``acc_in + chunk * SM_MUL[sel] (mod 2**64)``: one Horner step of the multiplier.
+
+    ``chunk`` (``MUL_BITS`` bits) is split into ``DIGIT_BITS``-bit digits; each
+    digit selects a constant multiple of the constant (a mux of constants, an
+    AND gate for 1-bit digits). The partial products and ``acc_in`` go through a
+    carry-save (3:2) tree, then one 64-bit carry-propagate add.
+    """
+    terms: list[Value] = [acc_in]
+    for j in range(MUL_BITS // DIGIT_BITS):
+        digit = chunk[j * DIGIT_BITS : (j + 1) * DIGIT_BITS]
+        table = [
+            Const(((d * c) << (j * DIGIT_BITS)) & _M64, 64)
+            for c in SM_MUL
+            for d in range(1 << DIGIT_BITS)
+        ]
+        terms.append(mux_tree(table, Cat(digit, sel)))
+    while len(terms) > 2:
+        nxt: list[Value] = []
+        while len(terms) >= 3:
+            s, cy = _csa(terms.pop(0), terms.pop(0), terms.pop(0))
+            nxt += [s, cy]
+        terms = nxt + terms
+    return (terms[0] + terms[1])[:64]
+
+
+class RngLanes(wiring.Component):
+    """``N_NODES`` xoshiro128++ generators advanced together, seeded by splitmix64.
+
+    SPEC §3.4, bit-exact with ``golden.rng.LaneRNG``: one splitmix64 stream,
+    its state started at the 64-bit seed, seeds the lanes in order; lane ``l``
+    takes splitmix64 outputs ``2l`` and ``2l + 1``, each split into its low then
+    high 32-bit word, as its state words ``s0, s1, s2, s3``.
+
+    **Seeding.** Taking a beat on ``seed`` (only possible while ``busy`` is low;
+    ``seed.ready = ~busy``) starts seeding: ``busy`` is high for exactly
+    ``seed_cycles(N_NODES) = 32 * N_NODES`` cycles, from the cycle after the
+    beat is taken (2,048 cycles at ``N_NODES = 64``, 32,768 at 1024); in the
+    first cycle ``busy`` is low again every lane holds its new state and
+    ``advance`` is accepted. splitmix64's two 64 x 64-bit multiplies by
+    constants are done by one shared multiplier, ``MUL_BITS = 8`` multiplicand
+    bits per cycle (Horner, most significant byte first: 8 AND-selected
+    partial products and the shifted accumulator in a carry-save tree, one
+    64-bit add), so one splitmix64 output takes 2 x 8 = 16 cycles, back to
+    back, and a lane 32. Each finished lane is shifted into a chain of lane
+    registers at lane ``N_NODES - 1`` (every lane takes its neighbour's
+    state), so after ``N_NODES`` shifts lane 0 holds the first-produced state:
+    no write decoder and no broadcast of the write data. A reset stops
+    seeding; the lanes are then unseeded.
+
+    **Advance.** ``advance`` is a one-cycle strobe. When it is high in a cycle
+    where ``busy`` is low and a seeding has completed since reset, every lane
+    advances once and ``out`` shows the new outputs from the next cycle on
+    (latency 1 cycle, one advance per cycle sustained), unchanged until the
+    next accepted advance. Otherwise (``busy`` high, or no seeding completed
+    since reset) ``error`` is high in the next cycle for one cycle and nothing
+    changes. An advance in the same cycle as a seed beat is taken (with the
+    lanes seeded and not busy) is accepted: it acts on the old streams, whose
+    outputs ``out`` shows, and the reseeding then replaces them. ``out`` is 0
+    after reset and is not changed by seeding.
+
+    Lane state and the seeding datapath are registers without reset (always
+    written before use); control, ``out`` and ``error`` are reset.
+
+    Parameters
+    ----------
+    N_NODES : int
+        Number of lanes, ``4 .. 1024`` (SPEC §5, default 64).
+
+    Members
+    -------
+    seed : In(stream.Signature(64))
+        Seed beats; taking one (re)seeds every lane. ``ready`` is ``~busy``.
+    busy : Out(1)
+        High while seeding.
+    advance : In(1)
+        One-cycle strobe: advance every lane once.
+    out : Out(data.ArrayLayout(32, N_NODES))
+        The 32-bit output of every lane from the last accepted advance (lane
+        ``l``'s first advance after seeding gives ``LaneRNG(seed, N).next()[l]``).
+    error : Out(1)
+        One-cycle pulse, the cycle after ``advance`` was raised while busy or
+        before any seeding completed.
+    """
+
+    def __init__(self, *, N_NODES: int = 64) -> None:
+        self.N_NODES = check_param("N_NODES", N_NODES, 4, 1024)
+        super().__init__(
+            {
+                "seed": In(stream.Signature(64)),
+                "busy": Out(1),
+                "advance": In(1),
+                "out": Out(data.ArrayLayout(32, N_NODES)),
+                "error": Out(1),
+            }
+        )
+
+    @property
+    def seed_cycles(self) -> int:
+        """Cycles ``busy`` stays high after a seed beat: ``32 * N_NODES``."""
+        return seed_cycles(self.N_NODES)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        N = self.N_NODES
+        K = _MUL_CYCLES
+
+        # ---- lane state: s0..s3 per lane (always written before use)
+        lanes = [
+            [Signal(32, name=f"lane{lane}_s{k}", reset_less=True) for k in range(4)]
+            for lane in range(N)
+        ]
+
+        # ---- control
+        busy = self.busy
+        seeded = Signal()  # a seeding completed since reset
+        step = Signal(range(K))  # Horner step of the current multiply
+        mul2 = Signal()  # 0: multiply by SM_MUL[0], 1: by SM_MUL[1]
+        half = Signal()  # 0: next output is s0/s1 of a lane, 1: s2/s3
+        lane_cnt = Signal(range(N))  # lanes shifted in so far
+
+        # ---- seeding datapath (always written before use)
+        st = Signal(64, reset_less=True)  # splitmix64 state of the next output
+        x = Signal(64, reset_less=True)  # multiplicand, consumed MSB first
+        acc = Signal(64, reset_less=True)  # Horner accumulator
+        lo = Signal(64, reset_less=True)  # output 2l, waiting for output 2l + 1
+
+        m.d.comb += self.seed.ready.eq(~busy)
+        fire = Signal()
+        m.d.comb += fire.eq(self.seed.valid & ~busy)
+
+        with m.If(fire):
+            sd = self.seed.payload
+            first = Signal(64)
+            m.d.comb += first.eq(sd + SM_GAMMA)
+            m.d.sync += [
+                st.eq(sd + ((2 * SM_GAMMA) & _M64)),
+                x.eq(_xorshift(first, 30)),
+                busy.eq(1),
+                seeded.eq(0),
+                step.eq(0),
+                mul2.eq(0),
+                half.eq(0),
+                lane_cnt.eq(0),
+            ]
+
+        # one Horner step per busy cycle: acc = acc * 2**MUL_BITS + chunk * C
+        acc_in = Signal(64)
+        m.d.comb += acc_in.eq(Mux(step == 0, 0, acc << MUL_BITS))
+        prod = Signal(64)
+        m.d.comb += prod.eq(_mul_step(acc_in, x[64 - MUL_BITS :], mul2))
+        result = Signal(64)  # the splitmix64 output, valid at the last step of mul2
+        m.d.comb += result.eq(_xorshift(prod, 31))
+
+        with m.If(busy):
+            m.d.sync += acc.eq(prod)
+            with m.If(step == K - 1):
+                m.d.sync += [step.eq(0), mul2.eq(~mul2)]
+                with m.If(~mul2):
+                    m.d.sync += x.eq(_xorshift(prod, 27))
+                with m.Else():
+                    m.d.sync += [x.eq(_xorshift(st, 30)), st.eq(st + SM_GAMMA)]
+                    with m.If(~half):
+                        m.d.sync += [lo.eq(result), half.eq(1)]
+                    with m.Else():
+                        # shift the finished lane in at the top of the chain
+                        for lane in range(N - 1):
+                            m.d.sync += [a.eq(b) for a, b in zip(lanes[lane], lanes[lane + 1])]
+                        new = [lo[:32], lo[32:], result[:32], result[32:]]
+                        m.d.sync += [a.eq(b) for a, b in zip(lanes[N - 1], new)]
+                        m.d.sync += [half.eq(0), lane_cnt.eq(lane_cnt + 1)]
+                        with m.If(lane_cnt == N - 1):
+                            m.d.sync += [busy.eq(0), seeded.eq(1), lane_cnt.eq(0)]
+            with m.Else():
+                m.d.sync += [step.eq(step + 1), x.eq(x << MUL_BITS)]
+
+        # ---- advance: every lane in parallel (xoshiro128++, golden.rng.LaneRNG.next)
+        ok = Signal()
+        m.d.comb += ok.eq(self.advance & ~busy & seeded)
+        m.d.sync += self.error.eq(self.advance & (busy | ~seeded))
+        with m.If(ok):
+            for lane in range(N):
+                s0, s1, s2, s3 = lanes[lane]
+                out = (((s0 + s3)[:32]).rotate_left(7) + s0)[:32]
+                t = (s1 << 9)[:32]
+                n2 = s2 ^ s0
+                n3 = s3 ^ s1
+                m.d.sync += [
+                    self.out[lane].eq(out),
+                    s0.eq(s0 ^ n3),
+                    s1.eq(s1 ^ n2),
+                    s2.eq(n2 ^ t),
+                    s3.eq(n3.rotate_left(11)),
+                ]
+        return m
