@@ -1,6 +1,6 @@
 """Per-lane random numbers (SPEC §3.4): xoshiro128++ lanes seeded by splitmix64."""
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Const, Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,19 +26,51 @@ def seed_cycles(n_nodes: int) -> int:
     return SEED_CYCLES_PER_LANE * check_param("N_NODES", n_nodes, 4, 1024)
 
 
+def _shl(v: Value, k: int, width: int) -> Value:
+    """``(v << k) mod 2**width`` as wiring (Amaranth emits a shift cell for ``<<``)."""
+    return Cat(Const(0, k), v[: width - k]) if k < width else Const(0, width)
+
+
 def _xorshift(v: Value, k: int) -> Value:
-    """``v ^ (v >> k)`` on 64 bits."""
-    return v ^ (v >> k)
+    """``v ^ (v >> k)`` on 64 bits (``v`` should be a signal: it is used twice)."""
+    return v ^ Cat(v[k:64], Const(0, k))
 
 
-def _csa(a: Value, b: Value, c: Value) -> tuple[Value, Value]:
-    """One carry-save (3:2) level on 64 bits: ``a + b + c == s + cy (mod 2**64)``."""
-    s = a ^ b ^ c
-    maj = (a & b) | (a & c) | (b & c)
-    return s, Cat(Const(0, 1), maj[:63])
+def _wire(m: Module, value: Value, name: str, *, keep: bool = False) -> Signal:
+    """``value`` as a named comb signal, so that later expressions share it
+    instead of copying it (a nested expression used twice grows exponentially
+    in the simulators). ``keep`` marks it ``(* keep *)`` so that synthesis
+    keeps it as a boundary (see :func:`_add`)."""
+    sig = Signal(len(value), name=name, attrs={"keep": 1} if keep else {})
+    m.d.comb += sig.eq(value)
+    return sig
 
 
-def _mul_step(acc_in: Value, chunk: Value, sel: Value) -> Value:
+def _add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
+    """``(a + b) mod 2**width`` as a Kogge-Stone prefix adder (``O(log width)`` deep).
+
+    Each prefix level is three word-wide operations on generate ``g`` and
+    propagate ``p`` (bits below 0 count as kill, carry-in 0): 32 bits are
+    12 gate levels, 64 bits 14. Yosys maps ``+`` to a ripple-carry chain
+    (62 levels at 32 bits), and ABC's area rewriting (``dc2`` in the default
+    script of ``hw.depth``) folds an unmarked prefix network back into a chain
+    (52 levels at 32 bits), so every prefix level is a ``keep`` wire: the
+    structure a timing-driven flow (or a datapath generator) would build.
+    """
+    p0 = _wire(m, a[:width] ^ b[:width], f"{name}_p0", keep=True)
+    g = _wire(m, a[:width] & b[:width], f"{name}_g0", keep=True)
+    p = p0
+    d, k = 1, 1
+    while d < width:
+        g, p = (
+            _wire(m, g | (p & _shl(g, d, width)), f"{name}_g{k}", keep=True),
+            _wire(m, p & _shl(p, d, width), f"{name}_p{k}", keep=True) if 2 * d < width else p,
+        )
+        d, k = 2 * d, k + 1
+    return _wire(m, p0 ^ _shl(g, 1, width), name, keep=True)
+
+
+def _mul_step(m: Module, acc_in: Value, chunk: Value, sel: Value) -> Signal:
     """``acc_in + chunk * SM_MUL[sel] (mod 2**64)``: one Horner step of the multiplier.
 
     ``chunk`` (``MUL_BITS`` bits) is split into ``DIGIT_BITS``-bit digits; each
@@ -54,14 +86,19 @@ def _mul_step(acc_in: Value, chunk: Value, sel: Value) -> Value:
             for c in SM_MUL
             for d in range(1 << DIGIT_BITS)
         ]
-        terms.append(mux_tree(table, Cat(digit, sel)))
+        terms.append(_wire(m, mux_tree(table, Cat(digit, sel)), f"mul_pp{j}", keep=True))
+    level = 0
     while len(terms) > 2:
         nxt: list[Value] = []
         while len(terms) >= 3:
-            s, cy = _csa(terms.pop(0), terms.pop(0), terms.pop(0))
-            nxt += [s, cy]
+            a, b, c = terms.pop(0), terms.pop(0), terms.pop(0)
+            k = len(nxt) // 2
+            nxt.append(_wire(m, a ^ b ^ c, f"mul_csa{level}_s{k}", keep=True))
+            maj = (a & b) | (a & c) | (b & c)
+            nxt.append(_wire(m, Cat(Const(0, 1), maj[:63]), f"mul_csa{level}_c{k}", keep=True))
         terms = nxt + terms
-    return (terms[0] + terms[1])[:64]
+        level += 1
+    return _add(m, terms[0], terms[1], 64, "mul_sum")
 
 
 class RngLanes(wiring.Component):
@@ -153,7 +190,7 @@ class RngLanes(wiring.Component):
 
         # ---- control
         busy = self.busy
-        seeded = Signal()  # a seeding completed since reset
+        seeded = Signal()  # the lanes hold a completed seeding (cleared by reset and reseed)
         step = Signal(range(K))  # Horner step of the current multiply
         mul2 = Signal()  # 0: multiply by SM_MUL[0], 1: by SM_MUL[1]
         half = Signal()  # 0: next output is s0/s1 of a lane, 1: s2/s3
@@ -169,64 +206,72 @@ class RngLanes(wiring.Component):
         fire = Signal()
         m.d.comb += fire.eq(self.seed.valid & ~busy)
 
+        # splitmix64 states: seed + gamma (first output), seed + 2 gamma, st + gamma
+        sd = self.seed.payload
+        sm1 = _add(m, sd, Const(SM_GAMMA, 64), 64, "seed_g1")
+        sm2 = _add(m, sd, Const((2 * SM_GAMMA) & _M64, 64), 64, "seed_g2")
+        st_next = _add(m, st, Const(SM_GAMMA, 64), 64, "st_next")
+
         with m.If(fire):
-            sd = self.seed.payload
-            first = Signal(64)
-            m.d.comb += first.eq(sd + SM_GAMMA)
             m.d.sync += [
-                st.eq(sd + ((2 * SM_GAMMA) & _M64)),
-                x.eq(_xorshift(first, 30)),
+                st.eq(sm2),
+                x.eq(_xorshift(sm1, 30)),
                 busy.eq(1),
                 seeded.eq(0),
                 step.eq(0),
                 mul2.eq(0),
                 half.eq(0),
                 lane_cnt.eq(0),
+                acc.eq(0),
             ]
 
         # one Horner step per busy cycle: acc = acc * 2**MUL_BITS + chunk * C
-        acc_in = Signal(64)
-        m.d.comb += acc_in.eq(Mux(step == 0, 0, acc << MUL_BITS))
+        # (acc is cleared at the last step of a multiply, so the next starts at 0)
         prod = Signal(64)
-        m.d.comb += prod.eq(_mul_step(acc_in, x[64 - MUL_BITS :], mul2))
+        m.d.comb += prod.eq(_mul_step(m, _shl(acc, MUL_BITS, 64), x[64 - MUL_BITS :], mul2))
         result = Signal(64)  # the splitmix64 output, valid at the last step of mul2
         m.d.comb += result.eq(_xorshift(prod, 31))
 
         with m.If(busy):
             m.d.sync += acc.eq(prod)
             with m.If(step == K - 1):
-                m.d.sync += [step.eq(0), mul2.eq(~mul2)]
+                m.d.sync += [step.eq(0), mul2.eq(~mul2), acc.eq(0)]
                 with m.If(~mul2):
                     m.d.sync += x.eq(_xorshift(prod, 27))
                 with m.Else():
-                    m.d.sync += [x.eq(_xorshift(st, 30)), st.eq(st + SM_GAMMA)]
+                    m.d.sync += [x.eq(_xorshift(st, 30)), st.eq(st_next)]
                     with m.If(~half):
                         m.d.sync += [lo.eq(result), half.eq(1)]
                     with m.Else():
                         # shift the finished lane in at the top of the chain
                         for lane in range(N - 1):
-                            m.d.sync += [a.eq(b) for a, b in zip(lanes[lane], lanes[lane + 1])]
+                            m.d.sync += [
+                                a.eq(b) for a, b in zip(lanes[lane], lanes[lane + 1], strict=True)
+                            ]
                         new = [lo[:32], lo[32:], result[:32], result[32:]]
-                        m.d.sync += [a.eq(b) for a, b in zip(lanes[N - 1], new)]
+                        m.d.sync += [a.eq(b) for a, b in zip(lanes[N - 1], new, strict=True)]
                         m.d.sync += [half.eq(0), lane_cnt.eq(lane_cnt + 1)]
                         with m.If(lane_cnt == N - 1):
                             m.d.sync += [busy.eq(0), seeded.eq(1), lane_cnt.eq(0)]
             with m.Else():
-                m.d.sync += [step.eq(step + 1), x.eq(x << MUL_BITS)]
+                m.d.sync += [step.eq(step + 1), x.eq(_shl(x, MUL_BITS, 64))]
 
         # ---- advance: every lane in parallel (xoshiro128++, golden.rng.LaneRNG.next)
         ok = Signal()
         m.d.comb += ok.eq(self.advance & ~busy & seeded)
         m.d.sync += self.error.eq(self.advance & (busy | ~seeded))
-        with m.If(ok):
-            for lane in range(N):
-                s0, s1, s2, s3 = lanes[lane]
-                out = (((s0 + s3)[:32]).rotate_left(7) + s0)[:32]
-                t = (s1 << 9)[:32]
-                n2 = s2 ^ s0
-                n3 = s3 ^ s1
+        outs = [Signal(32, name=f"lane{lane}_out_r") for lane in range(N)]
+        m.d.comb += self.out.eq(Cat(*outs))  # one assignment: no per-lane slice of `out`
+        for lane in range(N):
+            s0, s1, s2, s3 = lanes[lane]
+            pre = _add(m, s0, s3, 32, f"lane{lane}_sum")
+            out = _add(m, pre.rotate_left(7), s0, 32, f"lane{lane}_out")
+            t = _shl(s1, 9, 32)
+            n2 = _wire(m, s2 ^ s0, f"lane{lane}_n2")
+            n3 = _wire(m, s3 ^ s1, f"lane{lane}_n3")
+            with m.If(ok):
                 m.d.sync += [
-                    self.out[lane].eq(out),
+                    outs[lane].eq(out),
                     s0.eq(s0 ^ n3),
                     s1.eq(s1 ^ n2),
                     s2.eq(n2 ^ t),
