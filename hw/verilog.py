@@ -31,6 +31,7 @@ BLOCKS: dict[str, str] = {
     "rng_lanes": "hw.rng_lanes:RngLanes",
     "accept_sampler": "hw.accept_sampler:AcceptSampler",
     "token_sampler": "hw.token_sampler:TokenSampler",
+    "tree_manager": "hw.tree_manager:TreeManager",
 }
 
 
