@@ -31,6 +31,13 @@ from pathlib import Path
 from amaranth.hdl import ShapeCastable
 from amaranth.lib import data
 
+try:  # the regression seed, read at import inside the simulator (SIM_SEED repeats it)
+    import cocotb as _cocotb
+
+    _REGRESSION_SEED = getattr(_cocotb, "RANDOM_SEED", None)
+except ImportError:  # pragma: no cover
+    _REGRESSION_SEED = None
+
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "build" / "reports" / "sim"
 RUNS = REPO / "build" / "sim_runs"
@@ -125,10 +132,12 @@ class TB:
         self.rst = getattr(dut, rst)
         self.cycle = 0
         self.agents: list = []
-        self.seed = cocotb.RANDOM_SEED
+        self.seed = cocotb.RANDOM_SEED  # this test's seed (cocotb derives it per test)
         self.rng = random.Random(self.seed)
         self.log = dut._log
-        self.log.info("random seed %d (set SIM_SEED=%d to repeat)", self.seed, self.seed)
+        self.log.info(
+            "random seed %d; rerun with SIM_SEED=%s", self.seed, _REGRESSION_SEED or self.seed
+        )
 
     def add(self, agent):
         self.agents.append(agent)
