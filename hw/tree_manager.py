@@ -91,6 +91,12 @@ class TreeManager(wiring.Component):
         LANES: int = 4,
     ) -> None:
         self.N_NODES = check_param("N_NODES", N_NODES, 4, 256)
+        # check everything before building any block (no half-built blocks left over)
+        check_param("TOKEN_BITS", TOKEN_BITS, 1, 17)
+        check_param("PROB_BITS", PROB_BITS, 8, 32)
+        check_param("RAND_BITS", RAND_BITS, 8, 32)
+        check_param("WEIGHT_BITS", WEIGHT_BITS, 8, 32)
+        check_param("LANES", LANES, 1, 16)
         self.mask = TreeMaskGen(N_NODES=N_NODES)
         self.rng = RngLanes(N_NODES=N_NODES)
         self.acc = AcceptSampler(
