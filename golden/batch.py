@@ -34,7 +34,7 @@ from golden.draft import (
     check_children_rule,
     context_tail,
 )
-from golden.rng import lane_states
+from golden.rng import lane_states, xoshiro_step
 from golden.sampler import quantize
 
 __all__ = ["BatchLaneRNG", "speculative_generate_batch"]
@@ -51,18 +51,7 @@ class BatchLaneRNG:
         self.state = np.ascontiguousarray(self.state[:, rows])
 
     def next(self) -> np.ndarray:
-        s0, s1, s2, s3 = self.state
-        x = s0 + s3
-        result = (x << np.uint32(7)) | (x >> np.uint32(25))
-        result += s0
-        t = s1 << np.uint32(9)
-        s2 ^= s0
-        s3 ^= s1
-        s1 ^= s2
-        s0 ^= s3
-        s2 ^= t
-        s3[:] = (s3 << np.uint32(11)) | (s3 >> np.uint32(21))
-        return result
+        return xoshiro_step(self.state)
 
 
 def _static_parents(tree: TreePolicy | Sequence[int]) -> list[int]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["splitmix64", "lane_states", "LaneRNG", "uniforms"]
+__all__ = ["splitmix64", "lane_states", "LaneRNG", "xoshiro_step", "uniforms"]
 
 _M64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -75,17 +75,23 @@ class LaneRNG:
 
     def next(self) -> np.ndarray:
         """Advance every lane once; return the 32-bit outputs (uint32, one per lane)."""
-        s0, s1, s2, s3 = self.state  # views: updated in place
-        result = _rotl(s0 + s3, 7)
-        result += s0
-        t = s1 << np.uint32(9)
-        s2 ^= s0
-        s3 ^= s1
-        s1 ^= s2
-        s0 ^= s3
-        s2 ^= t
-        s3[:] = _rotl(s3, 11)
-        return result
+        return xoshiro_step(self.state)
+
+
+def xoshiro_step(state: np.ndarray) -> np.ndarray:
+    """One xoshiro128++ step of every generator in ``state`` (``(4, ...)`` uint32,
+    updated in place); returns the outputs (shape ``state.shape[1:]``)."""
+    s0, s1, s2, s3 = state  # views: updated in place
+    result = _rotl(s0 + s3, 7)
+    result += s0
+    t = s1 << np.uint32(9)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3[:] = _rotl(s3, 11)
+    return result
 
 
 def uniforms(out: np.ndarray, rand_bits: int = 16) -> np.ndarray:
