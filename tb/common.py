@@ -53,6 +53,7 @@ __all__ = [
     "report",
     "params",
     "run_block",
+    "random_tree",
 ]
 
 
@@ -276,6 +277,25 @@ class StreamSink:
             self.received.append(beat)
             if self.on_beat is not None:
                 self.on_beat(*beat)
+
+
+# ----------------------------------------------------------------------------- stimulus
+def random_tree(rng: random.Random, n_max: int) -> list[int]:
+    """A random parent list of 1 .. n_max nodes; chain, star, full binary, deep and
+    single-node shapes come often (the corners every tree testbench needs)."""
+    kind = rng.choice(["random", "random", "random", "chain", "star", "full", "deep", "single"])
+    if kind == "single":
+        return [-1]
+    n = rng.choice([1, n_max, rng.randint(1, n_max)]) if kind != "random" else rng.randint(1, n_max)
+    if kind == "chain":
+        return [-1] + list(range(n - 1))
+    if kind == "star":
+        return [-1] + [0] * (n - 1)
+    if kind == "full":
+        return [-1] + [(i - 1) // 2 for i in range(1, n)]
+    if kind == "deep":
+        return [-1] + [max(0, i - rng.randint(1, 3)) for i in range(1, n)]
+    return [-1] + [rng.randint(0, i - 1) for i in range(1, n)]
 
 
 # ----------------------------------------------------------------------------- reports

@@ -25,7 +25,7 @@ import numpy as np
 from golden import accept as gaccept
 from golden import tree as gtree
 from hw.accept_sampler import node_layout, result_layout, token_layout
-from tb.common import TB, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
 
 TREES = 1200  # full-speed run, per parameter set
 TREES_PATTERNS = 150  # in each idle/backpressure run (6 runs)
@@ -40,23 +40,6 @@ TREE_GAP = 3  # best case: a tree's first beat 3 edges after the previous tree's
 
 
 # ----------------------------------------------------------------------------- stimulus
-def random_parents(rng: random.Random, n_max: int) -> list[int]:
-    """Random shapes and sizes 1 .. n_max; chain, star, full binary, single node often."""
-    kind = rng.choice(["random", "random", "random", "chain", "star", "full", "deep", "single"])
-    if kind == "single":
-        return [-1]
-    n = rng.choice([1, n_max, rng.randint(1, n_max)]) if kind != "random" else rng.randint(1, n_max)
-    if kind == "chain":
-        return [-1] + list(range(n - 1))
-    if kind == "star":
-        return [-1] + [0] * (n - 1)
-    if kind == "full":
-        return [-1] + [(i - 1) // 2 for i in range(1, n)]
-    if kind == "deep":
-        return [-1] + [max(0, i - rng.randint(1, 3)) for i in range(1, n)]
-    return [-1] + [rng.randint(0, i - 1) for i in range(1, n)]
-
-
 def random_probs(rng: random.Random, n: int, P: int, R: int) -> tuple[list, list, list]:
     """pt, qt, u per node with the corners: qt = 0, pt max, u = 0 / max, exact ties."""
     pmax, umax = (1 << P) - 1, (1 << R) - 1
@@ -139,7 +122,7 @@ def first_invalid(beats: list[dict], N: int) -> int | None:
 
 
 def valid_tree(rng: random.Random, tid: int, N: int, T: int, P: int, R: int) -> Tree:
-    par = random_parents(rng, N)
+    par = random_tree(rng, N)
     n = len(par)
     rows = gtree.mask_rows(par)
     pt, qt, u = random_probs(rng, n, P, R)

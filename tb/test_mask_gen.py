@@ -12,25 +12,10 @@ import random
 
 from golden import tree as gtree
 from hw.mask_gen import parent_layout, row_layout
-from tb.common import TB, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
 
 TREES = 2000  # random trees in the full-speed run, per parameter set
 TREES_PATTERNS = 300  # in each idle/backpressure run
-
-
-def random_tree(rng: random.Random, n_max: int) -> list[int]:
-    """Random shapes and sizes, with the corners (1 node, chain, star, full) often."""
-    kind = rng.choice(["random", "random", "random", "chain", "star", "full", "deep"])
-    n = rng.choice([1, n_max, rng.randint(1, n_max)]) if kind != "random" else rng.randint(1, n_max)
-    if kind == "chain":
-        return [-1] + list(range(n - 1))
-    if kind == "star":
-        return [-1] + [0] * (n - 1)
-    if kind == "full":
-        return [-1] + [(i - 1) // 2 for i in range(1, n)]
-    if kind == "deep":
-        return [-1] + [max(0, i - rng.randint(1, 3)) for i in range(1, n)]
-    return [-1] + [rng.randint(0, i - 1) for i in range(1, n)]
 
 
 def bad_tree(rng: random.Random, n_max: int) -> list[int]:

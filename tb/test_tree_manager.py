@@ -17,7 +17,7 @@ from hw.mask_gen import row_layout
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_layout
 from hw.tree_manager import draft_layout
-from tb.common import TB, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
 
 STEPS = 150
 
@@ -46,14 +46,8 @@ class Strobe:
 
 
 def random_case(rng, n_max: int, pb: int):
-    n = rng.randint(1, n_max)
-    kind = rng.choice(["random", "chain", "star"])
-    if kind == "chain":
-        par = [-1] + list(range(n - 1))
-    elif kind == "star":
-        par = [-1] + [0] * (n - 1)
-    else:
-        par = [-1] + [rng.randint(0, i - 1) for i in range(1, n)]
+    par = random_tree(rng, n_max)
+    n = len(par)
     full = (1 << pb) - 1
     mode = rng.choice(["random", "all", "none", "corner"])
     pt, qt = [0], [0]
