@@ -5,6 +5,8 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common import check_param, idx_bits, mux_tree
+from hw.common import net as _net
+from hw.common import priority_tree as _prio_tree
 
 __all__ = ["AcceptSampler", "node_layout", "result_layout", "token_layout"]
 
@@ -36,13 +38,6 @@ def token_layout(token_bits: int) -> data.StructLayout:
     return data.StructLayout({"token": token_bits, "last": 1})
 
 
-def _net(m: Module, value: Value, name: str) -> Signal:
-    """``value`` as a named comb signal, so that a shared subexpression is emitted once."""
-    sig = Signal(len(value), name=name)
-    m.d.comb += sig.eq(value)
-    return sig
-
-
 def _csa_level(m: Module, ops: list[Value], width: int, name: str) -> list[Value]:
     """One carry-save level: every three operands become two (sum, carry << 1)."""
     out: list[Value] = []
@@ -54,34 +49,6 @@ def _csa_level(m: Module, ops: list[Value], width: int, name: str) -> list[Value
         out.append(_net(m, Cat(Const(0, 1), maj[: width - 1]), f"{name}_c{k // 3}"))
         k += 3
     return out + ops[k:]
-
-
-def _prio_tree(
-    m: Module, vec: Value, payload: list[Value], *, highest: bool, name: str
-) -> tuple[Value, Value]:
-    """``(any, payload[k])`` for the highest (or lowest) set bit ``k`` of ``vec``.
-
-    A balanced binary tree of ``ceil(log2(len(vec)))`` merge levels: the merge
-    of ``hw.common.priority_highest`` / ``priority_lowest`` (prefer the upper /
-    lower half when any of its bits is set), carrying a payload (the index and
-    whatever else is wanted at that index) instead of multiplexing after the
-    encoder. Every level is a named signal: ``hw.common._prio`` reuses
-    expressions, which the Verilog back end then emits once per use.
-    """
-    level = [(vec[k], payload[k]) for k in range(len(vec))]
-    depth = 0
-    while len(level) > 1:
-        nxt = []
-        for k in range(0, len(level) - 1, 2):
-            (va, pa), (vb, pb) = level[k], level[k + 1]
-            sel = Mux(vb, pb, pa) if highest else Mux(va, pa, pb)
-            v = _net(m, va | vb, f"{name}_v{depth}_{k // 2}")
-            nxt.append((v, _net(m, sel, f"{name}_p{depth}_{k // 2}")))
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-        depth += 1
-    return level[0]
 
 
 def _below_or(m: Module, vec: Value, name: str) -> Signal:
@@ -181,7 +148,7 @@ class AcceptSampler(wiring.Component):
     balanced tree) rather than per-bit ``hw.common.or_tree``, and shared
     subexpressions are named signals: both keep the ``N^2`` logic's Verilog,
     and so the Verilator build, small (~7.5k lines at 64 nodes). The
-    encoders are binary priority trees carrying a payload (``_prio_tree``),
+    encoders are binary priority trees carrying a payload (``hw.common.priority_tree``),
     ``u[i]`` and ``row[parent]`` come from ``hw.common.mux_tree``, the
     products are carry-save trees, and "clear the lowest set bit" is a
     Kogge-Stone prefix OR. Longest register-to-register path at the defaults:

@@ -9,7 +9,7 @@ Note: modules that declare ``wiring.Component`` signatures must not use
 ``from __future__ import annotations`` (Amaranth reads the annotations).
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Const, Module, Mux, Signal, Value
 from amaranth.utils import ceil_log2
 
 __all__ = [
@@ -20,6 +20,8 @@ __all__ = [
     "priority_lowest",
     "priority_highest",
     "mux_tree",
+    "net",
+    "priority_tree",
 ]
 
 
@@ -58,33 +60,51 @@ def and_tree(bits: Value | list[Value]) -> Value:
     return _tree(items, lambda a, b: a & b) if items else Const(1, 1)
 
 
-def _prio(m: Module, vec: Value, lowest: bool) -> tuple[Value, Value]:
-    """Binary-tree priority encoder: returns ``(any, index)`` as comb values."""
-    n = len(vec)
-    width = idx_bits(n)
-    # leaves: (valid, index) pairs; each level merges neighbours, preferring the
-    # lower (or higher) half, and prepends one index bit.
-    level: list[tuple[Value, Value]] = [(vec[k], Const(0, 0)) for k in range(n)]
+def net(m: Module, value: Value, name: str) -> Signal:
+    """``value`` as a named comb signal, so that a shared subexpression is emitted once
+    (an Amaranth expression used twice is written out twice in the Verilog)."""
+    sig = Signal(len(value), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def priority_tree(
+    m: Module, vec: Value, payload: list[Value], *, highest: bool, name: str
+) -> tuple[Value, Value]:
+    """``(any, payload[k])`` for the lowest (or highest) set bit ``k`` of ``vec``.
+
+    A balanced binary tree of ``ceil(log2(len(vec)))`` merge levels, each merge
+    preferring the lower (upper) half when any of its bits is set and carrying
+    the payload along (the index, or whatever else is wanted at that index)
+    instead of multiplexing after the encoder. Every level is a named signal.
+    """
+    level = [(vec[k], payload[k]) for k in range(len(vec))]
     depth = 0
     while len(level) > 1:
         nxt = []
-        for k in range(0, len(level), 2):
-            if k + 1 == len(level):
-                v, i = level[k]
-                nxt.append((v, Cat(i, Const(0, 1))))
-                continue
-            (va, ia), (vb, ib) = level[k], level[k + 1]
-            if lowest:
-                idx = Mux(va, Cat(ia, Const(0, 1)), Cat(ib, Const(1, 1)))
-            else:
-                idx = Mux(vb, Cat(ib, Const(1, 1)), Cat(ia, Const(0, 1)))
-            nxt.append((va | vb, idx))
+        for k in range(0, len(level) - 1, 2):
+            (va, pa), (vb, pb) = level[k], level[k + 1]
+            sel = Mux(vb, pb, pa) if highest else Mux(va, pa, pb)
+            v = net(m, va | vb, f"{name}_v{depth}_{k // 2}")
+            nxt.append((v, net(m, sel, f"{name}_p{depth}_{k // 2}")))
+        if len(level) % 2:
+            nxt.append(level[-1])
         level = nxt
         depth += 1
-    valid, index = level[0]
-    out_v = Signal(name=f"prio_{'lo' if lowest else 'hi'}_any")
-    out_i = Signal(width, name=f"prio_{'lo' if lowest else 'hi'}_idx")
-    m.d.comb += [out_v.eq(valid), out_i.eq(index if depth else 0)]
+    return level[0]
+
+
+def _prio(m: Module, vec: Value, lowest: bool) -> tuple[Value, Value]:
+    """Binary-tree priority encoder: ``(any, index)`` as named comb signals."""
+    n = len(vec)
+    width = idx_bits(n)
+    tag = "lo" if lowest else "hi"
+    valid, index = priority_tree(
+        m, vec, [Const(k, width) for k in range(n)], highest=not lowest, name=f"prio_{tag}"
+    )
+    out_v = Signal(name=f"prio_{tag}_any")
+    out_i = Signal(width, name=f"prio_{tag}_idx")
+    m.d.comb += [out_v.eq(valid), out_i.eq(index)]
     return out_v, out_i
 
 
