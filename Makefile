@@ -4,6 +4,8 @@
 #   make golden  golden-model demo (chain / Sequoia / EAGLE-2 on code text)
 #   make bench   golden-model throughput benchmark -> build/reports/golden_bench.json
 #   make verilog Verilog of every block -> build/verilog/ (NAME=VALUE overrides), lint-checked
+#   make soak    KV pool: 1,000,000 random operations against golden (not in make test)
+#   make formal  KV pool: SymbiYosys proofs of the SPEC §4.3 invariants
 #   make lint    ruff
 
 PYTHON ?= python3.11
@@ -14,7 +16,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 PYTEST := $(VPY) -m pytest -n $(JOBS)
 
-.PHONY: all venv test lint sim golden bench verilog clean distclean
+.PHONY: all venv test lint sim golden bench verilog soak formal clean distclean
 
 all: test
 
@@ -40,6 +42,12 @@ golden: $(STAMP)
 
 bench: $(STAMP)
 	$(VPY) -m golden.bench
+
+soak: $(STAMP)
+	$(VPY) -m tb.soak
+
+formal: $(STAMP)
+	$(VPY) -m formal.kv_pool
 
 # HDL parameters given on the command line (make verilog N_NODES=256) are passed on.
 HDL_PARAMS := N_NODES TOKEN_BITS PROB_BITS RAND_BITS WEIGHT_BITS LANES ENTRIES PAGES SEQS LAYER_BITS POS_BITS

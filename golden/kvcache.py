@@ -100,11 +100,14 @@ from __future__ import annotations
 import operator
 from bisect import insort
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 
 __all__ = [
     "Entry",
+    "KVErr",
+    "KVError",
     "BlockTable",
     "MAX_ENTRIES",
     "MAX_PAGES",
@@ -146,42 +149,89 @@ class Entry:
 _INVALID = Entry(False, False, 0, 0, 0, 0, 0)
 
 
+class KVErr(IntEnum):
+    """Error classes of SPEC §4.3, the RTL's 4-bit result ``code`` (``hw.kv_pool``).
+
+    ``FIELD`` covers what the RTL's port widths cannot express (``layer``,
+    ``pos``, ``view``, ``accept`` or ``committed`` out of range, wrong types);
+    ``TWO_COMMITTED`` is the commit check the RTL leaves to its caller.
+    """
+
+    NONE = 0
+    SEQ_RANGE = 1  # seq (or fork's src) >= seqs
+    DST_RANGE = 2  # fork's dst >= seqs
+    OWNER_RANGE = 3  # owner >= n_nodes
+    SEEN_COMMITTED = 4  # insert: seq already sees (layer, pos) committed
+    SPEC_DUP = 5  # insert: speculative (seq, layer, pos, owner) exists
+    TABLE_FULL = 6  # insert: no free entry
+    NO_PAGE = 7  # insert: no free page
+    NO_SPEC = 8  # commit: seq has no speculative entry
+    ROOT_CLEAR = 9  # commit: accept bit 0 clear
+    TWO_COMMITTED = 10  # commit: would leave two committed entries at one (layer, pos)
+    SAME_SEQ = 11  # fork: src == dst
+    SRC_EMPTY = 12  # fork: src sees no committed entry
+    DST_BUSY = 13  # fork: dst already sees an entry
+    NOTHING_SEEN = 14  # release: seq sees no entry
+    FIELD = 15  # any other field out of range or of the wrong type
+
+
+class KVError(ValueError):
+    """A bad operation (SPEC §4.3): a ``ValueError`` naming the field, with its class.
+
+    Attributes
+    ----------
+    code : KVErr
+        The error class (the RTL reports the same code).
+    """
+
+    def __init__(self, message: str, code: KVErr = KVErr.FIELD) -> None:
+        super().__init__(message)
+        self.code = KVErr(code)
+
+
+_RANGE_CODE = {"seq": KVErr.SEQ_RANGE, "src": KVErr.SEQ_RANGE, "dst": KVErr.DST_RANGE}
+_RANGE_CODE["owner"] = KVErr.OWNER_RANGE
+
+
 def _as_int(name: str, value: object, lo: int, hi: int) -> int:
     """``value`` as a Python int in ``lo..hi``, else ``ValueError`` naming ``name``."""
+    code = _RANGE_CODE.get(name, KVErr.FIELD)
     if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} = {value!r}: must be an integer, not a bool")
+        raise KVError(f"{name} = {value!r}: must be an integer, not a bool", code)
     try:
         v = operator.index(value)
     except TypeError:
-        raise ValueError(f"{name} = {value!r}: must be an integer") from None
+        raise KVError(f"{name} = {value!r}: must be an integer", code) from None
     if not lo <= v <= hi:
-        raise ValueError(f"{name} = {v}: out of range {lo}..{hi}")
+        raise KVError(f"{name} = {v}: out of range {lo}..{hi}", code)
     return v
 
 
 def _as_mask(name: str, value: object, bits: int) -> int:
     """``value`` as a ``bits``-bit mask, else ``ValueError`` naming ``name``."""
+    code = KVErr.FIELD
     if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} = {value!r}: must be an integer mask, not a bool")
+        raise KVError(f"{name} = {value!r}: must be an integer mask, not a bool", code)
     try:
         v = operator.index(value)
     except TypeError:
-        raise ValueError(f"{name} = {value!r}: must be an integer mask") from None
+        raise KVError(f"{name} = {value!r}: must be an integer mask", code) from None
     if not 0 <= v < (1 << bits):
-        raise ValueError(f"{name} = {v:#x}: out of range 0 .. 2**{bits} - 1 (n_nodes = {bits})")
+        raise KVError(f"{name} = {v:#x}: out of range 0 .. 2**{bits} - 1 (n_nodes = {bits})", code)
     return v
 
 
 def _as_flag(name: str, value: object) -> bool:
     """``value`` as a bool (``bool``, numpy bool or integer 0/1)."""
+    code = KVErr.FIELD
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     try:
         v = operator.index(value)
     except TypeError:
-        raise ValueError(f"{name} = {value!r}: must be a bool (or 0/1)") from None
+        raise KVError(f"{name} = {value!r}: must be a bool (or 0/1)", code) from None
     if v not in (0, 1):
-        raise ValueError(f"{name} = {v}: must be a bool (or 0/1)")
+        raise KVError(f"{name} = {v}: must be a bool (or 0/1)", code)
     return bool(v)
 
 
@@ -307,23 +357,22 @@ class BlockTable:
 
     def entries_snapshot(self) -> tuple[Entry, ...]:
         """Every entry's fields, entry 0 first (invalid entries: all zero)."""
-        out = []
-        for i in range(self._E):
-            if self._valid[i]:
-                out.append(
-                    Entry(
-                        True,
-                        self._committed[i],
-                        self._seqs[i],
-                        self._layer[i],
-                        self._pos[i],
-                        self._owner[i],
-                        self._page[i],
-                    )
-                )
-            else:
-                out.append(_INVALID)
-        return tuple(out)
+        return tuple(self.entry(i) for i in range(self._E))
+
+    def entry(self, index: int) -> Entry:
+        """One entry's fields (invalid: all zero), without a whole snapshot."""
+        i = _as_int("index", index, 0, self._E - 1)
+        if not self._valid[i]:
+            return _INVALID
+        return Entry(
+            True,
+            self._committed[i],
+            self._seqs[i],
+            self._layer[i],
+            self._pos[i],
+            self._owner[i],
+            self._page[i],
+        )
 
     def page_owner(self, page: int) -> int | None:
         """The entry holding ``page``, or ``None`` if the page is free."""
@@ -335,6 +384,11 @@ class BlockTable:
         """The valid entries ``seq`` sees (committed or speculative), ascending."""
         s = _as_int("seq", seq, 0, self._S - 1)
         return sorted(self._seen[s])
+
+    def speculative(self, seq: int) -> list[int]:
+        """The speculative entries of ``seq`` (written this step), ascending."""
+        s = _as_int("seq", seq, 0, self._S - 1)
+        return sorted(self._spec[s])
 
     def copy(self) -> BlockTable:
         """An independent copy of the table (parameters and state)."""
@@ -436,24 +490,26 @@ class BlockTable:
             seqs, com = self._seqs, self._committed
             for i in cand:
                 if seqs[i] & bit and com[i]:
-                    raise ValueError(
+                    raise KVError(
                         f"insert (seq = {seq}, layer = {layer}, pos = {pos}): seq {seq} "
-                        f"already sees a committed entry there (entry {i}, page {self._page[i]})"
+                        f"already sees a committed entry there (entry {i}, page {self._page[i]})",
+                        KVErr.SEEN_COMMITTED,
                     )
             if not committed:
                 for i in cand:
                     if seqs[i] & bit and self._owner[i] == owner:
-                        raise ValueError(
+                        raise KVError(
                             f"insert (seq = {seq}, layer = {layer}, pos = {pos}, "
                             f"owner = {owner}): this speculative entry already exists "
-                            f"(entry {i}, page {self._page[i]})"
+                            f"(entry {i}, page {self._page[i]})",
+                            KVErr.SPEC_DUP,
                         )
         fe = self._free_e
         if not fe:
-            raise ValueError(f"insert: table full (entries = {self._E}, all valid)")
+            raise KVError(f"insert: table full (entries = {self._E}, all valid)", KVErr.TABLE_FULL)
         fp = self._free_p
         if not fp:
-            raise ValueError(f"insert: no free page (pages = {self._P}, all allocated)")
+            raise KVError(f"insert: no free page (pages = {self._P}, all allocated)", KVErr.NO_PAGE)
         # Commit point: nothing above changed any state.
         low = fe & -fe
         e = low.bit_length() - 1
@@ -508,9 +564,9 @@ class BlockTable:
             accept = _as_mask("accept", accept, self._N)
         spec = self._spec[seq]
         if not spec:
-            raise ValueError(f"commit seq = {seq}: seq {seq} has no speculative entry")
+            raise KVError(f"commit seq = {seq}: seq {seq} has no speculative entry", KVErr.NO_SPEC)
         if not accept & 1:
-            raise ValueError(f"accept = {accept:#x}: bit 0 (the root) must be set")
+            raise KVError(f"accept = {accept:#x}: bit 0 (the root) must be set", KVErr.ROOT_CLEAR)
         own, lay, pos_ = self._owner, self._layer, self._pos
         keep: list[int] = []
         drop: list[int] = []
@@ -527,10 +583,11 @@ class BlockTable:
                         j = k
                         break
             if j is not None:
-                raise ValueError(
+                raise KVError(
                     f"commit (seq = {seq}, accept = {accept:#x}): would leave seq {seq} "
                     f"seeing two committed entries at (layer = {key[0]}, pos = {key[1]}): "
-                    f"entries {min(i, j)} and {max(i, j)}"
+                    f"entries {min(i, j)} and {max(i, j)}",
+                    KVErr.TWO_COMMITTED,
                 )
             kept_at[key] = i
         # Commit point.
@@ -559,13 +616,15 @@ class BlockTable:
         if type(dst) is not int or not 0 <= dst < self._S:
             dst = self._seq("dst", dst)
         if src == dst:
-            raise ValueError(f"fork src = dst = {src}: src and dst must differ")
+            raise KVError(f"fork src = dst = {src}: src and dst must differ", KVErr.SAME_SEQ)
         com = self._committed
         shared = [i for i in self._seen[src] if com[i]]
         if not shared:
-            raise ValueError(f"fork src = {src}: src sees no committed entry")
+            raise KVError(f"fork src = {src}: src sees no committed entry", KVErr.SRC_EMPTY)
         if self._seen[dst]:
-            raise ValueError(f"fork dst = {dst}: dst already sees {len(self._seen[dst])} entries")
+            raise KVError(
+                f"fork dst = {dst}: dst already sees {len(self._seen[dst])} entries", KVErr.DST_BUSY
+            )
         bit = 1 << dst
         seqs = self._seqs
         for i in shared:
@@ -589,7 +648,7 @@ class BlockTable:
             seq = self._seq("seq", seq)
         seen = self._seen[seq]
         if not seen:
-            raise ValueError(f"release seq = {seq}: seq {seq} sees no entry")
+            raise KVError(f"release seq = {seq}: seq {seq} sees no entry", KVErr.NOTHING_SEEN)
         keep = ~(1 << seq)
         seqs = self._seqs
         freed = []

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from hw.common import check_param, idx_bits, mux_tree
 from hw.common import net as _net
+from hw.common import prefix_or_below as _below_or
 from hw.common import priority_tree as _prio_tree
 
 __all__ = ["AcceptSampler", "node_layout", "result_layout", "token_layout"]
@@ -49,17 +50,6 @@ def _csa_level(m: Module, ops: list[Value], width: int, name: str) -> list[Value
         out.append(_net(m, Cat(Const(0, 1), maj[: width - 1]), f"{name}_c{k // 3}"))
         k += 3
     return out + ops[k:]
-
-
-def _below_or(m: Module, vec: Value, name: str) -> Signal:
-    """``out[i] = vec[0] | ... | vec[i - 1]`` (``out[0] = 0``): a Kogge-Stone prefix OR."""
-    n = len(vec)
-    cur = _net(m, Cat(Const(0, 1), vec[: n - 1]), f"{name}_0")
-    s, lv = 1, 1
-    while s < n:
-        cur = _net(m, cur | (cur << s)[:n], f"{name}_{lv}")
-        s, lv = s * 2, lv + 1
-    return cur
 
 
 def _csa_levels(n_ops: int) -> int:

@@ -9,8 +9,8 @@ Note: modules that declare ``wiring.Component`` signatures must not use
 ``from __future__ import annotations`` (Amaranth reads the annotations).
 """
 
-from amaranth import Const, Module, Mux, Signal, Value
-from amaranth.utils import ceil_log2
+from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth.utils import bits_for, ceil_log2
 
 __all__ = [
     "check_param",
@@ -22,6 +22,9 @@ __all__ = [
     "mux_tree",
     "net",
     "priority_tree",
+    "prefix_or_below",
+    "prefix_add",
+    "popcount",
 ]
 
 
@@ -60,10 +63,12 @@ def and_tree(bits: Value | list[Value]) -> Value:
     return _tree(items, lambda a, b: a & b) if items else Const(1, 1)
 
 
-def net(m: Module, value: Value, name: str) -> Signal:
+def net(m: Module, value: Value, name: str, *, keep: bool = False) -> Signal:
     """``value`` as a named comb signal, so that a shared subexpression is emitted once
-    (an Amaranth expression used twice is written out twice in the Verilog)."""
-    sig = Signal(len(value), name=name)
+    (an Amaranth expression used twice is written out twice in the Verilog).
+    ``keep`` marks it ``(* keep *)``: synthesis keeps it as a boundary, so ABC
+    cannot fold the logic on either side into one (ripple-like) chain."""
+    sig = Signal(len(value), name=name, attrs={"keep": 1} if keep else {})
     m.d.comb += sig.eq(value)
     return sig
 
@@ -132,3 +137,64 @@ def mux_tree(items: list[Value], sel: Value) -> Value:
         level = nxt
         b += 1
     return level[0]
+
+
+def prefix_or_below(m: Module, vec: Value, name: str) -> Signal:
+    """``out[i] = vec[0] | ... | vec[i - 1]`` (``out[0] = 0``): a Kogge-Stone prefix OR,
+    ``ceil(log2(len(vec)))`` levels. ``vec & ~out`` is the lowest set bit, one-hot."""
+    n = len(vec)
+    cur = net(m, Cat(Const(0, 1), vec[: n - 1]), f"{name}_0")
+    s, lv = 1, 1
+    while s < n:
+        # kept: else ABC's area recovery folds the prefix back into an OR chain
+        cur = net(m, cur | (cur << s)[:n], f"{name}_{lv}", keep=True)
+        s, lv = s * 2, lv + 1
+    return cur
+
+
+def prefix_add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
+    """``(a + b) mod 2**width`` as a Kogge-Stone adder in gates (``2 + log2(width)``
+    levels; Yosys' ``$alu`` mapping ends up a ripple chain after ``abc``)."""
+    a, b = a.as_unsigned(), b.as_unsigned()
+    g = [a[k] & b[k] if k < len(a) and k < len(b) else Const(0, 1) for k in range(width)]
+    p = [
+        (a[k] if k < len(a) else Const(0, 1)) ^ (b[k] if k < len(b) else Const(0, 1))
+        for k in range(width)
+    ]
+    p0 = net(m, Cat(*p), f"{name}_p")
+    gg, pp = net(m, Cat(*g), f"{name}_g0"), p0
+    s, lv = 1, 1
+    while s < width:
+        g_new = gg | (pp & (gg << s)[:width])
+        p_new = pp & (pp << s)[:width]
+        gg, pp = net(m, g_new, f"{name}_g{lv}"), net(m, p_new, f"{name}_q{lv}")
+        s, lv = s * 2, lv + 1
+    carry = Cat(Const(0, 1), gg[: width - 1])
+    return net(m, p0 ^ carry, f"{name}_sum")
+
+
+def popcount(m: Module, vec: Value, name: str) -> Signal:
+    """Number of set bits of ``vec`` (``bits_for(len(vec))`` wide): a Wallace tree of
+    full adders (each ``XOR3`` / majority as named signals) down to two rows, then
+    :func:`prefix_add`. About ``2 * log1.5(n / 2) + 2 + log2(log2(n))`` levels."""
+    n = len(vec)
+    width = bits_for(n)
+    cols: list[list[Value]] = [[vec[k] for k in range(n)]] + [[] for _ in range(width)]
+    stage = 0
+    while max(len(c) for c in cols) > 2:
+        nxt: list[list[Value]] = [[] for _ in range(len(cols) + 1)]
+        for w, bits in enumerate(cols):
+            k = 0
+            while len(bits) - k >= 3:
+                a, b, c = bits[k : k + 3]
+                tag = f"{name}_{stage}_{w}_{k // 3}"
+                nxt[w].append(net(m, a ^ b ^ c, f"{tag}s"))
+                nxt[w + 1].append(net(m, (a & b) | (a & c) | (b & c), f"{tag}c"))
+                k += 3
+            nxt[w].extend(bits[k:])
+        cols = nxt
+        stage += 1
+    cols = cols[:width]
+    row_a = Cat(*[c[0] if len(c) > 0 else Const(0, 1) for c in cols])
+    row_b = Cat(*[c[1] if len(c) > 1 else Const(0, 1) for c in cols])
+    return prefix_add(m, row_a, row_b, width, f"{name}_add")

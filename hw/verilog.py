@@ -32,6 +32,7 @@ BLOCKS: dict[str, str] = {
     "accept_sampler": "hw.accept_sampler:AcceptSampler",
     "token_sampler": "hw.token_sampler:TokenSampler",
     "tree_manager": "hw.tree_manager:TreeManager",
+    "kv_pool": "hw.kv_pool:KVPool",
 }
 
 

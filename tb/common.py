@@ -68,41 +68,72 @@ def _width(shape) -> int:
     return shape.width
 
 
+_PLANS: dict[int, tuple] = {}
+
+
+def _plan(shape) -> tuple:
+    """A layout flattened once into ``(kind, ...)`` tuples (Amaranth layouts are
+    slow to walk field by field; testbenches pack and unpack every cycle)."""
+    key = id(shape)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    if isinstance(shape, data.StructLayout):
+        plan = (
+            "s",
+            tuple(
+                (name, f.offset, (1 << f.width) - 1, _plan(f.shape)) for name, f in shape
+            ),
+        )
+    elif isinstance(shape, data.ArrayLayout):
+        w = _width(shape.elem_shape)
+        plan = ("a", w, shape.length, _plan(shape.elem_shape))
+    else:
+        plan = ("l", _width(shape))
+    _PLANS[key] = (shape, plan)  # the shape is kept alive, so its id stays unique
+    return plan
+
+
+def _pack(plan: tuple, value) -> int:
+    kind = plan[0]
+    if kind == "l":
+        v = int(value)
+        if not 0 <= v < (1 << plan[1]):
+            raise ValueError(f"value {v} does not fit {plan[1]} bits")
+        return v
+    if kind == "s":
+        out = 0
+        get = value.get if isinstance(value, dict) else None
+        for name, off, _m, sub in plan[1]:
+            v = get(name, 0) if get else getattr(value, name)
+            out |= _pack(sub, v) << off
+        return out
+    _k, w, _n, sub = plan
+    out = 0
+    for k, v in enumerate(value):
+        out |= _pack(sub, v) << (k * w)
+    return out
+
+
+def _unpack(plan: tuple, raw: int):
+    kind = plan[0]
+    if kind == "l":
+        return raw
+    if kind == "s":
+        return {name: _unpack(sub, (raw >> off) & m) for name, off, m, sub in plan[1]}
+    _k, w, n, sub = plan
+    m = (1 << w) - 1
+    return [_unpack(sub, (raw >> (k * w)) & m) for k in range(n)]
+
+
 def pack(shape, value) -> int:
     """Pack ``value`` (dict for a struct, list for an array, int) into an integer."""
-    if isinstance(shape, data.StructLayout):
-        out = 0
-        for name, field in shape:
-            v = value.get(name, 0) if isinstance(value, dict) else getattr(value, name)
-            out |= pack(field.shape, v) << field.offset
-        return out
-    if isinstance(shape, data.ArrayLayout):
-        w = _width(shape.elem_shape)
-        out = 0
-        for k, v in enumerate(value):
-            out |= pack(shape.elem_shape, v) << (k * w)
-        return out
-    w = _width(shape)
-    v = int(value)
-    if not 0 <= v < (1 << w):
-        raise ValueError(f"value {v} does not fit {w} bits")
-    return v
+    return _pack(_plan(shape), value)
 
 
 def unpack(shape, raw: int):
     """Inverse of :func:`pack`: dict for a struct, list for an array, int otherwise."""
-    raw = int(raw)
-    if isinstance(shape, data.StructLayout):
-        return {
-            name: unpack(field.shape, (raw >> field.offset) & ((1 << field.width) - 1))
-            for name, field in shape
-        }
-    if isinstance(shape, data.ArrayLayout):
-        w = _width(shape.elem_shape)
-        return [
-            unpack(shape.elem_shape, (raw >> (k * w)) & ((1 << w) - 1)) for k in range(shape.length)
-        ]
-    return raw
+    return _unpack(_plan(shape), int(raw))
 
 
 # ----------------------------------------------------------------------------- patterns
@@ -322,9 +353,12 @@ def run_block(
     *,
     testcase: str | None = None,
     extra_env: dict | None = None,
+    build_args: tuple[str, ...] = (),
 ) -> None:
     """Build block ``block`` with ``hdl_params`` (once per parameter set) and run
-    the cocotb tests of ``test_module`` (or just ``testcase``) on it."""
+    the cocotb tests of ``test_module`` (or just ``testcase``) on it.
+    ``build_args`` go to Verilator (``("-CFLAGS", "-O0")`` compiles a large
+    design's C++ several times faster)."""
     from hw import verilog
     from tb import toolchain
 
@@ -332,7 +366,7 @@ def run_block(
     tag = verilog.suffix(hdl_params)
     src = verilog.write(block, hdl_params, out=REPO / "build" / "verilog" / "tb")
     waves = os.environ.get("WAVES", "") == "1"
-    bdir = toolchain.build(f"{block}{tag}", [src], block, waves=waves)
+    bdir = toolchain.build(f"{block}{tag}", [src], block, waves=waves, build_args=build_args)
     seed = os.environ.get("SIM_SEED")
     env = {"TB_PARAMS": json.dumps(full), **(extra_env or {})}
     run_dir = RUNS / f"{block}{tag}" / (testcase or "all")

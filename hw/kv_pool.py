@@ -1,0 +1,537 @@
+"""Shared KV-cache pool (SPEC §4, §6): block-table CAM, commit/rollback unit, page allocator.
+
+The Python reference is ``golden.kvcache.BlockTable``; this block matches it
+operation for operation (results, freed pages, error classes, the whole table).
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from hw.common import (
+    and_tree,
+    check_param,
+    idx_bits,
+    net,
+    or_tree,
+    popcount,
+    prefix_or_below,
+)
+
+__all__ = [
+    "KVPool",
+    "Op",
+    "ErrorCode",
+    "op_layout",
+    "result_layout",
+    "query_layout",
+    "reply_layout",
+]
+
+
+class Op(enum.Enum, shape=2):
+    """Operation port opcodes (SPEC §4.2)."""
+
+    INSERT = 0
+    COMMIT = 1
+    FORK = 2
+    RELEASE = 3
+
+
+class ErrorCode(enum.Enum, shape=4):
+    """Result ``code``: the error class of SPEC §4.3, numbered as ``golden.kvcache.KVErr``.
+
+    ``TWO_COMMITTED`` (10) and ``FIELD`` (15) are never reported by the RTL:
+    the port widths cannot express a ``layer``, ``pos``, ``view`` or
+    ``accept`` out of range, and the commit check is left to the caller (see
+    :class:`KVPool`).
+    """
+
+    NONE = 0
+    SEQ_RANGE = 1
+    DST_RANGE = 2
+    OWNER_RANGE = 3
+    SEEN_COMMITTED = 4
+    SPEC_DUP = 5
+    TABLE_FULL = 6
+    NO_PAGE = 7
+    NO_SPEC = 8
+    ROOT_CLEAR = 9
+    TWO_COMMITTED = 10
+    SAME_SEQ = 11
+    SRC_EMPTY = 12
+    DST_BUSY = 13
+    NOTHING_SEEN = 14
+    FIELD = 15
+
+
+def op_layout(seqs: int, n_nodes: int, layer_bits: int, pos_bits: int) -> data.StructLayout:
+    """Operation beat: ``op`` and its fields (``seq`` is fork's ``src``; ``accept`` is
+    commit's mask; fields an opcode does not use are ignored)."""
+    sb = idx_bits(seqs)
+    return data.StructLayout(
+        {
+            "op": Op,
+            "seq": sb,
+            "dst": sb,
+            "layer": layer_bits,
+            "pos": pos_bits,
+            "owner": idx_bits(n_nodes),
+            "committed": 1,
+            "accept": n_nodes,
+        }
+    )
+
+
+def result_layout(entries: int, pages: int) -> data.StructLayout:
+    """Result beat, one per operation: ``page`` / ``entry`` taken by an insert,
+    ``freed`` (bit ``p``: page ``p`` freed by this commit or release), and the
+    ``free_pages`` / ``valid_entries`` counts after the operation."""
+    return data.StructLayout(
+        {
+            "op": Op,
+            "error": 1,
+            "code": ErrorCode,
+            "page": idx_bits(pages),
+            "entry": idx_bits(entries),
+            "freed": pages,
+            "free_pages": bits_for(pages),
+            "valid_entries": bits_for(entries),
+        }
+    )
+
+
+def query_layout(seqs: int, n_nodes: int, layer_bits: int, pos_bits: int) -> data.StructLayout:
+    """Lookup query: the key and the requesting node's mask row ``view``."""
+    return data.StructLayout(
+        {"seq": idx_bits(seqs), "layer": layer_bits, "pos": pos_bits, "view": n_nodes}
+    )
+
+
+def reply_layout(pages: int) -> data.StructLayout:
+    """Lookup reply: ``hit`` and ``page`` (0 on a miss); ``error``: ``seq`` out of range."""
+    return data.StructLayout({"hit": 1, "error": 1, "page": idx_bits(pages)})
+
+
+class KVPool(wiring.Component):
+    """The shared KV-cache pool: block-table CAM, commit/rollback unit, page allocator.
+
+    State (SPEC §4.1): ``ENTRIES`` entries of ``valid``, ``committed``,
+    ``seqs`` (``SEQS`` bits), ``layer``, ``pos``, ``owner`` and ``page``, and
+    the allocator's free-page bitmap of ``PAGES`` bits (bit ``p`` set: page
+    ``p`` free). Registers ``valid``, ``committed``, ``seqs`` and the bitmap
+    are reset (empty table, every page free); the other fields are don't-care
+    while an entry is invalid and have no reset.
+
+    Operations (SPEC §4.2), one per beat on ``op``, each one cycle whatever
+    the number of entries it touches; the table state after the edge that
+    takes the beat is the state after the operation:
+
+    * ``INSERT(seq, layer, pos, owner, committed)``: the lowest free entry and
+      the lowest free page (both tree priority encoders: a Kogge-Stone prefix
+      OR gives the one-hot write enables, a payload priority tree the
+      indices) become an entry seen by ``seq`` only; ``page`` / ``entry`` in
+      the result. One per cycle, sustained.
+    * ``COMMIT(seq, accept)``: every speculative entry of ``seq`` whose
+      ``owner`` bit is set in ``accept`` becomes committed, every other one is
+      invalidated and its page freed (``accept[owner]`` is a per-entry
+      ``N_NODES``-to-1 multiplexer).
+    * ``FORK(seq = src, dst)``: ``dst`` is added to the ``seqs`` of every
+      committed entry ``src`` sees.
+    * ``RELEASE(seq)``: ``seq`` is cleared from every ``seqs``; entries left
+      with none are invalidated and their pages freed.
+
+    A commit or release frees all its pages in the same edge: each freed
+    entry's ``page`` is decoded to a ``PAGES``-bit one-hot and the one-hots of
+    all entries are ORed (a balanced tree) into the bitmap and the result's
+    ``freed``. Allocation and freeing move an entry and a page together, so
+    ``free_pages + valid_entries == PAGES`` holds at every clock edge (proved
+    in ``formal/``, with "no page held by two valid entries").
+
+    Errors (SPEC §4.3) leave the state unchanged and return ``error = 1`` and
+    ``code`` (:class:`ErrorCode`), with ``golden.kvcache``'s precedence:
+    ``seq`` (or ``src``) >= ``SEQS``, ``dst`` >= ``SEQS``, ``owner`` >=
+    ``N_NODES``; insert: ``seq`` already sees ``(layer, pos)`` committed, a
+    speculative ``(seq, layer, pos, owner)`` exists (speculative insert only),
+    no free entry, no free page; commit: ``seq`` has no speculative entry,
+    ``accept[0]`` clear; fork: ``src == dst``, ``src`` sees no committed
+    entry, ``dst`` sees an entry; release: ``seq`` sees no entry.
+
+    Deviation (allowed by SPEC §4.3): the RTL does not check that a commit
+    would leave ``seq`` seeing two committed entries at one ``(layer, pos)``
+    (an ``ENTRIES x ENTRIES`` comparison). ``accept`` is the mask row of the
+    acceptance sampler's ``last``, an ancestor chain, which keeps at most one
+    speculative entry per position; fed anything else, the RTL commits every
+    selected entry as asked, and lookups then return the lowest-numbered one.
+    The golden model raises ``ValueError`` (``KVErr.TWO_COMMITTED``) instead.
+
+    Lookups (two independent ports, ``draft`` and ``verify``): the page of the
+    lowest-numbered valid entry with ``seqs[seq]``, ``layer``, ``pos`` and
+    (``committed`` or ``view[owner]``); ``hit = 0, page = 0`` on a miss;
+    ``error`` (and no hit) if ``seq >= SEQS``. A lookup sees the state before
+    any operation taken in the same cycle.
+
+    Latency (SPEC §6), with no backpressure:
+
+    * lookup: a query taken at edge E0 has its reply valid from E0 (registered),
+      i.e. one cycle; one query per cycle per port;
+    * every operation: takes effect at the edge that takes its beat (E0; a
+      lookup or operation in the next cycle sees it); one operation per cycle
+      sustained (inserts included);
+    * the result beat is valid two cycles after (from E1: the counts are
+      population counts of the state after the operation, a second stage).
+
+    Backpressure: a port stalls only on its own output (``op`` waits while its
+    two-stage result pipeline is full; a query port while its reply waits).
+    ``free_pages`` / ``valid_entries`` (status outputs) are registered
+    population counts of the state one cycle earlier, updated every cycle.
+
+    Logic depth (``python -m hw.depth kv_pool``; budget 40 levels) is set by
+    the population counts and the insert path; see the README.
+
+    Parameters
+    ----------
+    ENTRIES : int
+        Block-table entries, ``2 .. 4096`` (default 256, SPEC §5).
+    PAGES : int
+        Physical pages, ``2 .. 4096`` (default 256).
+    SEQS : int
+        Sequences (width of ``seqs``), ``1 .. 64`` (default 8).
+    N_NODES : int
+        Draft-tree nodes (``owner`` range, ``view`` / ``accept`` width),
+        ``2 .. 1024`` (default 64).
+    LAYER_BITS : int
+        ``1 .. 16`` (default 5).
+    POS_BITS : int
+        ``1 .. 32`` (default 17).
+
+    Members
+    -------
+    op : In(stream.Signature(op_layout(SEQS, N_NODES, LAYER_BITS, POS_BITS)))
+        Operations.
+    res : Out(stream.Signature(result_layout(ENTRIES, PAGES)))
+        One result per operation, in order.
+    draft_q, verify_q : In(stream.Signature(query_layout(...)))
+        Lookup queries.
+    draft_r, verify_r : Out(stream.Signature(reply_layout(PAGES)))
+        Lookup replies, one per query, in order.
+    free_pages : Out(bits_for(PAGES))
+    valid_entries : Out(bits_for(ENTRIES))
+        Status: the counts of the state one cycle earlier.
+    error : Out(1)
+        One-cycle pulse the cycle after an operation or a query with an
+        error is taken.
+    """
+
+    def __init__(
+        self,
+        *,
+        ENTRIES: int = 256,
+        PAGES: int = 256,
+        SEQS: int = 8,
+        N_NODES: int = 64,
+        LAYER_BITS: int = 5,
+        POS_BITS: int = 17,
+    ) -> None:
+        self.ENTRIES = check_param("ENTRIES", ENTRIES, 2, 4096)
+        self.PAGES = check_param("PAGES", PAGES, 2, 4096)
+        self.SEQS = check_param("SEQS", SEQS, 1, 64)
+        self.N_NODES = check_param("N_NODES", N_NODES, 2, 1024)
+        self.LAYER_BITS = check_param("LAYER_BITS", LAYER_BITS, 1, 16)
+        self.POS_BITS = check_param("POS_BITS", POS_BITS, 1, 32)
+        q = query_layout(SEQS, N_NODES, LAYER_BITS, POS_BITS)
+        r = reply_layout(PAGES)
+        super().__init__(
+            {
+                "op": In(stream.Signature(op_layout(SEQS, N_NODES, LAYER_BITS, POS_BITS))),
+                "res": Out(stream.Signature(result_layout(ENTRIES, PAGES))),
+                "draft_q": In(stream.Signature(q)),
+                "draft_r": Out(stream.Signature(r)),
+                "verify_q": In(stream.Signature(q)),
+                "verify_r": Out(stream.Signature(r)),
+                "free_pages": Out(bits_for(PAGES), init=PAGES),
+                "valid_entries": Out(bits_for(ENTRIES)),
+                "error": Out(1),
+            }
+        )
+        # The state (SPEC §4.1), stored as bit planes: plane ``b`` of a field holds
+        # bit ``b`` of that field for every entry (bit ``i`` = entry ``i``), so
+        # that every per-entry comparison is a handful of ENTRIES-wide operations.
+        E, P, S = ENTRIES, PAGES, SEQS
+        self.valid = Signal(E)
+        self.committed = Signal(E)
+        self.free_p = Signal(P, init=(1 << P) - 1)
+
+        def planes(name: str, n: int, reset: bool = False) -> list[Signal]:
+            return [Signal(E, name=f"{name}_b{b}", reset_less=not reset) for b in range(n)]
+
+        self.seqs_p = planes("seqs", S, reset=True)  # seqs_p[s][i]: entry i seen by s
+        self.layer_p = planes("layer", LAYER_BITS)
+        self.pos_p = planes("pos", POS_BITS)
+        self.owner_p = planes("owner", idx_bits(N_NODES))
+        self.page_p = planes("page", idx_bits(PAGES))
+        # per-entry views of the planes (for assertions and readers)
+        for name in ("seqs", "layer", "pos", "owner", "page"):
+            pl = getattr(self, f"{name}_p")
+            setattr(self, name, [Cat(*[q[i] for q in pl]) for i in range(E)])
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        E, P, S, N = self.ENTRIES, self.PAGES, self.SEQS, self.N_NODES
+        EB, PGB = idx_bits(E), idx_bits(P)
+        valid, committed, free_p = self.valid, self.committed, self.free_p
+        seqs_p, layer_p, pos_p = self.seqs_p, self.layer_p, self.pos_p
+        owner_p, page_p = self.owner_p, self.page_p
+
+        def wide(bit: Value) -> Value:
+            """A 1-bit value copied to every entry (a mux, not a replicate: Amaranth
+            writes ``replicate`` out bit by bit, with the expression each time)."""
+            return Mux(bit, Const((1 << E) - 1, E), Const(0, E))
+
+        def onehot(idx: Value, width: int, name: str) -> Signal:
+            return net(m, (Const(1, 1) << idx)[:width], name)
+
+        def match(pl: list[Signal], value: Value, name: str) -> Signal:
+            """Entries whose field (planes ``pl``) equals ``value``."""
+            return net(m, and_tree([~(pl[b] ^ wide(value[b])) for b in range(len(pl))]), name)
+
+        def seq_vec(oh: Value, name: str) -> Signal:
+            """Entries seen by the sequence whose one-hot is ``oh``."""
+            return net(m, or_tree([seqs_p[s] & wide(oh[s]) for s in range(S)]), name)
+
+        def select(vec: Value, name: str) -> Signal:
+            """Per entry, ``vec[owner]``: a mux tree over the owner planes."""
+            level = [
+                wide(vec[n]) if n < len(vec) else Const(0, E) for n in range(1 << len(owner_p))
+            ]
+            for b, pl in enumerate(owner_p):
+                level = [
+                    net(m, (pl & level[k + 1]) | (owner_n[b] & level[k]), f"{name}_{b}_{k // 2}")
+                    for k in range(0, len(level), 2)
+                ]
+            return level[0]
+
+        def encode(oh: Value, width: int, name: str) -> Signal:
+            """Index of the one set bit of ``oh`` (0 if none)."""
+            bits = []
+            for b in range(width):
+                mask = sum(1 << k for k in range(len(oh)) if (k >> b) & 1)
+                bits.append((oh & Const(mask, len(oh))).any())
+            return net(m, Cat(*bits), name)
+
+        def first(vec: Value, name: str) -> Signal:
+            """The lowest set bit of ``vec``, one-hot (Kogge-Stone prefix OR)."""
+            return net(m, vec & ~prefix_or_below(m, vec, f"{name}_below"), name, keep=True)
+
+        def field(oh: Value, pl: list[Signal], name: str) -> Signal:
+            """The field (planes ``pl``) of the entry one-hot ``oh``."""
+            return net(m, Cat(*[(oh & q).any() for q in pl]), name)
+
+        # complemented planes, shared by every mux / decode node that needs them
+        owner_n = [net(m, ~q, f"owner_n{b}") for b, q in enumerate(owner_p)]
+        page_n = [net(m, ~q, f"page_n{b}") for b, q in enumerate(page_p)]
+
+        # ------------------------------------------------------------ lookup ports
+        for port in ("draft", "verify"):
+            qp, rp = getattr(self, f"{port}_q"), getattr(self, f"{port}_r")
+            qq = qp.payload
+            q_seq_ok = qq.seq < S
+            hit_vec = net(
+                m,
+                valid
+                & seq_vec(onehot(qq.seq, S, f"{port}_seq_oh"), f"{port}_sbit")
+                & match(layer_p, qq.layer, f"{port}_lay")
+                & match(pos_p, qq.pos, f"{port}_pos")
+                & (committed | select(qq.view, f"{port}_vis")),
+                f"{port}_hits",
+            )
+            hit_page = field(first(hit_vec, f"{port}_first"), page_p, f"{port}_page")
+            any_hit = hit_vec.any()
+            m.d.comb += qp.ready.eq(~rp.valid | rp.ready)
+            with m.If(qp.valid & qp.ready):
+                m.d.sync += [
+                    rp.valid.eq(1),
+                    rp.payload.hit.eq(any_hit & q_seq_ok),
+                    rp.payload.page.eq(Mux(any_hit & q_seq_ok, hit_page, 0)),
+                    rp.payload.error.eq(~q_seq_ok),
+                ]
+            with m.Elif(rp.ready):
+                m.d.sync += rp.valid.eq(0)
+
+        # ------------------------------------------------------------ operation decode
+        o = self.op.payload
+        r1_valid = Signal()
+        r1 = Signal(result_layout(E, P))
+        res_free = ~self.res.valid | self.res.ready
+        move = net(m, r1_valid & res_free, "move")
+        m.d.comb += self.op.ready.eq(~r1_valid | move)
+        take = net(m, self.op.valid & self.op.ready, "take")
+
+        is_ins = o.op == Op.INSERT
+        is_com = o.op == Op.COMMIT
+        is_fork = o.op == Op.FORK
+        is_rel = o.op == Op.RELEASE
+        seq_ok = net(m, o.seq < S, "seq_ok")
+        dst_ok = net(m, o.dst < S, "dst_ok")
+        own_ok = net(m, o.owner < N, "own_ok")
+        seq_oh = onehot(o.seq, S, "seq_oh")
+        dst_oh = onehot(o.dst, S, "dst_oh")
+        sbit = seq_vec(seq_oh, "sbit")
+        dbit = seq_vec(dst_oh, "dbit")
+        key = net(m, match(layer_p, o.layer, "lay") & match(pos_p, o.pos, "pos"), "key")
+
+        # insert conditions and allocation (lowest free entry, lowest free page)
+        own_eq = match(owner_p, o.owner, "own_eq")
+        seen_com = net(m, (valid & committed & sbit & key).any(), "seen_com")
+        spec_dup = net(m, (valid & sbit & key & own_eq).any() & ~o.committed, "spec_dup")
+        free_e = net(m, ~valid, "free_e")
+        low_e = first(free_e, "low_e")
+        low_p = first(free_p, "low_p")
+        any_e = net(m, free_e.any(), "any_e")
+        any_p = net(m, free_p.any(), "any_p")
+        e_idx = encode(low_e, EB, "e_idx")
+        p_idx = encode(low_p, PGB, "p_idx")
+
+        # commit: keep / drop among seq's speculative entries
+        spec = net(m, valid & ~committed & sbit, "spec")
+        acc = select(o.accept, "acc")
+        # fork: committed entries src sees
+        shared = net(m, valid & committed & sbit, "shared")
+        # release: entries seq sees, and those no other sequence sees
+        seen = net(m, valid & sbit, "seen")
+        others = net(m, or_tree([seqs_p[s] & wide(~seq_oh[s]) for s in range(S)]), "others")
+        dst_busy = net(m, (valid & dbit).any(), "dst_busy")
+
+        code = Signal(ErrorCode)
+        with m.Switch(o.op):
+            with m.Case(Op.INSERT):
+                with m.If(~seq_ok):
+                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
+                with m.Elif(~own_ok):
+                    m.d.comb += code.eq(ErrorCode.OWNER_RANGE)
+                with m.Elif(seen_com):
+                    m.d.comb += code.eq(ErrorCode.SEEN_COMMITTED)
+                with m.Elif(spec_dup):
+                    m.d.comb += code.eq(ErrorCode.SPEC_DUP)
+                with m.Elif(~any_e):
+                    m.d.comb += code.eq(ErrorCode.TABLE_FULL)
+                with m.Elif(~any_p):
+                    m.d.comb += code.eq(ErrorCode.NO_PAGE)
+            with m.Case(Op.COMMIT):
+                with m.If(~seq_ok):
+                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
+                with m.Elif(~spec.any()):
+                    m.d.comb += code.eq(ErrorCode.NO_SPEC)
+                with m.Elif(~o.accept[0]):
+                    m.d.comb += code.eq(ErrorCode.ROOT_CLEAR)
+            with m.Case(Op.FORK):
+                with m.If(~seq_ok):
+                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
+                with m.Elif(~dst_ok):
+                    m.d.comb += code.eq(ErrorCode.DST_RANGE)
+                with m.Elif(o.seq == o.dst):
+                    m.d.comb += code.eq(ErrorCode.SAME_SEQ)
+                with m.Elif(~shared.any()):
+                    m.d.comb += code.eq(ErrorCode.SRC_EMPTY)
+                with m.Elif(dst_busy):
+                    m.d.comb += code.eq(ErrorCode.DST_BUSY)
+            with m.Case(Op.RELEASE):
+                with m.If(~seq_ok):
+                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
+                with m.Elif(~seen.any()):
+                    m.d.comb += code.eq(ErrorCode.NOTHING_SEEN)
+
+        # Enables. A commit or release whose only possible error is an empty set
+        # (no speculative entry / nothing seen) needs no error gating: the set
+        # it acts on is empty then. This keeps the wide reductions off the
+        # bulk-free path.
+        ins_ok = net(
+            m,
+            take & is_ins & seq_ok & own_ok & ~seen_com & ~spec_dup & any_e & any_p,
+            "ins_ok",
+        )
+        com_ok = net(m, take & is_com & seq_ok & o.accept[0], "com_ok")
+        rel_ok = net(m, take & is_rel & seq_ok, "rel_ok")
+        fork_ok = net(m, take & is_fork & seq_ok & dst_ok & (o.seq != o.dst) & ~dst_busy, "fork_ok")
+
+        keep = net(m, spec & acc & wide(com_ok), "keep")
+        fr = net(
+            m, (spec & ~acc & wide(com_ok)) | (seen & ~others & wide(rel_ok)), "fr"
+        )  # entries freed
+        # pages freed: split the freed entries by their page bits, MSB first, into
+        # one mask per page value (a binary decode tree of ENTRIES-wide ANDs), and
+        # OR each mask
+        masks: list[Value] = [fr]
+        for b in reversed(range(PGB)):
+            nxt = []
+            for k, mk in enumerate(masks):
+                for v in (0, 1):
+                    if ((2 * k + v) << b) < P:
+                        nxt.append(
+                            net(m, mk & (page_p[b] if v else page_n[b]), f"fr_{b}_{2 * k + v}")
+                        )
+            masks = nxt
+        freed = net(m, Cat(*[mk.any() for mk in masks[:P]]), "freed")
+        w_e = net(m, low_e & wide(ins_ok), "w_e")  # one-hot entry written by insert
+        w_p = net(m, Mux(ins_ok, low_p, 0), "w_p")  # one-hot page taken by insert
+        fork_add = net(m, shared & wide(fork_ok), "fork_add")
+
+        def write(pl: list[Signal], value: Value) -> list:
+            return [q.eq((q & ~w_e) | (w_e & wide(value[b]))) for b, q in enumerate(pl)]
+
+        m.d.sync += [
+            valid.eq((valid | w_e) & ~fr),
+            committed.eq((committed & ~w_e) | (w_e & wide(o.committed)) | keep),
+            free_p.eq((free_p & ~w_p) | freed),
+            *write(layer_p, o.layer),
+            *write(pos_p, o.pos),
+            *write(owner_p, o.owner),
+            *write(page_p, p_idx),
+        ]
+        for s_ in range(S):
+            q = seqs_p[s_]
+            m.d.sync += q.eq(
+                ((q & ~w_e) | (w_e & wide(seq_oh[s_])) | (fork_add & wide(dst_oh[s_])))
+                & ~wide(rel_ok & seq_oh[s_])
+            )
+
+        # ------------------------------------------------------------ result pipeline
+        # stage 1 (r1): the operation's own results, registered at the take edge;
+        # stage 2 (res): + the counts, which are population counts of the state
+        # after the operation (no other operation is taken while r1 waits).
+        n_free = popcount(m, free_p, "pc_free")
+        n_valid = popcount(m, valid, "pc_valid")
+        err = net(m, code != ErrorCode.NONE, "err")
+        with m.If(take):
+            m.d.sync += [
+                r1_valid.eq(1),
+                r1.op.eq(o.op),
+                r1.error.eq(err),
+                r1.code.eq(code),
+                r1.page.eq(Mux(ins_ok, p_idx, 0)),
+                r1.entry.eq(Mux(ins_ok, e_idx, 0)),
+                r1.freed.eq(freed),
+            ]
+        with m.Elif(move):
+            m.d.sync += r1_valid.eq(0)
+        with m.If(move):
+            m.d.sync += [
+                self.res.valid.eq(1),
+                self.res.payload.eq(r1),
+                self.res.payload.free_pages.eq(n_free),
+                self.res.payload.valid_entries.eq(n_valid),
+            ]
+        with m.Elif(self.res.ready):
+            m.d.sync += self.res.valid.eq(0)
+
+        m.d.sync += [
+            self.free_pages.eq(n_free),
+            self.valid_entries.eq(n_valid),
+            self.error.eq(
+                (take & err)
+                | (self.draft_q.valid & self.draft_q.ready & (self.draft_q.payload.seq >= S))
+                | (self.verify_q.valid & self.verify_q.ready & (self.verify_q.payload.seq >= S))
+            ),
+        ]
+        return m
