@@ -122,30 +122,34 @@ class KVPool(wiring.Component):
     the allocator's free-page bitmap of ``PAGES`` bits (bit ``p`` set: page
     ``p`` free). Registers ``valid``, ``committed``, ``seqs`` and the bitmap
     are reset (empty table, every page free); the other fields are don't-care
-    while an entry is invalid and have no reset.
+    while an entry is invalid and have no reset. The fields are stored as bit
+    planes (``layer_b3`` holds bit 3 of every entry's ``layer``; ``seqs_b<s>``
+    bit ``s`` of every ``seqs``): each per-entry match, multiplexer and update
+    is then a few ``ENTRIES``-wide operations, for every entry at once.
 
     Operations (SPEC §4.2), one per beat on ``op``, each one cycle whatever
     the number of entries it touches; the table state after the edge that
     takes the beat is the state after the operation:
 
     * ``INSERT(seq, layer, pos, owner, committed)``: the lowest free entry and
-      the lowest free page (both tree priority encoders: a Kogge-Stone prefix
-      OR gives the one-hot write enables, a payload priority tree the
-      indices) become an entry seen by ``seq`` only; ``page`` / ``entry`` in
-      the result. One per cycle, sustained.
+      the lowest free page (tree priority encoders: a Kogge-Stone prefix OR
+      gives the one-hot write enables, an OR tree per index bit the indices)
+      become an entry seen by ``seq`` only; ``page`` / ``entry`` in the
+      result. One per cycle, sustained.
     * ``COMMIT(seq, accept)``: every speculative entry of ``seq`` whose
       ``owner`` bit is set in ``accept`` becomes committed, every other one is
-      invalidated and its page freed (``accept[owner]`` is a per-entry
-      ``N_NODES``-to-1 multiplexer).
+      invalidated and its page freed (``accept[owner]`` for every entry: a
+      ``N_NODES``-to-1 multiplexer tree over the owner planes).
     * ``FORK(seq = src, dst)``: ``dst`` is added to the ``seqs`` of every
       committed entry ``src`` sees.
     * ``RELEASE(seq)``: ``seq`` is cleared from every ``seqs``; entries left
       with none are invalidated and their pages freed.
 
-    A commit or release frees all its pages in the same edge: each freed
-    entry's ``page`` is decoded to a ``PAGES``-bit one-hot and the one-hots of
-    all entries are ORed (a balanced tree) into the bitmap and the result's
-    ``freed``. Allocation and freeing move an entry and a page together, so
+    A commit or release frees all its pages in the same edge: the vector of
+    freed entries is split by the page planes, most significant bit first,
+    into one mask per page value (a binary decode tree of ``ENTRIES``-wide
+    ANDs), and the OR of mask ``p`` frees page ``p`` (into the bitmap and the
+    result's ``freed``). Allocation and freeing move an entry and a page together, so
     ``free_pages + valid_entries == PAGES`` holds at every clock edge (proved
     in ``formal/``, with "no page held by two valid entries").
 
@@ -166,8 +170,9 @@ class KVPool(wiring.Component):
     selected entry as asked, and lookups then return the lowest-numbered one.
     The golden model raises ``ValueError`` (``KVErr.TWO_COMMITTED``) instead.
 
-    Lookups (two independent ports, ``draft`` and ``verify``): the page of the
-    lowest-numbered valid entry with ``seqs[seq]``, ``layer``, ``pos`` and
+    Lookups (two independent ports, ``draft`` and ``verify``): the page (OR of
+    the page planes under the one-hot of the first hit) of the lowest-numbered
+    valid entry with ``seqs[seq]``, ``layer``, ``pos`` and
     (``committed`` or ``view[owner]``); ``hit = 0, page = 0`` on a miss;
     ``error`` (and no hit) if ``seq >= SEQS``. A lookup sees the state before
     any operation taken in the same cycle.
@@ -179,16 +184,17 @@ class KVPool(wiring.Component):
     * every operation: takes effect at the edge that takes its beat (E0; a
       lookup or operation in the next cycle sees it); one operation per cycle
       sustained (inserts included);
-    * the result beat is valid two cycles after (from E1: the counts are
-      population counts of the state after the operation, a second stage).
+    * the result beat is valid from E1, two cycles after the operation's
+      cycle (its counts are population counts of the state after the
+      operation: a second stage; carry-save trees, ``hw.common.popcount``).
 
     Backpressure: a port stalls only on its own output (``op`` waits while its
     two-stage result pipeline is full; a query port while its reply waits).
     ``free_pages`` / ``valid_entries`` (status outputs) are registered
     population counts of the state one cycle earlier, updated every cycle.
 
-    Logic depth (``python -m hw.depth kv_pool``; budget 40 levels) is set by
-    the population counts and the insert path; see the README.
+    Logic depth: ``python -m hw.depth kv_pool`` (budget 40 levels); figures in
+    the README.
 
     Parameters
     ----------
@@ -403,44 +409,40 @@ class KVPool(wiring.Component):
         others = net(m, or_tree([seqs_p[s] & wide(~seq_oh[s]) for s in range(S)]), "others")
         dst_busy = net(m, (valid & dbit).any(), "dst_busy")
 
+        # error checks per opcode, in golden.kvcache's precedence: the first wins
+        checks = {
+            Op.INSERT: [
+                (~seq_ok, ErrorCode.SEQ_RANGE),
+                (~own_ok, ErrorCode.OWNER_RANGE),
+                (seen_com, ErrorCode.SEEN_COMMITTED),
+                (spec_dup, ErrorCode.SPEC_DUP),
+                (~any_e, ErrorCode.TABLE_FULL),
+                (~any_p, ErrorCode.NO_PAGE),
+            ],
+            Op.COMMIT: [
+                (~seq_ok, ErrorCode.SEQ_RANGE),
+                (~spec.any(), ErrorCode.NO_SPEC),
+                (~o.accept[0], ErrorCode.ROOT_CLEAR),
+            ],
+            Op.FORK: [
+                (~seq_ok, ErrorCode.SEQ_RANGE),
+                (~dst_ok, ErrorCode.DST_RANGE),
+                (o.seq == o.dst, ErrorCode.SAME_SEQ),
+                (~shared.any(), ErrorCode.SRC_EMPTY),
+                (dst_busy, ErrorCode.DST_BUSY),
+            ],
+            Op.RELEASE: [
+                (~seq_ok, ErrorCode.SEQ_RANGE),
+                (~seen.any(), ErrorCode.NOTHING_SEEN),
+            ],
+        }
         code = Signal(ErrorCode)
         with m.Switch(o.op):
-            with m.Case(Op.INSERT):
-                with m.If(~seq_ok):
-                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
-                with m.Elif(~own_ok):
-                    m.d.comb += code.eq(ErrorCode.OWNER_RANGE)
-                with m.Elif(seen_com):
-                    m.d.comb += code.eq(ErrorCode.SEEN_COMMITTED)
-                with m.Elif(spec_dup):
-                    m.d.comb += code.eq(ErrorCode.SPEC_DUP)
-                with m.Elif(~any_e):
-                    m.d.comb += code.eq(ErrorCode.TABLE_FULL)
-                with m.Elif(~any_p):
-                    m.d.comb += code.eq(ErrorCode.NO_PAGE)
-            with m.Case(Op.COMMIT):
-                with m.If(~seq_ok):
-                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
-                with m.Elif(~spec.any()):
-                    m.d.comb += code.eq(ErrorCode.NO_SPEC)
-                with m.Elif(~o.accept[0]):
-                    m.d.comb += code.eq(ErrorCode.ROOT_CLEAR)
-            with m.Case(Op.FORK):
-                with m.If(~seq_ok):
-                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
-                with m.Elif(~dst_ok):
-                    m.d.comb += code.eq(ErrorCode.DST_RANGE)
-                with m.Elif(o.seq == o.dst):
-                    m.d.comb += code.eq(ErrorCode.SAME_SEQ)
-                with m.Elif(~shared.any()):
-                    m.d.comb += code.eq(ErrorCode.SRC_EMPTY)
-                with m.Elif(dst_busy):
-                    m.d.comb += code.eq(ErrorCode.DST_BUSY)
-            with m.Case(Op.RELEASE):
-                with m.If(~seq_ok):
-                    m.d.comb += code.eq(ErrorCode.SEQ_RANGE)
-                with m.Elif(~seen.any()):
-                    m.d.comb += code.eq(ErrorCode.NOTHING_SEEN)
+            for op, conds in checks.items():
+                with m.Case(op):
+                    for k, (cond, c) in enumerate(conds):
+                        with (m.If if k == 0 else m.Elif)(cond):
+                            m.d.comb += code.eq(c)
 
         # Enables. A commit or release whose only possible error is an empty set
         # (no speculative entry / nothing seen) needs no error gating: the set

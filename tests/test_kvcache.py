@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 import time
 
 import numpy as np
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from golden import tree
-from golden.kvcache import BlockTable, Entry
+from golden.kvcache import BlockTable, Entry, KVErr, KVError
 
 # ---------------------------------------------------------------------------- model
 
@@ -764,3 +765,66 @@ if __name__ == "__main__":
         f"BlockTable random op mix: {r['ops_per_s']:,.0f} ops/s "
         f"({r['ops']:,} ops in {r['seconds']:.2f} s, {r['error_fraction']:.0%} errors)"
     )
+
+
+#: the error class of each ERRORS case's message (the code the RTL reports too)
+_CODE_OF = [
+    ("out of range", None),
+    ("must be an integer", None),
+    ("must be a bool", None),
+    ("committed = 'yes'", None),
+    ("already sees a committed", KVErr.SEEN_COMMITTED),
+    ("already exists", KVErr.SPEC_DUP),
+    ("no speculative entry", KVErr.NO_SPEC),
+    ("bit 0", KVErr.ROOT_CLEAR),
+    ("two committed", KVErr.TWO_COMMITTED),
+    ("must differ", KVErr.SAME_SEQ),
+    ("src sees no committed", KVErr.SRC_EMPTY),
+    ("dst already sees", KVErr.DST_BUSY),
+    ("sees no entry", KVErr.NOTHING_SEEN),
+]
+_RANGE = {"seq": KVErr.SEQ_RANGE, "src": KVErr.SEQ_RANGE, "dst": KVErr.DST_RANGE}
+
+
+@pytest.mark.parametrize(("setup", "call", "match"), ERRORS)
+def test_error_codes(setup, call, match) -> None:
+    """Every error is a KVError whose code names its class (FIELD for what the RTL's
+    port widths cannot carry)."""
+    t = _table(*setup)
+    op, *args = call
+    with pytest.raises(KVError) as info:
+        getattr(t, op)(*args)
+    msg = str(info.value)
+    want = next(code for key, code in _CODE_OF if key in msg or re.search(key, msg))
+    if want is None:
+        field = msg.split(" = ", 1)[0]
+        want = {"owner": KVErr.OWNER_RANGE, **_RANGE}.get(field, KVErr.FIELD)
+    assert info.value.code == want, (msg, info.value.code)
+
+
+def test_full_table_codes() -> None:
+    t = BlockTable(2, 3, 1, 2)
+    t.insert(0, 0, 0), t.insert(0, 0, 1)
+    with pytest.raises(KVError) as info:
+        t.insert(0, 0, 2)
+    assert info.value.code == KVErr.TABLE_FULL
+    t = BlockTable(3, 2, 1, 2)
+    t.insert(0, 0, 0), t.insert(0, 0, 1)
+    with pytest.raises(KVError) as info:
+        t.insert(0, 0, 2)
+    assert info.value.code == KVErr.NO_PAGE
+
+
+def test_rtl_error_codes_match_golden() -> None:
+    from hw.kv_pool import ErrorCode
+
+    assert {e.name: e.value for e in ErrorCode} == {e.name: e.value for e in KVErr}
+
+
+def test_entry_and_speculative_accessors() -> None:
+    t = _table(COMMITTED, SPEC_)
+    assert t.entry(0) == t.entries_snapshot()[0] and t.entry(0).committed
+    assert t.speculative(0) == [1] and t.speculative(1) == []
+    assert not t.entry(5).valid
+    with pytest.raises(ValueError, match="index = 8"):
+        t.entry(8)
