@@ -523,7 +523,8 @@ if cocotb is not None:
         b = Bench(dut, idle, backpressure, qidle="half" if idle == "none" else None)
         await b.start()
         t0 = time.time()
-        lost = await b.random_ops(n, progress=n >= 200_000)
+        qn = n // 2 if idle == "none" else n  # queries every other cycle: half as many
+        lost = await b.random_ops(n, qn, progress=n >= 200_000)
         dt = time.time() - t0
         ops = len(b.op.sent)
         b.tb.log.info(
