@@ -5,6 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common import check_param, mux_tree
+from hw.common import net as _wire
 
 __all__ = ["RngLanes", "seed_cycles"]
 
@@ -34,16 +35,6 @@ def _shl(v: Value, k: int, width: int) -> Value:
 def _xorshift(v: Value, k: int) -> Value:
     """``v ^ (v >> k)`` on 64 bits (``v`` should be a signal: it is used twice)."""
     return v ^ Cat(v[k:64], Const(0, k))
-
-
-def _wire(m: Module, value: Value, name: str, *, keep: bool = False) -> Signal:
-    """``value`` as a named comb signal, so that later expressions share it
-    instead of copying it (a nested expression used twice grows exponentially
-    in the simulators). ``keep`` marks it ``(* keep *)`` so that synthesis
-    keeps it as a boundary (see :func:`_add`)."""
-    sig = Signal(len(value), name=name, attrs={"keep": 1} if keep else {})
-    m.d.comb += sig.eq(value)
-    return sig
 
 
 def _add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
