@@ -1,0 +1,255 @@
+"""Cycle model of the token tree manager and the KV-cache pool for one decode step.
+
+A pure function of a step's quantities (tree size, vocabulary, sampler lanes,
+accepted tokens, KV-table traffic) so that the chip model can call it every
+step. The formulas are SPEC §6's cycle targets; the latencies default to the
+values the RTL measures (README, one section per block), and ``SPEC_LATENCY``
+gives SPEC §6's upper bounds instead.
+
+Phases of one step (``n`` tree nodes, vocabulary ``V``, ``LANES`` sampler lanes):
+
+============  =====================================  ==========================================
+phase         cycles                                 source
+============  =====================================  ==========================================
+``mask``      ``n + mask``                           SPEC §6 "n cycles + at most 2"; README: rows
+                                                     on ``n`` consecutive cycles, the last 2
+                                                     after the end beat. Before verification:
+                                                     the verifier's tree-attention mask.
+``load``      ``n + mask``                           after verification the nodes (with ``pt``,
+                                                     ``qt``) stream through the mask generator
+                                                     into the acceptance sampler, one per cycle
+                                                     (README, tree manager composition).
+``decide``    ``decide`` (1 + 2)                     SPEC §6 "1 cycle after the last node is
+                                                     loaded; path and last within 2 more";
+                                                     README: E1, E3.
+``sampler``   ``2 * ceil(V / LANES) + sampler``      SPEC §6 (``+ at most 4``); README: token
+                                                     taken at edge ``2N + 2``. Starts when
+                                                     ``last`` is known (it samples ``last``'s
+                                                     residual).
+``tokens``    ``accepted + tokens`` (0 if none)      README: tokens from E6, last at
+                                                     E5 + accepted, i.e. ``accepted + 2`` after
+                                                     E3. In parallel with the sampler.
+``commit``    ``1 + commit_result``                  SPEC §4.2/§6 one cycle; README: result beat
+                                                     2 cycles after. In parallel with the
+                                                     sampler (it needs only ``row[last]``).
+``inserts``   ``inserts`` (1 per cycle)              SPEC §6 "1 per cycle, sustained"; during
+                                                     verification (each layer's new KV).
+``lookups``   ``ceil(lookups / lookup_ports)``       SPEC §6 "KV lookup 1 cycle", one per port
+                                                     per cycle; during verification.
+============  =====================================  ==========================================
+
+``pre_verify = mask``; ``post_verify = load + decide + max(sampler, tokens,
+commit)`` is what the step's critical path pays after the verifier's last
+output (the next draft needs the extra token); ``during_verify = max(inserts,
+lookups)`` runs under the verifier and binds only if it outlasts it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "RTL_LATENCY",
+    "SPEC_LATENCY",
+    "AcceptCycles",
+    "Latency",
+    "accept_cycles",
+    "mask_cycles",
+    "sampler_cycles",
+]
+
+#: Largest tree (SPEC §5 ``N_NODES`` range) and vocabulary (``TOKEN_BITS = 17``).
+MAX_NODES = 1024
+MAX_VOCAB = 1 << 17
+#: SPEC §5 ``LANES`` range.
+MIN_LANES, MAX_LANES = 1, 16
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Fixed latencies (cycles) added to each block's streaming time.
+
+    Attributes
+    ----------
+    mask : int
+        Tree mask generator: last row this many cycles after the end beat.
+    decide : int
+        Acceptance sampler: path and ``last`` this many cycles after the last node.
+    sampler : int
+        Token sampler: token this many cycles after ``2 * ceil(V / LANES)``.
+    tokens : int
+        Accepted tokens: the last one ``accepted + tokens`` cycles after ``last``.
+    commit_result : int
+        KV commit: result beat this many cycles after the one-cycle operation.
+    """
+
+    mask: int
+    decide: int
+    sampler: int
+    tokens: int
+    commit_result: int
+
+
+#: Latencies the RTL measures (README: mask gen, acceptance sampler, token sampler, KV pool).
+RTL_LATENCY = Latency(mask=2, decide=3, sampler=2, tokens=2, commit_result=2)
+#: SPEC §6 upper bounds (the commit counted as its one cycle, as SPEC §6 states it).
+SPEC_LATENCY = Latency(mask=2, decide=3, sampler=4, tokens=2, commit_result=0)
+
+_LATENCIES = {"rtl": RTL_LATENCY, "spec": SPEC_LATENCY}
+
+
+@dataclass(frozen=True)
+class AcceptCycles:
+    """Per-phase cycle counts of one step's tree-manager and KV-pool work.
+
+    Attributes
+    ----------
+    mask, load, decide, sampler, tokens, commit, inserts, lookups : int
+        The phases of the module docstring's table.
+    """
+
+    mask: int
+    load: int
+    decide: int
+    sampler: int
+    tokens: int
+    commit: int
+    inserts: int
+    lookups: int
+
+    @property
+    def pre_verify(self) -> int:
+        """Cycles between the end of drafting and the start of verification (the mask)."""
+        return self.mask
+
+    @property
+    def post_verify(self) -> int:
+        """Cycles after the verifier's last output until the next step can start."""
+        return self.load + self.decide + max(self.sampler, self.tokens, self.commit)
+
+    @property
+    def during_verify(self) -> int:
+        """KV-table cycles that run under verification (binding only if longer)."""
+        return max(self.inserts, self.lookups)
+
+    @property
+    def critical(self) -> int:
+        """Cycles the tree manager adds to a step's critical path (pre + post)."""
+        return self.pre_verify + self.post_verify
+
+
+def _int_in(name: str, value: object, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} = {value!r}: must be an integer")
+    if value < lo or (hi is not None and value > hi):
+        rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise ValueError(f"{name} = {value!r}: must be {rng}")
+    return value
+
+
+def _latency(latency: Latency | str) -> Latency:
+    if isinstance(latency, Latency):
+        return latency
+    if latency in _LATENCIES:
+        return _LATENCIES[latency]
+    raise ValueError(f"latency = {latency!r}: must be a Latency or one of {sorted(_LATENCIES)}")
+
+
+def mask_cycles(n_nodes: int, latency: Latency | str = RTL_LATENCY) -> int:
+    """Tree mask generator cycles for ``n_nodes`` nodes: ``n + 2`` (SPEC §6).
+
+    Parameters
+    ----------
+    n_nodes : int
+        Tree nodes, root included, ``1..1024``.
+    latency : Latency or {"rtl", "spec"}
+        Fixed latencies.
+
+    Returns
+    -------
+    int
+    """
+    n = _int_in("n_nodes", n_nodes, 1, MAX_NODES)
+    return n + _latency(latency).mask
+
+
+def sampler_cycles(vocab: int, lanes: int = 4, latency: Latency | str = RTL_LATENCY) -> int:
+    """Token sampler cycles for one draw: ``2 * ceil(V / LANES)`` + latency (SPEC §6).
+
+    Parameters
+    ----------
+    vocab : int
+        Vocabulary size ``V``, ``1..131072``.
+    lanes : int
+        Weights per cycle, ``1..16`` (SPEC §5).
+    latency : Latency or {"rtl", "spec"}
+        ``rtl``: ``+2`` (README); ``spec``: ``+4`` (SPEC §6 bound).
+
+    Returns
+    -------
+    int
+    """
+    v = _int_in("vocab", vocab, 1, MAX_VOCAB)
+    ln = _int_in("lanes", lanes, MIN_LANES, MAX_LANES)
+    return 2 * math.ceil(v / ln) + _latency(latency).sampler
+
+
+def accept_cycles(
+    n_nodes: int,
+    vocab: int,
+    lanes: int = 4,
+    accepted: int = 0,
+    *,
+    inserts: int = 0,
+    lookups: int = 0,
+    lookup_ports: int = 1,
+    latency: Latency | str = RTL_LATENCY,
+) -> AcceptCycles:
+    """Per-phase cycles of one step's tree-manager and KV-pool work (module docstring).
+
+    Parameters
+    ----------
+    n_nodes : int
+        Tree nodes this step, root included, ``1..1024``.
+    vocab : int
+        Vocabulary size, ``1..131072``.
+    lanes : int
+        Token-sampler lanes, ``1..16``.
+    accepted : int
+        Draft tokens accepted this step (excluding the extra token), ``0..n_nodes - 1``.
+    inserts : int
+        KV-table inserts this step (speculative KV of the tree nodes, one per node
+        and layer), ``>= 0``.
+    lookups : int
+        KV-table lookups this step on the ports counted by ``lookup_ports``, ``>= 0``.
+    lookup_ports : int
+        Lookup ports sharing ``lookups``, ``>= 1``.
+    latency : Latency or {"rtl", "spec"}
+        ``RTL_LATENCY`` (default, README's measurements) or ``SPEC_LATENCY``.
+
+    Returns
+    -------
+    AcceptCycles
+
+    Raises
+    ------
+    ValueError
+        Naming the argument that is out of range.
+    """
+    n = _int_in("n_nodes", n_nodes, 1, MAX_NODES)
+    a = _int_in("accepted", accepted, 0, n - 1)
+    ins = _int_in("inserts", inserts, 0)
+    lk = _int_in("lookups", lookups, 0)
+    ports = _int_in("lookup_ports", lookup_ports, 1)
+    lat = _latency(latency)
+    return AcceptCycles(
+        mask=mask_cycles(n, lat),
+        load=n + lat.mask,
+        decide=lat.decide,
+        sampler=sampler_cycles(vocab, lanes, lat),
+        tokens=a + lat.tokens if a else 0,
+        commit=1 + lat.commit_result,
+        inserts=ins,
+        lookups=math.ceil(lk / ports),
+    )
