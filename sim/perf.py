@@ -1095,6 +1095,11 @@ def disagreements(profile: Profile) -> list[Disagreement]:
     ridge = tf / hw.hbm_bw  # FLOP per byte
     ridge_nodes = ridge * t.bytes_per_param / 2.0
     need_mem_bound = 2.0 * w.tree_nodes * t.params / (W / hw.hbm_bw)
+    n_r = max(w.tree_depth + 1, min(w.tree_nodes, round(ridge_nodes)))
+    st_r = step_time(p, tree_nodes=n_r, tree_depth=w.tree_depth, accepted=w.accepted,
+                     context_len=w.context_len, overlap=st.overlap,
+                     draft_evals=min(w.draft_evals, n_r - 1))
+    even = st_r.total_us / st.total_us * st.tokens_per_step
     out.append(Disagreement(
         "verifier balance", "\"The compute is moderate (comparable to a 64-token prefill)\"; "
         "verification \"limited by HBM bandwidth\"",
@@ -1103,8 +1108,10 @@ def disagreements(profile: Profile) -> list[Disagreement]:
         f"a {w.tree_nodes}-node tree does {2 * w.tree_nodes / t.bytes_per_param:.0f} FLOP per "
         f"weight byte, {w.tree_nodes / ridge_nodes:.1f}x the ridge: compute-bound unless the "
         f"verifier had {need_mem_bound / 1e12:,.0f} TFLOP/s "
-        f"({need_mem_bound / tf:.1f}x the assumption); trees above ~{ridge_nodes:.0f} nodes "
-        f"cost verify time linearly"))
+        f"({need_mem_bound / tf:.1f}x the assumption). A {n_r}-node tree verifies in "
+        f"{st_r.verify_us:,.0f} us ({st_r.verify.bound if st_r.verify else '-'}-bound), a "
+        f"{st_r.total_us:,.0f} us step: it beats the {w.tree_nodes}-node tree if it emits more "
+        f"than {even:.2f} tokens per step (vs {st.tokens_per_step:g})"))
 
     if t.layers <= 40:  # the 7B class: the article implies on-chip weights
         out.append(Disagreement(
