@@ -47,6 +47,7 @@ lookups)`` runs under the verifier and binds only if it outlasts it.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 __all__ = [
@@ -140,8 +141,9 @@ class AcceptCycles:
 
 
 def _int_in(name: str, value: object, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} = {value!r}: must be an integer")
+    value = int(value)
     if value < lo or (hi is not None and value > hi):
         rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
         raise ValueError(f"{name} = {value!r}: must be {rng}")

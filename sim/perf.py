@@ -34,7 +34,9 @@ the tree mask, ``V`` the verification, ``A`` the accept/commit time:
     every weight (no idle HBM window unless it waits for the draft). Miss: the
     speculative draft is thrown away (``min(D, V + A)`` of draft-accelerator
     time, counted in ``wasted_us``), one cycle rolls back its KV entries, and
-    the step is the ``prefetch`` step. ``p_right`` defaults to
+    the step is the ``prefetch`` step. Either way the speculative draft's HBM
+    traffic (draft weights beyond the draft SRAM) is added to the verification's
+    weight stream, so a miss can cost more than ``prefetch``. ``p_right`` defaults to
     ``alpha ** (tree_depth + 1)`` with ``alpha`` the chain-equivalent per-token
     acceptance (:func:`chain_alpha`); a chip model replaying real steps passes
     ``p_right=1.0`` or ``0.0``.
@@ -607,7 +609,8 @@ def _prefetch_capacity(profile: Profile, tree_nodes: int) -> float:
 
 
 def verify_time(profile: Profile, *, tree_nodes: int, tree_depth: int, context_len: int,
-                prefetched_bytes: float = 0.0, table_cycles: int = 0) -> VerifyTime:
+                prefetched_bytes: float = 0.0, table_cycles: int = 0,
+                extra_hbm_bytes: float = 0.0) -> VerifyTime:
     """Roofline verification time of a ``tree_nodes``-node tree over ``context_len``.
 
     Terms (max taken, perfect overlap of streaming and compute):
@@ -620,6 +623,9 @@ def verify_time(profile: Profile, *, tree_nodes: int, tree_depth: int, context_l
       all nodes);
     * KV pool: resident context KV + new KV over the pool bandwidth;
     * table: ``table_cycles`` (KV inserts/lookups) at the clock.
+
+    ``extra_hbm_bytes`` is other HBM traffic in the same window (a speculative
+    draft's weights beyond the draft SRAM).
     """
     t, hw = profile.target, profile.hardware
     n = tree_nodes
@@ -628,10 +634,10 @@ def verify_time(profile: Profile, *, tree_nodes: int, tree_depth: int, context_l
     kv_new = n * t.kv_bytes_per_token
     if profile.kv_pool is not None:
         spill = max(0.0, kv_ctx - profile.kv_pool.bytes)
-        hbm = t.weight_bytes - prefetched_bytes + spill
+        hbm = t.weight_bytes - prefetched_bytes + spill + extra_hbm_bytes
         kv_us = (kv_ctx - spill + kv_new) / profile.kv_pool.bw * 1e6
     else:
-        hbm = t.weight_bytes - prefetched_bytes + kv_ctx + kv_new
+        hbm = t.weight_bytes - prefetched_bytes + kv_ctx + kv_new + extra_hbm_bytes
         kv_us = 0.0
     terms = {
         "hbm": hbm / hw.hbm_bw * 1e6,
@@ -682,6 +688,9 @@ class StepTiming:
         Probability that the speculative draft is kept (speculative only).
     wasted_us, wasted_draft_evals : float
         Expected draft-accelerator time and evaluations thrown away per step.
+    spec_hbm_bytes : float
+        HBM bytes the speculative draft moves during this step's verification
+        (added to its weight stream, hit or miss).
     draft, verify : DraftTime, VerifyTime or None
         Roofline details (``None`` for the article's own figures).
     cycles : AcceptCycles or None
@@ -711,6 +720,7 @@ class StepTiming:
     p_right: float | None = None
     wasted_us: float = 0.0
     wasted_draft_evals: float = 0.0
+    spec_hbm_bytes: float = 0.0
     tokens_per_step: float = 0.0
     draft: DraftTime | None = field(default=None, repr=False)
     verify: VerifyTime | None = field(default=None, repr=False)
@@ -801,35 +811,43 @@ def step_time(
         if isinstance(accept_cycles, AcceptCycles):
             cyc = accept_cycles
         elif accept_cycles is not None:
-            if isinstance(accept_cycles, bool) or not isinstance(accept_cycles, int) \
+            if isinstance(accept_cycles, bool) or not isinstance(accept_cycles, int | np.integer) \
                     or accept_cycles < 0:
                 raise ValueError(f"accept_cycles = {accept_cycles!r}: must be an AcceptCycles, "
                                  f"an int >= 0 or None")
         us = 1e6 / hw.clock_hz
         M = cyc.pre_verify * us
-        post = cyc.post_verify if not isinstance(accept_cycles, int) else accept_cycles
+        post = cyc.post_verify if accept_cycles is None or isinstance(accept_cycles, AcceptCycles) \
+            else int(accept_cycles)
         A = post * us
         table = cyc.during_verify
     else:
         M, A, table = 0.0, hw.cpu_round_trip_us, 0
 
-    def verify(window_us: float) -> VerifyTime:
+    def verify(window_us: float, extra: float = 0.0) -> VerifyTime:
         pref = 0.0
         if window_us > 0:
             avail = window_us * 1e-6 * hw.hbm_bw - (draft.hbm_bytes if window_us >= D else 0.0)
             pref = max(0.0, min(_prefetch_capacity(profile, tree_nodes), avail))
         return verify_time(profile, tree_nodes=tree_nodes, tree_depth=tree_depth,
-                           context_len=context_len, prefetched_bytes=pref, table_cycles=table)
+                           context_len=context_len, prefetched_bytes=pref, table_cycles=table,
+                           extra_hbm_bytes=extra)
 
     v0 = verify(0.0)
-    vp = verify(D + M) if overlap in ("prefetch", "speculative") else v0
+    spec_bytes = 0.0
+    if overlap == "speculative" and D > 0:
+        # the next step's speculative draft runs under this verification (hit or miss):
+        # its HBM traffic (draft weights beyond the draft SRAM) shares the weight stream
+        spec_bytes = draft.hbm_bytes * min(1.0, (v0.total_us + A) / D)
+        v0 = verify(0.0, spec_bytes)
+    vp = verify(D + M, spec_bytes) if overlap in ("prefetch", "speculative") else v0
     miss = D + M + vp.total_us + A
     hit, wait, vh, p, wasted, wasted_evals = miss, 0.0, vp, None, 0.0, 0.0
     if overlap == "speculative":
         p = predicted_tip_probability(accepted, tree_depth) if p_right is None else float(p_right)
         miss += 1e6 / hw.clock_hz  # one KV commit cycle rolls back the speculative draft
         wait = max(0.0, D + M - (v0.total_us + A))
-        vh = verify(wait)
+        vh = verify(wait, spec_bytes)
         hit = wait + vh.total_us + A
         waste = min(D, v0.total_us + A)
         wasted = (1.0 - p) * waste
@@ -844,7 +862,8 @@ def step_time(
         prefetch_us=vp.prefetched_bytes / hw.hbm_bw * 1e6, verify_us=vp.total_us,
         verify_hit_us=vh.total_us, hbm_verify_us=vp.hbm_us, accept_us=A, wait_us=wait,
         step_miss_us=miss, step_hit_us=hit, total_us=total, p_right=p, wasted_us=wasted,
-        wasted_draft_evals=wasted_evals, tokens_per_step=accepted + 1.0, draft=draft,
+        wasted_draft_evals=wasted_evals, spec_hbm_bytes=spec_bytes,
+        tokens_per_step=accepted + 1.0, draft=draft,
         verify=vp, cycles=cyc)
 
 
@@ -1003,7 +1022,11 @@ def roofline_view(profile: Profile, *, tree_nodes: int | None = None,
                   tree_depth: int | None = None, draft_evals: int | None = None,
                   accepted: int | None = None, context_len: int | None = None,
                   overlap: str | None = None) -> RooflineView:
-    """First-principles view; unset arguments come from ``profile.workload``."""
+    """First-principles view of one step in every overlap mode, and plain decoding.
+
+    Unset arguments come from ``profile.workload``, except ``draft_evals``,
+    which defaults to ``tree_nodes - 1`` (a chain) when ``tree_nodes`` is given.
+    """
     w = profile.workload
     n = w.tree_nodes if tree_nodes is None else tree_nodes
     kw: dict[str, Any] = {

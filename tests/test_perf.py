@@ -116,7 +116,9 @@ def test_overlap_modes_ordered(name, nodes, depth, evals):
     none, pre, spec = (perf.step_time(p, overlap=m, **kw) for m in perf.OVERLAP_MODES)
     assert pre.total_us <= none.total_us
     assert spec.step_hit_us <= spec.step_miss_us
-    assert spec.total_us <= pre.total_us + 1e-3 + 1e-9  # at worst the rollback cycle
+    # at worst: the rollback cycle and the speculative draft's HBM traffic
+    assert spec.total_us <= pre.total_us + 1e-3 + spec.spec_hbm_bytes / p.hardware.hbm_bw * 1e6 \
+        + 1e-9
     for s in (none, pre, spec):
         assert s.total_us >= s.verify_hit_us + s.accept_us
 
@@ -151,6 +153,16 @@ def test_speculative_waste_and_hits(p7):
     assert dflt.p_right == pytest.approx(alpha**7)
     assert dflt.total_us == pytest.approx(alpha**7 * hit.total_us + (1 - alpha**7) * miss.total_us)
     assert dflt.wasted_us == pytest.approx((1 - alpha**7) * miss.wasted_us)
+
+
+def test_speculative_draft_traffic_slows_a_memory_bound_verify(p70):
+    kw = dict(tree_nodes=16, tree_depth=6, accepted=3, context_len=1024, draft_evals=8)
+    pre = perf.step_time(p70, overlap="prefetch", **kw)
+    miss = perf.step_time(p70, overlap="speculative", p_right=0.0, **kw)
+    spill = 240e6 * 0.5 - 64 * 2**20  # draft weights beyond the 64 MiB draft SRAM, per pass
+    assert miss.spec_hbm_bytes == pytest.approx(6 * spill)  # the draft is shorter than verify
+    assert miss.total_us == pytest.approx(pre.total_us + 1e-3 + 6 * spill / 8e12 * 1e6)
+    assert miss.total_us > pre.total_us + 1e-3
 
 
 def test_speculative_hit_waits_for_a_long_draft(p7):
@@ -322,6 +334,16 @@ def test_step_time_rejects_bad_input(p7, kw, field):
     args.update(kw)
     with pytest.raises(ValueError, match=field):
         perf.step_time(p7, **args)
+
+
+def test_numpy_integers_accepted(p7):
+    import numpy as np
+
+    a = perf.step_time(p7, tree_nodes=np.int64(64), tree_depth=np.int64(6),
+                       accepted=np.int64(4), context_len=np.int64(0), draft_evals=np.int64(10),
+                       accept_cycles=np.int64(500))
+    assert a.accept_us == pytest.approx(0.5)
+    assert cycles.accept_cycles(np.int32(8), np.int64(256)).sampler == 2 * 64 + 2
 
 
 def test_accept_cycles_argument(p7):
