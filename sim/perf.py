@@ -1482,7 +1482,10 @@ def views_table(profile: Profile) -> str:
                                        lambda s: f"{s.tokens_per_s / rv.ar.tokens_per_s:.2f}x")],
     ]
     w = profile.workload
+    t, d = profile.target, profile.draft
     head = (f"== {profile.name}: {profile.description}\n"
+            f"   {t.name} at {t.bytes_per_param:g} B/param, draft {d.params / 1e6:.0f}M "
+            f"at {d.bytes_per_param:g} B/param\n"
             f"   stated example: {w.tree_nodes}-node tree, depth {w.tree_depth}, "
             f"{w.draft_evals} draft evaluations, {w.accepted} accepted (+1), context "
             f"{w.context_len}; article claim {av.claimed_tokens_per_s:,.0f} tokens/s; "
