@@ -47,7 +47,8 @@ def _resolve(path: str | Path | None, default: str) -> Path:
 
 
 def timeline_png(steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]],
-                 path: str | Path | None = None, *, title: str | None = None) -> Path:
+                 path: str | Path | None = None, *, title: str | None = None,
+                 dpi: int = 110) -> Path:
     """Draw consecutive steps on the lanes of the article's three-way overlap figure.
 
     Parameters
@@ -59,6 +60,8 @@ def timeline_png(steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]
         Output file; default ``build/reports/timeline.png``.
     title : str, optional
         Figure title.
+    dpi : int, optional
+        Resolution.
 
     Returns
     -------
@@ -108,14 +111,14 @@ def timeline_png(steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.04, 1, 0.97 if title else 1))
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=dpi)
     plt.close(fig)
     return out
 
 
 def accept_histogram_png(accepted: Sequence[int] | np.ndarray, path: str | Path | None = None,
                          *, expected: Sequence[float] | np.ndarray | None = None,
-                         title: str | None = None) -> Path:
+                         title: str | None = None, dpi: int = 110) -> Path:
     """Histogram of accepted draft tokens per step.
 
     Parameters
@@ -127,6 +130,7 @@ def accept_histogram_png(accepted: Sequence[int] | np.ndarray, path: str | Path 
     expected : sequence of float, optional
         A model's ``P(accepted = k)``, drawn as markers over the bars.
     title : str, optional
+    dpi : int, optional
 
     Returns
     -------
@@ -158,6 +162,6 @@ def accept_histogram_png(accepted: Sequence[int] | np.ndarray, path: str | Path 
     ax.legend(fontsize=8)
     ax.set_title(title or "accepted tokens per step", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=dpi)
     plt.close(fig)
     return out
