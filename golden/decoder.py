@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from golden import accept as _acc
-from golden import tree as _tree
+from golden import plan as _plan
 from golden.draft import (
     Model,
     StepRecord,
     TreePolicy,
+    _draw,
     check_children_rule,
     context_tail,
+    tails_fast_path,
 )
 from golden.rng import LaneRNG
 
@@ -177,37 +179,77 @@ def speculative_generate(
     steps: list[StepRecord] = []
     if max_steps is not None and (not isinstance(max_steps, (int, np.integer)) or max_steps < 0):
         raise ValueError(f"max_steps = {max_steps!r}: must be an integer >= 0")
+    # static shapes (TreePolicy.build: a shape, then draw_tree) are drawn here on
+    # their plan, so the tree's draft rows are known to be in the plan's level order
+    static = type(policy).build is TreePolicy.build
+    V = int(target.vocab_size)
     while len(out) < max_new_tokens and (max_steps is None or len(accepted) < max_steps):
-        dt = policy.build(draft, ctx, children, draft_rng)
+        if static:
+            pl = _plan.plan(policy.parents())
+            dt, pruned = _draw(pl, draft, ctx, children, draft_rng)
+            if pruned:
+                pl = _plan.plan(dt.parents)
+        else:
+            dt = policy.build(draft, ctx, children, draft_rng)
+            pl = _plan.plan(dt.parents)
+            pruned = True  # the q rows' order is the policy's
         par = dt.parents
-        n = len(par)
+        n = pl.n
         if n > n_lanes:
             raise ValueError(f"the policy built a tree of {n} nodes, more than lanes = {n_lanes}")
-        tok = dt.tokens
-        tail = context_tail(target, ctx)
+        tok = np.asarray(dt.tokens, dtype=np.int64)
+        if not static and n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
+            i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
+            raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
+        # the verifier: the target distribution of every node the acceptance loop visits
         toks = tok.tolist()
-        contexts = [tail + [toks[j] for j in path] for path in _tree.paths(par)]
-        p = np.asarray(target.probs(contexts), dtype=np.float64)
+        fast = tails_fast_path(target, ctx)
+        if fast is not None:
+            w, tail = fast
+            vec = np.concatenate((tail, tok))
+            full = pl.gathers(w).full
+            probs_tails = target.probs_tails
+
+            def p_row(j: int, vec=vec, full=full, probs_tails=probs_tails) -> np.ndarray:
+                return np.asarray(probs_tails(vec[full[j : j + 1]])[0], dtype=np.float64)
+
+        else:
+            ttail = context_tail(target, ctx)
+            contexts = [ttail + [toks[j] for j in path] for path in pl.structure.paths]
+            p = np.asarray(target.probs(contexts), dtype=np.float64)
+
+            def p_row(j: int, p=p) -> np.ndarray:
+                return p[j]
+
+        qmat, qidx = dt.q, dt.q_index.tolist()
+
+        def q_row(j: int, qmat=qmat, qidx=qidx) -> np.ndarray:
+            r = qidx[j]
+            if r < 0:
+                raise ValueError(
+                    f"q_index[{j}] = -1: node {j} has children but no draft distribution"
+                )
+            return np.asarray(qmat[r], dtype=np.float64)
+
         lane_out = lane_rng.next()
-        emitted, d = _acc.parallel_step(
-            p,
-            dt.q,
-            par,
-            tok,
+        emitted, path = _acc.walk_step(
+            pl,
+            p_row,
+            q_row,
+            toks,
             lane_out,
             children=children,
             arith=arith,
             greedy=greedy,
-            q_index=dt.q_index,
             prob_bits=prob_bits,
             rand_bits=rand_bits,
             weight_bits=weight_bits,
         )
-        rec = StepRecord(par, toks, d.last, d.path, d.accepted, emitted)
+        rec = StepRecord(par, toks, path[-1], path, len(path) - 1, emitted)
         policy.observe(rec)
         if keep_steps:
             steps.append(rec)
-        accepted.append(d.accepted)
+        accepted.append(rec.accepted)
         out.extend(emitted)
         ctx.extend(emitted)
     return SpecResult(out, accepted, steps)

@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from golden import tree as _tree
+from golden import plan as _plan
 
 __all__ = [
     "CHILDREN_RULES",
@@ -38,6 +38,7 @@ __all__ = [
     "context_tail",
     "draw_tree",
     "check_children_rule",
+    "tails_fast_path",
 ]
 
 CHILDREN_RULES = ("iid", "swor", "topk")
@@ -49,6 +50,15 @@ class Model(Protocol):
 
     A model may also define ``context_window: int``: it reads only the last
     ``context_window`` tokens of a context, so callers may pass just those.
+
+    A model with ``context_window`` may also define the fast path
+    ``probs_tails(tails) -> np.ndarray``: ``tails`` is an integer matrix
+    ``(m, context_window)`` whose row ``i`` holds the last ``context_window``
+    tokens of context ``i``, right-aligned, ``-1`` before them when the context
+    is shorter (:func:`golden.models.tails_matrix`); it returns a new array
+    equal to ``probs`` of those contexts. The decoder and :func:`draw_tree`
+    use it when present (one gather builds a whole tree level's contexts)
+    and ``probs`` otherwise.
     """
 
     vocab_size: int
@@ -197,6 +207,114 @@ def _draw_topk(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
+def _draw_iid_level(q: np.ndarray, lv: _plan.PlanLevel, rng: np.random.Generator) -> np.ndarray:
+    """:func:`_draw_iid` for a whole :class:`~golden.plan.PlanLevel` (same draws, bit for bit)."""
+    V = q.shape[1]
+    cdf = np.cumsum(q, axis=1)
+    cdf /= cdf[:, -1:]
+    cdf += lv.row_offset
+    rep = lv.rep
+    idx = np.searchsorted(cdf.ravel(), rng.random(rep.size) + rep, side="right") - lv.rep_times(V)
+    return np.minimum(idx, V - 1)
+
+
+def tails_fast_path(model: object, context: Sequence[int]) -> tuple[int, np.ndarray] | None:
+    """``(w, tail)`` if ``model`` takes context tails (``probs_tails``), else ``None``.
+
+    ``tail`` is the last ``w = model.context_window`` tokens of ``context``,
+    right-aligned in an ``int64`` array of ``w`` entries, ``-1`` before them
+    when the context is shorter (the first ``w`` entries of the ``vec`` of
+    :class:`golden.plan.TailGathers`). A context that is not a sequence of
+    integers takes the slow path (where the model reports what is wrong).
+    """
+    w = getattr(model, "context_window", None)
+    if w is None or not callable(getattr(model, "probs_tails", None)):
+        return None
+    w = int(w)
+    tail = np.full(w, -1, dtype=np.int64)
+    if w and len(context):
+        t = np.asarray(context[-w:])
+        if t.dtype.kind not in "iu":
+            return None
+        tail[w - t.size :] = t
+    return w, tail
+
+
+def _draw(
+    pl: _plan.TreePlan,
+    draft: Model,
+    context: Sequence[int],
+    children: str,
+    rng: np.random.Generator,
+) -> tuple[DraftTree, bool]:
+    """:func:`draw_tree` on a plan; also says whether a child was pruned."""
+    S = pl.structure
+    n = pl.n
+    fast = tails_fast_path(draft, context)
+    if fast is not None:
+        w, tail = fast
+        vec = np.empty(w + n, dtype=np.int64)  # [context tail, tokens]: the tails' source
+        vec[:w] = tail
+        tokens = vec[w:]
+        tokens[:] = -1
+        gathers = pl.gathers(w)
+    else:
+        ltail = context_tail(draft, context)
+        tokens = np.full(n, -1, dtype=np.int64)
+    if len(context):
+        tokens[0] = int(context[-1])
+    keep = None  # once a child is pruned: the surviving nodes
+    q_rows: list[np.ndarray] = []
+    q_index = np.full(n, -1, dtype=np.int64)
+    n_rows = 0
+    for li, lv in enumerate(pl.levels):
+        nodes, k, kids = lv.nodes, lv.counts, lv.kids
+        whole = keep is None
+        if not whole:  # after a pruning: only surviving nodes expand
+            live = keep[nodes]
+            if not live.any():
+                continue
+            nodes, k, kids = nodes[live], k[live], kids[np.repeat(live, k)]
+        if fast is not None:
+            idx = gathers.levels[li] if whole else gathers.full[nodes]
+            q = np.asarray(draft.probs_tails(vec[idx]), dtype=np.float64)
+        else:
+            d = lv.depth
+            if d:
+                paths = lv.paths if whole else pl._ancestors[nodes, :d]
+                ctx = [ltail + r for r in tokens[paths].tolist()]
+            else:
+                ctx = [ltail] * len(nodes)
+            q = np.asarray(draft.probs(ctx), dtype=np.float64)
+        if children == "iid":
+            drawn = _draw_iid_level(q, lv, rng) if whole else _draw_iid(q, k, rng)
+        elif children == "swor":
+            drawn = _draw_swor(q, k, rng)
+        else:
+            drawn = _draw_topk(q, k)
+        q_index[nodes] = lv.q_rows if whole else np.arange(n_rows, n_rows + len(nodes))
+        n_rows += len(nodes)
+        q_rows.append(q)
+        tokens[kids] = drawn
+        if children != "iid" and (drawn < 0).any():  # pruned children and their descendants
+            if keep is None:
+                keep = np.ones(n, dtype=bool)
+            keep[kids[drawn < 0]] = False
+            par = S.parents
+            for i in range(1, n):
+                if not keep[par[i]]:
+                    keep[i] = False
+    V = int(draft.vocab_size)
+    qmat = np.concatenate(q_rows) if q_rows else np.zeros((0, V))
+    if keep is None:
+        return DraftTree(list(S.parents), tokens, qmat, q_index), False
+    # renumber the surviving nodes, order preserved
+    new_id = np.cumsum(keep) - 1
+    kept = np.flatnonzero(keep)
+    new_par = [-1] + [int(new_id[S.parents[i]]) for i in kept[1:]]
+    return DraftTree(new_par, tokens[kept], qmat, q_index[kept]), True
+
+
 def draw_tree(
     parents: Sequence[int],
     draft: Model,
@@ -206,57 +324,13 @@ def draw_tree(
 ) -> DraftTree:
     """Draw the draft tokens of a tree of the given shape (see module docstring).
 
-    One batched ``draft.probs`` call per tree level; the draws of a level are
-    vectorised across its nodes.
+    One batched draft call per tree level; the draws of a level are
+    vectorised across its nodes. A draft with ``probs_tails`` (and
+    ``context_window``) gets every level's contexts as one tails matrix,
+    gathered with index arrays computed once per shape
+    (:func:`golden.plan.plan`); any other draft gets lists of tokens from
+    ``probs``. Both give the same tree, bit for bit.
     """
-    S = _tree.structure(parents)
+    pl = _plan.plan(parents)
     check_children_rule(children)
-    n = S.n
-    tail = context_tail(draft, context)
-    tokens = np.full(n, -1, dtype=np.int64)
-    if len(context):
-        tokens[0] = int(context[-1])
-    depth = max(S.depths)
-    pathmat = np.zeros((n, max(depth, 1)), dtype=np.int64)  # row i: path tokens of node i
-    keep = np.ones(n, dtype=bool)
-    q_rows: list[np.ndarray] = []
-    q_index = np.full(n, -1, dtype=np.int64)
-    n_rows = 0
-    for d, nodes, k, kids, kid_parent in S.level_arrays:
-        if not keep.all():  # after a pruning: only surviving nodes expand
-            live = keep[nodes]
-            if not live.any():
-                continue
-            kid_live = np.repeat(live, k)
-            nodes, k, kids, kid_parent = nodes[live], k[live], kids[kid_live], kid_parent[kid_live]
-        ctx = [tail + r for r in pathmat[nodes, :d].tolist()] if d else [tail] * len(nodes)
-        q = np.asarray(draft.probs(ctx), dtype=np.float64)
-        if children == "iid":
-            drawn = _draw_iid(q, k, rng)
-        elif children == "swor":
-            drawn = _draw_swor(q, k, rng)
-        else:
-            drawn = _draw_topk(q, k)
-        q_index[nodes] = np.arange(n_rows, n_rows + len(nodes))
-        n_rows += len(nodes)
-        q_rows.append(q)
-        tokens[kids] = drawn
-        if d:
-            pathmat[kids, :d] = pathmat[kid_parent, :d]
-        if d < pathmat.shape[1]:
-            pathmat[kids, d] = drawn
-        if (drawn < 0).any():  # pruned children and, below, their descendants
-            keep[kids[drawn < 0]] = False
-            par = S.parents
-            for i in range(1, n):
-                if not keep[par[i]]:
-                    keep[i] = False
-    V = int(draft.vocab_size)
-    qmat = np.concatenate(q_rows) if q_rows else np.zeros((0, V))
-    if keep.all():
-        return DraftTree(list(S.parents), tokens, qmat, q_index)
-    # renumber the surviving nodes, order preserved
-    new_id = np.cumsum(keep) - 1
-    kept = np.flatnonzero(keep)
-    new_par = [-1] + [int(new_id[S.parents[i]]) for i in kept[1:]]
-    return DraftTree(new_par, tokens[kept], qmat, q_index[kept])
+    return _draw(pl, draft, context, children, rng)[0]

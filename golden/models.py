@@ -54,6 +54,7 @@ __all__ = [
     "default_ngram_pair",
     "stdlib_corpus",
     "stdlib_dir",
+    "tails_matrix",
 ]
 
 #: Largest vocabulary a model may have (``TOKEN_BITS = 17``, SPEC §5).
@@ -103,6 +104,74 @@ def _tail(i: int, context: object, window: int, vocab_size: int) -> tuple[int, .
 def _check_contexts(contexts: object) -> None:
     if isinstance(contexts, str | bytes) or not isinstance(contexts, Sequence | np.ndarray):
         raise ValueError(f"contexts = {contexts!r}: must be a list of token sequences")
+
+
+def _check_tails(
+    tails: object, window: int, vocab_size: int, *, padding: bool = True
+) -> np.ndarray:
+    """``tails`` (see :meth:`NGramModel.probs_tails`) checked, as an ``int64`` matrix.
+
+    Every entry must be a token ``0 .. vocab_size - 1`` or the padding ``-1``;
+    ``padding=True`` also checks that ``-1`` only comes before a row's tokens
+    (callers that cache checked rows check that on their misses instead).
+    """
+    t = np.asarray(tails)
+    if t.ndim != 2 or t.shape[1] != window:
+        raise ValueError(f"tails has shape {t.shape}: expected (m, context_window = {window})")
+    if t.dtype.kind not in "iu":
+        raise ValueError(f"tails must hold integers, got dtype {t.dtype}")
+    t = t.astype(np.int64, copy=False)
+    if t.size and (t.min() < -1 or t.max() >= vocab_size):
+        i, j = (int(x[0]) for x in np.nonzero((t < -1) | (t >= vocab_size)))
+        raise ValueError(
+            f"tails[{i}][{j}] = {int(t[i, j])}: token out of range 0..{vocab_size - 1} "
+            "(or -1, padding)"
+        )
+    if padding:
+        _check_padding(t)
+    return t
+
+
+def _check_padding(t: np.ndarray) -> None:
+    """Each row of ``t``: padding ``-1`` only before the tokens (right-aligned tails)."""
+    if t.shape[1] > 1:
+        bad = (t[:, :-1] >= 0) & (t[:, 1:] < 0)
+        if bad.any():
+            i, j = (int(x[0]) for x in np.nonzero(bad))
+            raise ValueError(
+                f"tails[{i}][{j + 1}] = -1 after a token: tails are right-aligned, "
+                "-1 only pads the start of a short context"
+            )
+
+
+def tails_matrix(contexts: Sequence[Sequence[int]], window: int) -> np.ndarray:
+    """The ``tails`` matrix of ``contexts`` for a model with ``context_window = window``.
+
+    Parameters
+    ----------
+    contexts : list of list of int
+        Token sequences.
+    window : int
+        ``context_window`` of the model (``>= 0``).
+
+    Returns
+    -------
+    np.ndarray
+        ``(len(contexts), window)`` ``int64``: row ``i`` holds the last
+        ``window`` tokens of ``contexts[i]``, right-aligned, ``-1`` before them
+        when the context is shorter. Tokens are not range-checked here.
+    """
+    window = _check_int("window", window, 0)
+    _check_contexts(contexts)
+    out = np.full((len(contexts), window), -1, dtype=np.int64)
+    if window:
+        for i, c in enumerate(contexts):
+            if isinstance(c, str) or not isinstance(c, Sequence | np.ndarray):
+                raise ValueError(f"contexts[{i}] = {c!r}: must be a sequence of tokens")
+            t = list(c[-window:])
+            if t:
+                out[i, window - len(t) :] = t
+    return out
 
 
 # --------------------------------------------------------------------------- TableModel
@@ -253,6 +322,32 @@ class TableModel:
             If a token is not an integer in ``0 .. V-1``.
         """
         return self.table.take(self._row_index(contexts), axis=0)
+
+    def probs_tails(self, tails: npt.ArrayLike) -> np.ndarray:
+        """:meth:`probs` of contexts given by their last ``order`` tokens.
+
+        Parameters
+        ----------
+        tails : array_like of int
+            ``(m, order)``: row ``i`` holds the last ``order`` tokens of context
+            ``i``, right-aligned, ``-1`` before them when the context is shorter
+            (:func:`tails_matrix`).
+
+        Returns
+        -------
+        np.ndarray
+            ``(m, V)`` ``float64``, equal to ``probs`` of the same contexts.
+
+        Raises
+        ------
+        ValueError
+            If ``tails`` has the wrong shape, a token outside ``0 .. V-1`` (other
+            than the padding ``-1``) or padding after a token.
+        """
+        t = _check_tails(tails, self.order, self.vocab_size)
+        idx = np.maximum(t, 0) @ self._weights
+        idx[t[:, -1] < 0] = self.vocab_size**self.order  # empty context
+        return self.table.take(idx, axis=0)
 
     def joint(self, prompt: Sequence[int], length: int) -> dict[tuple[int, ...], float]:
         """Exact probability of every continuation of ``length`` tokens.
@@ -474,6 +569,7 @@ def code_prompts(
 
 _NGRAM_FORMAT = 1
 _MAX_ORDER = 7  # an n-gram of `order` bytes must fit a non-negative int64 code
+_LEVEL_SHIFT = 56  # inference keys: level k << 56 | the context's (at most 6-byte) code
 
 
 class NGramModel:
@@ -548,9 +644,12 @@ class NGramModel:
                 f"levels: {len(levels)} levels given, order = {self.order} needs {self.order}"
             )
         self._levels = [tuple(np.asarray(a) for a in lv) for lv in levels]
-        # per level, for inference: ctx, start, next byte (intp), the discounted
-        # count / c(h) of each entry, and the back-off weight D * N(h) / c(h) per context
-        self._fast = []
+        # for inference, every level k = 1 .. order-1 in one set of flat arrays:
+        # sorted keys (k << 56 | context code), per context the back-off weight
+        # D * N(h) / c(h), its entries' start and count, and per entry the next
+        # byte and the discounted count / c(h)
+        keys, lams, starts, counts, nxts, adjs = [], [], [], [], [], []
+        n_entries = 0
         for k, lv in enumerate(self._levels):
             if len(lv) != 5:
                 raise ValueError(f"levels[{k}]: must be (ctx, start, nxt, cnt, total)")
@@ -559,15 +658,42 @@ class NGramModel:
             tot = np.maximum(total, 1).astype(np.float64)
             adj = np.maximum(cnt - self.discount, 0.0) / np.repeat(tot, n)
             lam = self.discount * n / tot
-            self._fast.append((ctx, start, nxt.astype(np.intp), adj, lam))
-        # context length 0: the unigram level over the uniform distribution
-        self._unigram = np.full(256, 1.0 / 256)
-        ctx, start, nxt, adj, lam = self._fast[0]
-        if ctx.size:
-            self._unigram *= lam[0]
-            self._unigram[nxt[start[0] : start[1]]] += adj[start[0] : start[1]]
-        self.context_window = self.order - 1
+            if k == 0:  # context length 0: the unigram level over the uniform distribution
+                self._unigram = np.full(256, 1.0 / 256)
+                if ctx.size:
+                    self._unigram *= lam[0]
+                    self._unigram[nxt[start[0] : start[1]].astype(np.intp)] += adj[
+                        start[0] : start[1]
+                    ]
+                continue
+            keys.append(ctx.astype(np.int64) | (k << _LEVEL_SHIFT))
+            lams.append(lam)
+            starts.append(start[:-1].astype(np.int64) + n_entries)
+            counts.append(n.astype(np.int64))
+            nxts.append(nxt.astype(np.intp))
+            adjs.append(adj)
+            n_entries += nxt.size
+
+        def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+        self._key = cat(keys, np.int64)
+        self._lam = cat(lams, np.float64)
+        self._start = cat(starts, np.int64)
+        self._count = cat(counts, np.int64)
+        self._nxt = cat(nxts, np.intp)
+        self._adj = cat(adjs, np.float64)
+        self.context_window = w = self.order - 1
+        self._shift8 = 8 * np.arange(w, dtype=np.int64)  # byte j from the end: << 8j
+        self._level_tag = np.arange(1, w + 1, dtype=np.int64) << _LEVEL_SHIFT
+        self._levels_k = np.arange(1, w + 1, dtype=np.int64)
+        # tails -> cache key: 9 bits per position (token + 1, 0 = padding)
+        self._tail_weights = np.int64(1) << (9 * np.arange(w - 1, -1, -1, dtype=np.int64))
+        # the row cache: rows 0 .. _n_rows-1 of _rows, found by context tail
+        # (probs) or by tail code (probs_tails)
         self._index: dict[tuple[int, ...], int] = {}
+        self._code_index: dict[int, int] = {}
+        self._n_rows = 0
         self._rows = np.empty((64, 256), dtype=np.float64)
 
     # ---------------------------------------------------------------- training
@@ -710,38 +836,77 @@ class NGramModel:
     # ---------------------------------------------------------------- inference
 
     def _compute(self, tails: list[tuple[int, ...]]) -> np.ndarray:
-        """Distributions after (checked) context tails of at most ``order - 1`` bytes.
-
-        Vectorised over the tails: one pass per context length.
-        """
+        """Distributions after (checked) context tails of at most ``order - 1`` bytes."""
         m, w = len(tails), self.context_window
         lens = np.fromiter((len(t) for t in tails), dtype=np.int64, count=m)
-        right = np.zeros((m, max(w, 1)), dtype=np.int64)  # tails right-aligned
-        for r, t in enumerate(tails):
-            if t:
-                right[r, w - len(t) :] = t
+        right = np.zeros((m, w), dtype=np.int64)  # tails right-aligned
+        if w:
+            for r, t in enumerate(tails):
+                if t:
+                    right[r, w - len(t) :] = t
+        return self._compute_right(right, lens)
+
+    def _compute_right(self, right: np.ndarray, lens: np.ndarray) -> np.ndarray:
+        """Distributions after ``m`` context tails, vectorised over the tails.
+
+        ``right`` is ``(m, order - 1)``: the tails right-aligned (zeros before a
+        short one), ``lens`` their lengths. Row ``r`` starts as the unigram
+        level; then, for ``k = 1 .. order - 1`` in turn, if the last ``k`` bytes
+        are a context seen at level ``k``, it is multiplied by that context's
+        back-off weight and its discounted counts are added. One search finds
+        every (tail, level) context at once.
+        """
+        m, w = right.shape[0], self.context_window
         p = np.empty((m, 256), dtype=np.float64)
         p[:] = self._unigram
-        flat_p = p.reshape(-1)
-        code = np.zeros(m, dtype=np.int64)  # the last k bytes as a big-endian integer
-        for k in range(1, self.order):
-            code |= right[:, w - k] << (8 * (k - 1))
-            ctx, start, nxt, adj, lam = self._fast[k]
-            if ctx.size == 0:
-                continue
-            i = np.minimum(np.searchsorted(ctx, code), ctx.size - 1)
-            found = (lens >= k) & (ctx[i] == code)  # unseen context: keep the lower order
-            rows = np.flatnonzero(found)
-            if rows.size == 0:
-                continue
-            p *= np.where(found, lam[i], 1.0)[:, None]
-            i = i[rows]
-            s, n = start[i], start[i + 1] - start[i]
-            ends = np.cumsum(n)
-            flat = np.arange(ends[-1]) + np.repeat(s - (ends - n), n)  # entries of every row
-            flat_p[np.repeat(rows << 8, n) + nxt[flat]] += adj[flat]  # distinct (row, byte)
+        key = self._key
+        if w and m and key.size:
+            # codes[r, k-1]: (k << 56) | the last k bytes of tail r as a big-endian integer
+            codes = np.cumsum(right[:, ::-1] << self._shift8, axis=1)
+            codes |= self._level_tag
+            i = np.searchsorted(key, codes)
+            np.minimum(i, key.size - 1, out=i)
+            found = (key[i] == codes) & (lens[:, None] >= self._levels_k)
+            lam = np.where(found, self._lam[i], 1.0)  # unseen context: keep the lower order
+            found_t = found.T  # (tail, level) pairs level by level
+            ctx = i.T[found_t]
+            bounds = [0] * (w + 1)
+            if ctx.size:
+                rows = np.nonzero(found_t)[1]
+                s, n = self._start[ctx], self._count[ctx]
+                ends = np.cumsum(n)
+                flat = np.arange(ends[-1]) + np.repeat(s - (ends - n), n)  # entries of every pair
+                target = np.repeat(rows << 8, n) + self._nxt[flat]  # distinct (row, byte) per level
+                add = self._adj[flat]
+                ends_l = ends.tolist()
+                pairs = found_t.sum(axis=1).cumsum().tolist()  # pairs up to each level
+                bounds[1:] = [ends_l[c - 1] if c else 0 for c in pairs]
+            flat_p = p.reshape(-1)
+            for k in range(w):
+                p *= lam[:, k, None]
+                a, b = bounds[k], bounds[k + 1]
+                if a < b:
+                    flat_p[target[a:b]] += add[a:b]
         p /= p.sum(axis=1, keepdims=True)
         return p
+
+    def _clear_cache(self) -> None:
+        self._index.clear()
+        self._code_index.clear()
+        self._n_rows = 0
+
+    def _append_rows(self, rows: np.ndarray) -> int:
+        """Store ``rows`` in the cache (room checked by the caller); returns the first slot."""
+        r0 = self._n_rows
+        need = r0 + rows.shape[0]
+        if need > self._rows.shape[0]:
+            cap = max(need, min(2 * self._rows.shape[0], self.cache_size))
+            grown = np.empty((cap, 256), dtype=np.float64)
+            grown[:r0] = self._rows[:r0]
+            self._rows = grown
+        self._rows[r0:need] = rows
+        self._n_rows = need
+        return r0
 
     def probs(self, contexts: Sequence[Sequence[int]]) -> np.ndarray:
         """Next-byte distributions of a batch of contexts.
@@ -785,24 +950,99 @@ class NGramModel:
                 hit = False
             keys.append(k if hit else _tail(i, c, w, 256))
         missing = list(dict.fromkeys(k for k in keys if k not in index))
-        if len(index) + len(missing) > self.cache_size:
-            index.clear()
+        if self._n_rows + len(missing) > self.cache_size:
+            self._clear_cache()
             missing = list(dict.fromkeys(keys))
             if len(missing) > self.cache_size:  # too many to cache: compute directly
                 rows = self._compute(missing)
                 pos = {k: r for r, k in enumerate(missing)}
                 return rows[[pos[k] for k in keys]]
         if missing:
-            r0 = len(index)
-            need = r0 + len(missing)
-            if need > self._rows.shape[0]:
-                cap = max(need, min(2 * self._rows.shape[0], self.cache_size))
-                grown = np.empty((cap, 256), dtype=np.float64)
-                grown[:r0] = self._rows[:r0]
-                self._rows = grown
-            self._rows[r0:need] = self._compute(missing)
-            index.update(zip(missing, range(r0, need), strict=True))
+            r0 = self._append_rows(self._compute(missing))
+            index.update(zip(missing, range(r0, r0 + len(missing)), strict=True))
         return self._rows.take(np.fromiter([index[k] for k in keys], np.intp, len(keys)), axis=0)
+
+    def probs_tails(self, tails: npt.ArrayLike) -> np.ndarray:
+        """:meth:`probs` of contexts given by their last ``order - 1`` bytes (the fast path).
+
+        Parameters
+        ----------
+        tails : array_like of int
+            ``(m, order - 1)``: row ``i`` holds the last ``order - 1`` bytes of
+            context ``i``, right-aligned, ``-1`` before them when the context is
+            shorter (:func:`tails_matrix`).
+
+        Returns
+        -------
+        np.ndarray
+            ``(m, 256)`` ``float64``, bit for bit what :meth:`probs` returns for
+            the same contexts.
+
+        Raises
+        ------
+        ValueError
+            If ``tails`` has the wrong shape, a byte outside ``0 .. 255`` (other
+            than the padding ``-1``) or padding after a byte.
+
+        Each row is packed into one integer (9 bits per position) whose cached
+        row is found with one dict lookup; rows not cached are computed
+        together (one or two alone, more vectorised over the rows) and cached.
+        """
+        t = _check_tails(tails, self.context_window, 256, padding=False)
+        codes = ((t + 1) @ self._tail_weights).tolist()
+        get = self._code_index.get
+        ids = [get(c, -1) for c in codes]
+        if -1 in ids:
+            return self._tails_missing(t, codes)
+        return self._rows.take(ids, axis=0)
+
+    def _tails_missing(self, t: np.ndarray, codes: list[int]) -> np.ndarray:
+        """:meth:`probs_tails` when some rows are not cached yet."""
+        index = self._code_index
+        first: dict[int, int] = {}  # code not cached -> its first row in t
+        for r, c in enumerate(codes):
+            if c not in index:
+                first.setdefault(c, r)
+        if self._n_rows + len(first) > self.cache_size:
+            self._clear_cache()
+            first = {}
+            for r, c in enumerate(codes):
+                first.setdefault(c, r)
+        sub = t[np.fromiter(first.values(), np.intp, len(first))]
+        _check_padding(sub)  # cached rows were checked when they were computed
+        if len(first) <= 2:  # fewer numpy calls one row at a time
+            rows = np.stack([self._compute_one(r) for r in sub.tolist()])
+        else:
+            rows = self._compute_right(np.maximum(sub, 0), (sub >= 0).sum(axis=1))
+        if len(first) > self.cache_size:  # too many to cache: return them directly
+            pos = {c: r for r, c in enumerate(first)}
+            return rows[[pos[c] for c in codes]]
+        r0 = self._append_rows(rows)
+        index.update(zip(first, range(r0, r0 + len(first)), strict=True))
+        return self._rows.take([index[c] for c in codes], axis=0)
+
+    def _compute_one(self, tail: list[int]) -> np.ndarray:
+        """:meth:`_compute_right` of one tail (a list, ``-1`` padding first), row by row.
+
+        The same float operations in the same order, so the same row bit for bit.
+        """
+        p = self._unigram.copy()
+        key = self._key
+        toks = [b for b in tail if b >= 0]
+        if toks and key.size:
+            codes, c = [], 0
+            for k in range(1, len(toks) + 1):  # the last k bytes, level k
+                c |= toks[-k] << (8 * (k - 1))
+                codes.append(c | (k << _LEVEL_SHIFT))
+            i = np.minimum(np.searchsorted(key, codes), key.size - 1)
+            for g, hit in zip(i.tolist(), (key[i] == codes).tolist(), strict=True):
+                if hit:
+                    p *= self._lam[g]
+                    a = self._start[g]
+                    b = a + self._count[g]
+                    p[self._nxt[a:b]] += self._adj[a:b]
+        p /= p.sum()
+        return p
 
 
 def _check_discount(discount: object) -> float:
@@ -985,6 +1225,32 @@ class SyntheticModel:
         """
         return self._pair._probs(contexts, self._side)
 
+    def probs_tails(self, tails: npt.ArrayLike) -> np.ndarray:
+        """:meth:`probs` of contexts given by their last two tokens (the fast path).
+
+        Parameters
+        ----------
+        tails : array_like of int
+            ``(m, 2)``: row ``i`` holds the last two tokens of context ``i``,
+            right-aligned, ``-1`` before them when the context is shorter
+            (:func:`tails_matrix`).
+
+        Returns
+        -------
+        np.ndarray
+            ``(m, vocab_size)`` ``float64``, equal to :meth:`probs` of the same
+            contexts.
+
+        Raises
+        ------
+        ValueError
+            If ``tails`` has the wrong shape, a token outside
+            ``0 .. vocab_size - 1`` (other than the padding ``-1``) or padding
+            after a token.
+        """
+        t = _check_tails(tails, 2, self.vocab_size)
+        return self._pair._rows(*self._pair._hash_last(t), self._side)
+
     def __repr__(self) -> str:
         side = ("target", "draft")[self._side]
         return f"SyntheticPair(...).{side} (V={self.vocab_size}, alpha={self.alpha})"
@@ -1067,6 +1333,11 @@ class SyntheticPair:
             t = _tail(i, c, 2, V)
             if t:
                 last[i, 2 - len(t) :] = t
+        return self._hash_last(last)
+
+    def _hash_last(self, last: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:meth:`_hash` of the last two tokens of every context (``-1``: none)."""
+        V = self.vocab_size
         u = (last + 1).astype(np.uint64)
         x = _mix(self._key ^ _mix(u[:, 0] * _GOLDEN + u[:, 1]))
         Vu = np.uint64(V)
@@ -1078,7 +1349,9 @@ class SyntheticPair:
         return off, a, b
 
     def _probs(self, contexts: Sequence[Sequence[int]], side: int) -> np.ndarray:
-        off, a, b = self._hash(contexts)
+        return self._rows(*self._hash(contexts), side)
+
+    def _rows(self, off: np.ndarray, a: np.ndarray, b: np.ndarray, side: int) -> np.ndarray:
         V = self.vocab_size
         n = off.size
         out = np.empty((n, V), dtype=np.float64)
