@@ -207,14 +207,16 @@ def _draw_topk(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def _draw_iid_level(q: np.ndarray, lv: _plan.PlanLevel, rng: np.random.Generator) -> np.ndarray:
-    """:func:`_draw_iid` for a whole :class:`~golden.plan.PlanLevel` (same draws, bit for bit)."""
+def _draw_iid_level(q: np.ndarray, lv: _plan.PlanLevel, u: np.ndarray) -> np.ndarray:
+    """:func:`_draw_iid` for a whole :class:`~golden.plan.PlanLevel` (same draws, bit for bit).
+
+    ``u`` holds the level's uniforms plus ``lv.rep`` (``_draw_iid``'s ``rng.random(K) + rows``).
+    """
     V = q.shape[1]
     cdf = np.cumsum(q, axis=1)
     cdf /= cdf[:, -1:]
     cdf += lv.row_offset
-    rep = lv.rep
-    idx = np.searchsorted(cdf.ravel(), rng.random(rep.size) + rep, side="right") - lv.rep_times(V)
+    idx = np.searchsorted(cdf.ravel(), u, side="right") - lv.rep_times(V)
     return np.minimum(idx, V - 1)
 
 
@@ -264,6 +266,8 @@ def _draw(
     if len(context):
         tokens[0] = int(context[-1])
     keep = None  # once a child is pruned: the surviving nodes
+    if children == "iid":  # never prunes: every level's uniforms in one call, same stream
+        u_all = rng.random(n - 1) + pl.level_rep
     q_rows: list[np.ndarray] = []
     q_index = np.full(n, -1, dtype=np.int64)
     n_rows = 0
@@ -287,7 +291,7 @@ def _draw(
                 ctx = [ltail] * len(nodes)
             q = np.asarray(draft.probs(ctx), dtype=np.float64)
         if children == "iid":
-            drawn = _draw_iid_level(q, lv, rng) if whole else _draw_iid(q, k, rng)
+            drawn = _draw_iid_level(q, lv, u_all[lv.kid_start : lv.kid_stop])
         elif children == "swor":
             drawn = _draw_swor(q, k, rng)
         else:

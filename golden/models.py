@@ -138,10 +138,14 @@ def _check_padding(t: np.ndarray) -> None:
         bad = (t[:, :-1] >= 0) & (t[:, 1:] < 0)
         if bad.any():
             i, j = (int(x[0]) for x in np.nonzero(bad))
-            raise ValueError(
-                f"tails[{i}][{j + 1}] = -1 after a token: tails are right-aligned, "
-                "-1 only pads the start of a short context"
-            )
+            raise _padding_error(i, j + 1)
+
+
+def _padding_error(i: int, j: int) -> ValueError:
+    return ValueError(
+        f"tails[{i}][{j}] = -1 after a token: tails are right-aligned, "
+        "-1 only pads the start of a short context"
+    )
 
 
 def tails_matrix(contexts: Sequence[Sequence[int]], window: int) -> np.ndarray:
@@ -678,6 +682,8 @@ class NGramModel:
             return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
 
         self._key = cat(keys, np.int64)
+        # with a sentinel above every key, a search never runs off the end
+        self._key_ext = np.append(self._key, np.iinfo(np.int64).max)
         self._lam = cat(lams, np.float64)
         self._start = cat(starts, np.int64)
         self._count = cat(counts, np.int64)
@@ -694,6 +700,11 @@ class NGramModel:
         self._index: dict[tuple[int, ...], int] = {}
         self._code_index: dict[int, int] = {}
         self._n_rows = 0
+        # unnormalised distributions after levels 1 .. order-2 (the fold before the
+        # top level), by the packed code of the last order-2 bytes: a tail whose
+        # shorter suffix was seen needs only the top level
+        self._fold_index: dict[int, int] = {}
+        self._folds = np.empty((16, 256), dtype=np.float64)
         self._rows = np.empty((64, 256), dtype=np.float64)
 
     # ---------------------------------------------------------------- training
@@ -894,6 +905,7 @@ class NGramModel:
         self._index.clear()
         self._code_index.clear()
         self._n_rows = 0
+        self._fold_index.clear()
 
     def _append_rows(self, rows: np.ndarray) -> int:
         """Store ``rows`` in the cache (room checked by the caller); returns the first slot."""
@@ -988,15 +1000,42 @@ class NGramModel:
         row is found with one dict lookup; rows not cached are computed
         together (one or two alone, more vectorised over the rows) and cached.
         """
-        t = _check_tails(tails, self.context_window, 256, padding=False)
+        t = np.asarray(tails)
+        w = self.context_window
+        if t.ndim == 2 and t.shape[1] == w and t.dtype.kind in "iu" and t.shape[0] <= 32:
+            # a few rows: pack them in Python (fewer numpy calls)
+            rows = t.tolist()
+            codes = []
+            for row in rows:
+                code = 0
+                for b in row:
+                    if not -1 <= b <= 255:
+                        break
+                    code = (code << 9) | (b + 1)
+                else:
+                    codes.append(code)
+                    continue
+                break
+            else:
+                get = self._code_index.get
+                ids = [get(c, -1) for c in codes]
+                if -1 in ids:
+                    return self._tails_missing(t, codes, rows)
+                if len(ids) == 1:
+                    r = ids[0]
+                    return self._rows[r : r + 1].copy()
+                return self._rows.take(ids, axis=0)
+        t = _check_tails(t, w, 256, padding=False)
         codes = ((t + 1) @ self._tail_weights).tolist()
         get = self._code_index.get
         ids = [get(c, -1) for c in codes]
         if -1 in ids:
-            return self._tails_missing(t, codes)
+            return self._tails_missing(t, codes, None)
         return self._rows.take(ids, axis=0)
 
-    def _tails_missing(self, t: np.ndarray, codes: list[int]) -> np.ndarray:
+    def _tails_missing(
+        self, t: np.ndarray, codes: list[int], rows: list[list[int]] | None
+    ) -> np.ndarray:
         """:meth:`probs_tails` when some rows are not cached yet."""
         index = self._code_index
         first: dict[int, int] = {}  # code not cached -> its first row in t
@@ -1008,39 +1047,80 @@ class NGramModel:
             first = {}
             for r, c in enumerate(codes):
                 first.setdefault(c, r)
-        sub = t[np.fromiter(first.values(), np.intp, len(first))]
-        _check_padding(sub)  # cached rows were checked when they were computed
-        if len(first) <= 2:  # fewer numpy calls one row at a time
-            rows = np.stack([self._compute_one(r) for r in sub.tolist()])
+        if rows is None:
+            rows = t.tolist()
+        sub = [rows[r] for r in first.values()]
+        for r in first.values():  # cached rows were checked when they were computed
+            row = rows[r]
+            for j in range(1, len(row)):
+                if row[j] < 0 <= row[j - 1]:
+                    raise _padding_error(r, j)
+        if len(first) == 1:
+            new = self._compute_one(sub[0])[None, :]
+        elif len(first) <= 4:  # fewer numpy calls one row at a time
+            new = np.stack([self._compute_one(r) for r in sub])
         else:
-            rows = self._compute_right(np.maximum(sub, 0), (sub >= 0).sum(axis=1))
+            a = t[np.fromiter(first.values(), np.intp, len(first))].astype(np.int64)
+            new = self._compute_right(np.maximum(a, 0), (a >= 0).sum(axis=1))
         if len(first) > self.cache_size:  # too many to cache: return them directly
             pos = {c: r for r, c in enumerate(first)}
-            return rows[[pos[c] for c in codes]]
-        r0 = self._append_rows(rows)
+            return new[[pos[c] for c in codes]]
+        r0 = self._append_rows(new)
         index.update(zip(first, range(r0, r0 + len(first)), strict=True))
+        if len(codes) == 1:
+            return self._rows[r0 : r0 + 1].copy()
         return self._rows.take([index[c] for c in codes], axis=0)
 
-    def _compute_one(self, tail: list[int]) -> np.ndarray:
-        """:meth:`_compute_right` of one tail (a list, ``-1`` padding first), row by row.
-
-        The same float operations in the same order, so the same row bit for bit.
-        """
+    def _fold_one(self, toks: list[int], levels: int) -> np.ndarray:
+        """Unnormalised distribution after levels ``1 .. levels`` for the bytes ``toks``."""
         p = self._unigram.copy()
-        key = self._key
-        toks = [b for b in tail if b >= 0]
-        if toks and key.size:
+        key = self._key_ext
+        L = min(len(toks), levels)
+        if L and key.size > 1:
             codes, c = [], 0
-            for k in range(1, len(toks) + 1):  # the last k bytes, level k
+            for k in range(1, L + 1):  # the last k bytes, level k
                 c |= toks[-k] << (8 * (k - 1))
                 codes.append(c | (k << _LEVEL_SHIFT))
-            i = np.minimum(np.searchsorted(key, codes), key.size - 1)
-            for g, hit in zip(i.tolist(), (key[i] == codes).tolist(), strict=True):
-                if hit:
+            i = np.searchsorted(key, codes)
+            for g, kg, code in zip(i.tolist(), key[i].tolist(), codes, strict=True):
+                if kg == code:
                     p *= self._lam[g]
                     a = self._start[g]
                     b = a + self._count[g]
                     p[self._nxt[a:b]] += self._adj[a:b]
+        return p
+
+    def _compute_one(self, tail: list[int]) -> np.ndarray:
+        """:meth:`_compute_right` of one tail (a list, ``-1`` padding first).
+
+        The same float operations in the same order, so the same row bit for
+        bit. A full-length tail starts from the cached fold of its last
+        ``order - 2`` bytes (levels below the top) when there is one.
+        """
+        w = self.context_window
+        toks = [b for b in tail if b >= 0]
+        if len(toks) < w or w < 2 or self._key.size == 0:
+            p = self._fold_one(toks, w)
+        else:
+            scode = 0
+            for b in toks[1:]:
+                scode = (scode << 8) | b
+            r = self._fold_index.get(scode)
+            if r is None:  # the fold of the suffix, kept for the next tail ending in it
+                u = self._fold_one(toks[1:], w - 1)
+                r = len(self._fold_index)
+                if r == self._folds.shape[0]:
+                    self._folds = np.concatenate((self._folds, np.empty_like(self._folds)))
+                self._folds[r] = u
+                self._fold_index[scode] = r
+            p = self._folds[r].copy()
+            code = scode | (toks[0] << (8 * (w - 1))) | (w << _LEVEL_SHIFT)  # level w
+            g = int(np.searchsorted(self._key_ext, code))
+            if self._key_ext[g] == code:
+                p *= self._lam[g]
+                a = self._start[g]
+                b = a + self._count[g]
+                p[self._nxt[a:b]] += self._adj[a:b]
         p /= p.sum()
         return p
 

@@ -47,6 +47,8 @@ class PlanLevel:
         ``arange(len(nodes))[:, None]``.
     q_rows : np.ndarray
         Rows of the draft's ``q`` matrix holding these nodes (levels in order).
+    kid_start, kid_stop : int
+        ``kids`` is ``TreePlan.kids[kid_start:kid_stop]``.
     paths : np.ndarray
         ``(len(nodes), depth)``: the nodes from depth 1 down to each node.
     """
@@ -59,6 +61,8 @@ class PlanLevel:
     rep: np.ndarray
     row_offset: np.ndarray
     q_rows: np.ndarray
+    kid_start: int
+    kid_stop: int
     paths: np.ndarray
     _rep_v: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -127,6 +131,8 @@ class TreePlan:
         Depths with internal nodes, shallowest first: the draft's expansion order.
     level_pos : np.ndarray
         Node -> its row in the draft's ``q`` matrix (levels in order), ``-1`` for leaves.
+    level_rep : np.ndarray
+        The levels' ``rep`` concatenated (one entry per non-root node, levels in order).
     order : np.ndarray
         Internal nodes, most children first, ties by index.
     pos : np.ndarray
@@ -145,6 +151,7 @@ class TreePlan:
     n: int
     levels: tuple[PlanLevel, ...]
     level_pos: np.ndarray
+    level_rep: np.ndarray
     order: np.ndarray
     pos: np.ndarray
     pos_list: list[int]
@@ -188,7 +195,7 @@ def _build(par: tuple[int, ...]) -> TreePlan:
         ancestors[i, : len(p)] = p
     levels = []
     level_pos = np.full(n, -1, dtype=np.int64)
-    rows = 0
+    rows = n_kids = 0
     for d, nodes, k, kids, kid_parent in S.level_arrays:
         m = len(nodes)
         level_pos[nodes] = np.arange(rows, rows + m)
@@ -202,10 +209,13 @@ def _build(par: tuple[int, ...]) -> TreePlan:
                 rep=np.repeat(np.arange(m), k),
                 row_offset=np.arange(m)[:, None],
                 q_rows=np.arange(rows, rows + m),
+                kid_start=n_kids,
+                kid_stop=n_kids + len(kids),
                 paths=ancestors[nodes, :d],
             )
         )
         rows += m
+        n_kids += len(kids)
     order = np.array(sorted(S.internal, key=lambda a: (-len(ch[a]), a)), dtype=np.int64)
     pos = np.full(n, -1, dtype=np.int64)
     pos[order] = np.arange(order.size)
@@ -227,6 +237,7 @@ def _build(par: tuple[int, ...]) -> TreePlan:
         n=n,
         levels=tuple(levels),
         level_pos=level_pos,
+        level_rep=np.concatenate([lv.rep for lv in levels]) if levels else np.zeros(0, np.int64),
         order=order,
         pos=pos,
         pos_list=pos.tolist(),

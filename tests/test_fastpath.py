@@ -152,6 +152,10 @@ def test_probs_tails_invalid(model) -> None:
         model.probs_tails(np.array([[1, -2]]))
     with pytest.raises(ValueError, match=r"tails\[0\]\[1\] = -1 after a token"):
         model.probs_tails(np.array([[3, -1]]))
+    with pytest.raises(ValueError, match=r"tails\[2\]\[1\] = -1 after a token"):
+        model.probs_tails(np.array([[1, 2], [0, 1], [3, -1]]))
+    with pytest.raises(ValueError, match=r"tails\[40\]\[1\] = -1 after a token"):
+        model.probs_tails(np.array([[1, 2]] * 40 + [[3, -1]]))  # the vectorised path
 
 
 # ----------------------------------------------------------------------------- plans
