@@ -467,6 +467,11 @@ def _extra_fast(res: np.ndarray, p_last: np.ndarray, u32: int, arith: str, weigh
             total = int(cum[-1])
             if total:
                 return int(np.searchsorted(cum, (u32 * total) >> 32, side="right"))
+    elif res.sum() > 0:  # sample_float(res, u32 / 2**32)
+        cum = np.cumsum(res)
+        v = int(np.searchsorted(cum, u32 / 2.0**32 * cum[-1], side="right"))
+        if v < res.size and res[v] > 0:  # then v <= the last non-zero entry: no clamp
+            return v
     return extra_token(res, p_last, u32, arith=arith, weight_bits=weight_bits)
 
 

@@ -179,34 +179,56 @@ def speculative_generate(
     steps: list[StepRecord] = []
     if max_steps is not None and (not isinstance(max_steps, (int, np.integer)) or max_steps < 0):
         raise ValueError(f"max_steps = {max_steps!r}: must be an integer >= 0")
-    # static shapes (TreePolicy.build: a shape, then draw_tree) are drawn here on
-    # their plan, so the tree's draft rows are known to be in the plan's level order
+    # static shapes (TreePolicy.build: a shape, then draw_tree) are drawn here, on
+    # their plan, without building a DraftTree unless a child had to be pruned
     static = type(policy).build is TreePolicy.build
     V = int(target.vocab_size)
+    last_par: list[int] | None = None
     while len(out) < max_new_tokens and (max_steps is None or len(accepted) < max_steps):
+        dt = None
         if static:
-            pl = _plan.plan(policy.parents())
-            dt, pruned = _draw(pl, draft, ctx, children, draft_rng)
-            if pruned:
-                pl = _plan.plan(dt.parents)
+            par = policy.parents()
+            if par != last_par:
+                pl_static, last_par = _plan.plan(par), list(par)
+            pl = pl_static
+            tok, q_levels, dt = _draw(pl, draft, ctx, children, draft_rng)
         else:
             dt = policy.build(draft, ctx, children, draft_rng)
-            pl = _plan.plan(dt.parents)
-            pruned = True  # the q rows' order is the policy's
-        par = dt.parents
+        if dt is not None:
+            par = dt.parents
+            pl = _plan.plan(par)
+            tok = np.asarray(dt.tokens, dtype=np.int64)
+            if not static and pl.n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
+                i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
+                raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
+            qmat, qidx = dt.q, dt.q_index.tolist()
+
+            def q_row(j: int, qmat=qmat, qidx=qidx) -> np.ndarray:
+                r = qidx[j]
+                if r < 0:
+                    raise ValueError(
+                        f"q_index[{j}] = -1: node {j} has children but no draft distribution"
+                    )
+                return np.asarray(qmat[r], dtype=np.float64)
+
+        else:
+            level_row = pl.level_row
+
+            def q_row(j: int, q_levels=q_levels, level_row=level_row) -> np.ndarray:
+                li, r = level_row[j]
+                return q_levels[li][r]
+
         n = pl.n
         if n > n_lanes:
             raise ValueError(f"the policy built a tree of {n} nodes, more than lanes = {n_lanes}")
-        tok = np.asarray(dt.tokens, dtype=np.int64)
-        if not static and n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
-            i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
-            raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
         # the verifier: the target distribution of every node the acceptance loop visits
         toks = tok.tolist()
         fast = tails_fast_path(target, ctx)
         if fast is not None:
             w, tail = fast
-            vec = np.concatenate((tail, tok))
+            vec = np.empty(w + n, dtype=np.int64)
+            vec[:w] = tail
+            vec[w:] = tok
             full = pl.gathers(w).full
             probs_tails = target.probs_tails
 
@@ -220,16 +242,6 @@ def speculative_generate(
 
             def p_row(j: int, p=p) -> np.ndarray:
                 return p[j]
-
-        qmat, qidx = dt.q, dt.q_index.tolist()
-
-        def q_row(j: int, qmat=qmat, qidx=qidx) -> np.ndarray:
-            r = qidx[j]
-            if r < 0:
-                raise ValueError(
-                    f"q_index[{j}] = -1: node {j} has children but no draft distribution"
-                )
-            return np.asarray(qmat[r], dtype=np.float64)
 
         lane_out = lane_rng.next()
         emitted, path = _acc.walk_step(

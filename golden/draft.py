@@ -220,12 +220,12 @@ def _draw_iid_level(q: np.ndarray, lv: _plan.PlanLevel, u: np.ndarray) -> np.nda
     return np.minimum(idx, V - 1)
 
 
-def tails_fast_path(model: object, context: Sequence[int]) -> tuple[int, np.ndarray] | None:
+def tails_fast_path(model: object, context: Sequence[int]) -> tuple[int, list[int]] | None:
     """``(w, tail)`` if ``model`` takes context tails (``probs_tails``), else ``None``.
 
     ``tail`` is the last ``w = model.context_window`` tokens of ``context``,
-    right-aligned in an ``int64`` array of ``w`` entries, ``-1`` before them
-    when the context is shorter (the first ``w`` entries of the ``vec`` of
+    right-aligned in a list of ``w`` entries, ``-1`` before them when the
+    context is shorter (the first ``w`` entries of the ``vec`` of
     :class:`golden.plan.TailGathers`). A context that is not a sequence of
     integers takes the slow path (where the model reports what is wrong).
     """
@@ -233,13 +233,15 @@ def tails_fast_path(model: object, context: Sequence[int]) -> tuple[int, np.ndar
     if w is None or not callable(getattr(model, "probs_tails", None)):
         return None
     w = int(w)
-    tail = np.full(w, -1, dtype=np.int64)
-    if w and len(context):
-        t = np.asarray(context[-w:])
-        if t.dtype.kind not in "iu":
+    if not w:
+        return 0, []
+    t = list(context[-w:])
+    if not all(type(x) is int for x in t):
+        a = np.asarray(t)
+        if a.dtype.kind not in "iu":
             return None
-        tail[w - t.size :] = t
-    return w, tail
+        t = a.tolist()
+    return w, [-1] * (w - len(t)) + t
 
 
 def _draw(
@@ -248,29 +250,33 @@ def _draw(
     context: Sequence[int],
     children: str,
     rng: np.random.Generator,
-) -> tuple[DraftTree, bool]:
-    """:func:`draw_tree` on a plan; also says whether a child was pruned."""
+) -> tuple[np.ndarray, list[np.ndarray], DraftTree | None]:
+    """:func:`draw_tree` on a plan.
+
+    Returns the tokens, the draft rows of every level's nodes (one array per
+    level of ``pl.levels``) and, if a child had to be pruned, the renumbered
+    :class:`DraftTree` (else ``None``).
+    """
     S = pl.structure
     n = pl.n
     fast = tails_fast_path(draft, context)
     if fast is not None:
         w, tail = fast
         vec = np.empty(w + n, dtype=np.int64)  # [context tail, tokens]: the tails' source
-        vec[:w] = tail
+        if w:
+            vec[:w] = tail
         tokens = vec[w:]
-        tokens[:] = -1
         gathers = pl.gathers(w)
+        probs_tails = draft.probs_tails
     else:
         ltail = context_tail(draft, context)
-        tokens = np.full(n, -1, dtype=np.int64)
-    if len(context):
-        tokens[0] = int(context[-1])
+        tokens = np.empty(n, dtype=np.int64)
+    tokens[0] = int(context[-1]) if len(context) else -1
     keep = None  # once a child is pruned: the surviving nodes
+    expanded: list[np.ndarray] = []  # after a pruning: the nodes each level expanded
     if children == "iid":  # never prunes: every level's uniforms in one call, same stream
         u_all = rng.random(n - 1) + pl.level_rep
-    q_rows: list[np.ndarray] = []
-    q_index = np.full(n, -1, dtype=np.int64)
-    n_rows = 0
+    q_levels: list[np.ndarray] = []
     for li, lv in enumerate(pl.levels):
         nodes, k, kids = lv.nodes, lv.counts, lv.kids
         whole = keep is None
@@ -279,9 +285,9 @@ def _draw(
             if not live.any():
                 continue
             nodes, k, kids = nodes[live], k[live], kids[np.repeat(live, k)]
+            expanded.append(nodes)
         if fast is not None:
-            idx = gathers.levels[li] if whole else gathers.full[nodes]
-            q = np.asarray(draft.probs_tails(vec[idx]), dtype=np.float64)
+            q = probs_tails(vec[gathers.levels[li] if whole else gathers.full[nodes]])
         else:
             d = lv.depth
             if d:
@@ -289,34 +295,37 @@ def _draw(
                 ctx = [ltail + r for r in tokens[paths].tolist()]
             else:
                 ctx = [ltail] * len(nodes)
-            q = np.asarray(draft.probs(ctx), dtype=np.float64)
+            q = draft.probs(ctx)
+        q = np.asarray(q, dtype=np.float64)
         if children == "iid":
             drawn = _draw_iid_level(q, lv, u_all[lv.kid_start : lv.kid_stop])
         elif children == "swor":
             drawn = _draw_swor(q, k, rng)
         else:
             drawn = _draw_topk(q, k)
-        q_index[nodes] = lv.q_rows if whole else np.arange(n_rows, n_rows + len(nodes))
-        n_rows += len(nodes)
-        q_rows.append(q)
+        q_levels.append(q)
         tokens[kids] = drawn
         if children != "iid" and (drawn < 0).any():  # pruned children and their descendants
             if keep is None:
                 keep = np.ones(n, dtype=bool)
+                expanded = [lv2.nodes for lv2 in pl.levels[: li + 1]]
             keep[kids[drawn < 0]] = False
             par = S.parents
             for i in range(1, n):
                 if not keep[par[i]]:
                     keep[i] = False
-    V = int(draft.vocab_size)
-    qmat = np.concatenate(q_rows) if q_rows else np.zeros((0, V))
     if keep is None:
-        return DraftTree(list(S.parents), tokens, qmat, q_index), False
+        return tokens, q_levels, None
     # renumber the surviving nodes, order preserved
+    V = int(draft.vocab_size)
+    qmat = np.concatenate(q_levels) if q_levels else np.zeros((0, V))
+    q_index = np.full(n, -1, dtype=np.int64)
+    done = np.concatenate(expanded)
+    q_index[done] = np.arange(done.size)
     new_id = np.cumsum(keep) - 1
     kept = np.flatnonzero(keep)
     new_par = [-1] + [int(new_id[S.parents[i]]) for i in kept[1:]]
-    return DraftTree(new_par, tokens[kept], qmat, q_index[kept]), True
+    return tokens, q_levels, DraftTree(new_par, tokens[kept].copy(), qmat, q_index[kept])
 
 
 def draw_tree(
@@ -337,4 +346,9 @@ def draw_tree(
     """
     pl = _plan.plan(parents)
     check_children_rule(children)
-    return _draw(pl, draft, context, children, rng)[0]
+    tokens, q_levels, pruned = _draw(pl, draft, context, children, rng)
+    if pruned is not None:
+        return pruned
+    V = int(draft.vocab_size)
+    qmat = np.concatenate(q_levels) if q_levels else np.zeros((0, V))
+    return DraftTree(list(pl.structure.parents), tokens.copy(), qmat, pl.level_pos.copy())

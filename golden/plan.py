@@ -133,6 +133,9 @@ class TreePlan:
         Node -> its row in the draft's ``q`` matrix (levels in order), ``-1`` for leaves.
     level_rep : np.ndarray
         The levels' ``rep`` concatenated (one entry per non-root node, levels in order).
+    level_row : list[tuple[int, int]]
+        Node -> (its level's index in ``levels``, its row in that level), ``(-1, -1)``
+        for leaves.
     order : np.ndarray
         Internal nodes, most children first, ties by index.
     pos : np.ndarray
@@ -152,6 +155,7 @@ class TreePlan:
     levels: tuple[PlanLevel, ...]
     level_pos: np.ndarray
     level_rep: np.ndarray
+    level_row: list[tuple[int, int]]
     order: np.ndarray
     pos: np.ndarray
     pos_list: list[int]
@@ -216,6 +220,10 @@ def _build(par: tuple[int, ...]) -> TreePlan:
         )
         rows += m
         n_kids += len(kids)
+    level_row = [(-1, -1)] * n
+    for li, lv in enumerate(levels):
+        for r, a in enumerate(lv.nodes.tolist()):
+            level_row[a] = (li, r)
     order = np.array(sorted(S.internal, key=lambda a: (-len(ch[a]), a)), dtype=np.int64)
     pos = np.full(n, -1, dtype=np.int64)
     pos[order] = np.arange(order.size)
@@ -238,6 +246,7 @@ def _build(par: tuple[int, ...]) -> TreePlan:
         levels=tuple(levels),
         level_pos=level_pos,
         level_rep=np.concatenate([lv.rep for lv in levels]) if levels else np.zeros(0, np.int64),
+        level_row=level_row,
         order=order,
         pos=pos,
         pos_list=pos.tolist(),

@@ -48,10 +48,6 @@ def lane_states(seed: int, lanes: int) -> np.ndarray:
     return st
 
 
-def _rotl(x: np.ndarray, k: int) -> np.ndarray:
-    return (x << np.uint32(k)) | (x >> np.uint32(32 - k))
-
-
 class LaneRNG:
     """``lanes`` xoshiro128++ generators advanced together (SPEC §3.4).
 
@@ -78,19 +74,27 @@ class LaneRNG:
         return xoshiro_step(self.state)
 
 
+_U7, _U9, _U11, _U21, _U25 = (np.uint32(k) for k in (7, 9, 11, 21, 25))
+
+
 def xoshiro_step(state: np.ndarray) -> np.ndarray:
     """One xoshiro128++ step of every generator in ``state`` (``(4, ...)`` uint32,
     updated in place); returns the outputs (shape ``state.shape[1:]``)."""
     s0, s1, s2, s3 = state  # views: updated in place
-    result = _rotl(s0 + s3, 7)
+    x = s0 + s3
+    result = x << _U7  # rotl(s0 + s3, 7) + s0
+    x >>= _U25
+    result |= x
     result += s0
-    t = s1 << np.uint32(9)
+    t = s1 << _U9
     s2 ^= s0
     s3 ^= s1
     s1 ^= s2
     s0 ^= s3
     s2 ^= t
-    s3[:] = _rotl(s3, 11)
+    x = s3 >> _U21  # s3 = rotl(s3, 11)
+    s3 <<= _U11
+    s3 |= x
     return result
 
 
