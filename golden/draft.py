@@ -220,6 +220,15 @@ def _draw_iid_level(q: np.ndarray, lv: _plan.PlanLevel, u: np.ndarray) -> np.nda
     return np.minimum(idx, V - 1)
 
 
+def _draw_iid_cdf(cdf: np.ndarray, lv: _plan.PlanLevel, u: np.ndarray) -> np.ndarray:
+    """:func:`_draw_iid_level` given the rows' normalised cumulative sums (``cdf``, modified)."""
+    V = cdf.shape[1]
+    cdf += lv.row_offset
+    idx = np.searchsorted(cdf.ravel(), u, side="right")
+    idx -= lv.rep_times(V)
+    return np.minimum(idx, V - 1)
+
+
 def tails_fast_path(model: object, context: Sequence[int]) -> tuple[int, list[int]] | None:
     """``(w, tail)`` if ``model`` takes context tails (``probs_tails``), else ``None``.
 
@@ -268,6 +277,7 @@ def _draw(
         tokens = vec[w:]
         gathers = pl.gathers(w)
         probs_tails = draft.probs_tails
+        with_cdf = getattr(draft, "probs_tails_cdf", None) if children == "iid" else None
     else:
         ltail = context_tail(draft, context)
         tokens = np.empty(n, dtype=np.int64)
@@ -287,7 +297,13 @@ def _draw(
             nodes, k, kids = nodes[live], k[live], kids[np.repeat(live, k)]
             expanded.append(nodes)
         if fast is not None:
-            q = probs_tails(vec[gathers.levels[li] if whole else gathers.full[nodes]])
+            tails = vec[gathers.levels[li] if whole else gathers.full[nodes]]
+            if with_cdf is not None:  # iid, never pruned: the draws need only the cdf
+                q, cdf = with_cdf(tails)
+                tokens[kids] = _draw_iid_cdf(cdf, lv, u_all[lv.kid_start : lv.kid_stop])
+                q_levels.append(q)
+                continue
+            q = probs_tails(tails)
         else:
             d = lv.depth
             if d:

@@ -573,6 +573,7 @@ def code_prompts(
 
 _NGRAM_FORMAT = 1
 _MAX_ORDER = 7  # an n-gram of `order` bytes must fit a non-negative int64 code
+_CACHE_RESERVE = 1 << 15  # rows the caches reserve when they first grow
 _LEVEL_SHIFT = 56  # inference keys: level k << 56 | the context's (at most 6-byte) code
 
 
@@ -700,10 +701,13 @@ class NGramModel:
         self._index: dict[tuple[int, ...], int] = {}
         self._code_index: dict[int, int] = {}
         self._n_rows = 0
-        # unnormalised distributions after levels 1 .. order-2 (the fold before the
-        # top level), by the packed code of the last order-2 bytes: a tail whose
-        # shorter suffix was seen needs only the top level
-        self._fold_index: dict[int, int] = {}
+        # unnormalised distributions after levels 1 .. k (k < order - 1) of the last
+        # k bytes, by (k, those bytes): a new tail folds only the levels above the
+        # longest suffix seen before
+        self._fold_index: dict[tuple[int, int], int] = {}
+        # normalised cumulative sums of cached rows (probs_tails_cdf), by slot
+        self._cdf = np.empty((0, 256), dtype=np.float64)
+        self._cdf_done: set[int] = set()
         self._folds = np.empty((16, 256), dtype=np.float64)
         self._rows = np.empty((64, 256), dtype=np.float64)
 
@@ -906,13 +910,16 @@ class NGramModel:
         self._code_index.clear()
         self._n_rows = 0
         self._fold_index.clear()
+        self._cdf_done.clear()
 
     def _append_rows(self, rows: np.ndarray) -> int:
         """Store ``rows`` in the cache (room checked by the caller); returns the first slot."""
         r0 = self._n_rows
         need = r0 + rows.shape[0]
         if need > self._rows.shape[0]:
-            cap = max(need, min(2 * self._rows.shape[0], self.cache_size))
+            # reserve the whole cache at once (np.empty takes pages only as rows are written)
+            cap = max(need, min(2 * self._rows.shape[0], self.cache_size), _CACHE_RESERVE)
+            cap = min(max(cap, need), max(self.cache_size, need))
             grown = np.empty((cap, 256), dtype=np.float64)
             grown[:r0] = self._rows[:r0]
             self._rows = grown
@@ -997,8 +1004,61 @@ class NGramModel:
             than the padding ``-1``) or padding after a byte.
 
         Each row is packed into one integer (9 bits per position) whose cached
-        row is found with one dict lookup; rows not cached are computed
-        together (one or two alone, more vectorised over the rows) and cached.
+        row is found with one dict lookup; rows not cached are computed (up to
+        four one at a time, more vectorised over the rows) and cached.
+        """
+        ids = self._slots(tails)
+        if isinstance(ids, np.ndarray):  # too many rows to cache
+            return ids
+        if len(ids) == 1:
+            r = ids[0]
+            return self._rows[r : r + 1].copy()
+        return self._rows.take(ids, axis=0)
+
+    def probs_tails_cdf(self, tails: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`probs_tails` and the normalised cumulative sums of its rows.
+
+        Parameters
+        ----------
+        tails : array_like of int
+            As for :meth:`probs_tails`.
+
+        Returns
+        -------
+        tuple of np.ndarray
+            ``(p, cdf)``, both ``(m, 256)`` ``float64`` (new arrays): ``p`` is
+            ``probs_tails(tails)`` and ``cdf = np.cumsum(p, axis=1) /
+            np.cumsum(p, axis=1)[:, -1:]``, bit for bit (what an inverse-CDF
+            sampler computes; cached with the rows).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`probs_tails`.
+        """
+        ids = self._slots(tails)
+        if isinstance(ids, np.ndarray):  # too many rows to cache
+            cdf = np.cumsum(ids, axis=1)
+            cdf /= cdf[:, -1:]
+            return ids, cdf
+        done = self._cdf_done
+        todo = [r for r in ids if r not in done]
+        if todo:
+            if self._cdf.shape[0] < self._rows.shape[0]:
+                grown = np.empty_like(self._rows)
+                grown[: self._cdf.shape[0]] = self._cdf
+                self._cdf = grown
+            todo = list(dict.fromkeys(todo))
+            c = np.cumsum(self._rows[todo], axis=1)
+            c /= c[:, -1:]
+            self._cdf[todo] = c
+            done.update(todo)
+        return self._rows.take(ids, axis=0), self._cdf.take(ids, axis=0)
+
+    def _slots(self, tails: npt.ArrayLike) -> list[int] | np.ndarray:
+        """Cache slots of the rows of ``tails`` (computing the missing ones).
+
+        Returns the rows themselves instead when there are too many to cache.
         """
         t = np.asarray(tails)
         w = self.context_window
@@ -1021,22 +1081,19 @@ class NGramModel:
                 ids = [get(c, -1) for c in codes]
                 if -1 in ids:
                     return self._tails_missing(t, codes, rows)
-                if len(ids) == 1:
-                    r = ids[0]
-                    return self._rows[r : r + 1].copy()
-                return self._rows.take(ids, axis=0)
+                return ids
         t = _check_tails(t, w, 256, padding=False)
         codes = ((t + 1) @ self._tail_weights).tolist()
         get = self._code_index.get
         ids = [get(c, -1) for c in codes]
         if -1 in ids:
             return self._tails_missing(t, codes, None)
-        return self._rows.take(ids, axis=0)
+        return ids
 
     def _tails_missing(
         self, t: np.ndarray, codes: list[int], rows: list[list[int]] | None
-    ) -> np.ndarray:
-        """:meth:`probs_tails` when some rows are not cached yet."""
+    ) -> list[int] | np.ndarray:
+        """:meth:`_slots` when some rows are not cached yet."""
         index = self._code_index
         first: dict[int, int] = {}  # code not cached -> its first row in t
         for r, c in enumerate(codes):
@@ -1067,9 +1124,7 @@ class NGramModel:
             return new[[pos[c] for c in codes]]
         r0 = self._append_rows(new)
         index.update(zip(first, range(r0, r0 + len(first)), strict=True))
-        if len(codes) == 1:
-            return self._rows[r0 : r0 + 1].copy()
-        return self._rows.take([index[c] for c in codes], axis=0)
+        return [index[c] for c in codes]
 
     def _fold_one(self, toks: list[int], levels: int) -> np.ndarray:
         """Unnormalised distribution after levels ``1 .. levels`` for the bytes ``toks``."""
@@ -1094,33 +1149,56 @@ class NGramModel:
         """:meth:`_compute_right` of one tail (a list, ``-1`` padding first).
 
         The same float operations in the same order, so the same row bit for
-        bit. A full-length tail starts from the cached fold of its last
-        ``order - 2`` bytes (levels below the top) when there is one.
+        bit. A full-length tail starts from the cached fold of its longest
+        suffix seen before and folds (and caches) only the levels above it.
         """
         w = self.context_window
         toks = [b for b in tail if b >= 0]
         if len(toks) < w or w < 2 or self._key.size == 0:
             p = self._fold_one(toks, w)
+            p /= p.sum()
+            return p
+        # suffix codes: sc[k] = the last k bytes as a big-endian integer
+        sc = [0] * w
+        c = 0
+        for k in range(1, w):
+            c |= toks[-k] << (8 * (k - 1))
+            sc[k] = c
+        folds = self._fold_index
+        k0 = 0
+        for k in range(w - 1, 0, -1):
+            r = folds.get((k, sc[k]))
+            if r is not None:
+                k0 = k
+                p = self._folds[r].copy()
+                break
         else:
-            scode = 0
-            for b in toks[1:]:
-                scode = (scode << 8) | b
-            r = self._fold_index.get(scode)
-            if r is None:  # the fold of the suffix, kept for the next tail ending in it
-                u = self._fold_one(toks[1:], w - 1)
-                r = len(self._fold_index)
-                if r == self._folds.shape[0]:
-                    self._folds = np.concatenate((self._folds, np.empty_like(self._folds)))
-                self._folds[r] = u
-                self._fold_index[scode] = r
-            p = self._folds[r].copy()
-            code = scode | (toks[0] << (8 * (w - 1))) | (w << _LEVEL_SHIFT)  # level w
-            g = int(np.searchsorted(self._key_ext, code))
-            if self._key_ext[g] == code:
+            p = self._unigram.copy()
+        top = sc[w - 1] | (toks[0] << (8 * (w - 1)))
+        codes = [(sc[k] if k < w else top) | (k << _LEVEL_SHIFT) for k in range(k0 + 1, w + 1)]
+        key = self._key_ext
+        i = np.searchsorted(key, codes)
+        for k, g, kg, code in zip(
+            range(k0 + 1, w + 1), i.tolist(), key[i].tolist(), codes, strict=True
+        ):
+            if kg == code:
                 p *= self._lam[g]
                 a = self._start[g]
                 b = a + self._count[g]
                 p[self._nxt[a:b]] += self._adj[a:b]
+            if k < w:  # keep the fold of the last k bytes
+                r = len(folds)
+                if r == self._folds.shape[0]:
+                    if r >= self.cache_size:
+                        folds.clear()
+                        r = 0
+                    else:
+                        cap = min(max(2 * r, _CACHE_RESERVE), self.cache_size)
+                        grown = np.empty((cap, 256), dtype=np.float64)
+                        grown[:r] = self._folds[:r]
+                        self._folds = grown
+                self._folds[r] = p
+                folds[(k, sc[k])] = r
         p /= p.sum()
         return p
 

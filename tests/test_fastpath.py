@@ -100,6 +100,27 @@ def test_ngram_probs_tails_equals_probs(order: int) -> None:
     assert m.probs(ctxs[:100]).tobytes() == want[:100].tobytes()
 
 
+def test_ngram_probs_tails_cdf() -> None:
+    """``probs_tails_cdf``: the rows and exactly the CDF an inverse-CDF sampler computes."""
+    data = stdlib_corpus(("textwrap.py",))
+    rng = np.random.default_rng(3)
+    for cache_size in (1 << 15, 7):
+        m = NGramModel.train(data, 4, cache_size=cache_size)
+        ctxs = random_contexts(rng, 200, 3, 256)
+        tails = tails_matrix(ctxs, 3)
+        want = m.probs(ctxs)
+        cdf = np.cumsum(want, axis=1)
+        cdf /= cdf[:, -1:]
+        for step in (1, 5, 40, 200):
+            for k in range(0, len(ctxs), step):
+                p, c = m.probs_tails_cdf(tails[k : k + step])
+                assert p.tobytes() == want[k : k + step].tobytes()
+                assert c.tobytes() == cdf[k : k + step].tobytes()
+                c += 1.0  # new arrays: the cache is untouched
+        p, c = m.probs_tails_cdf(np.tile(tails[:3], (2, 1)))
+        assert c.tobytes() == np.tile(cdf[:3], (2, 1)).tobytes()
+
+
 def test_ngram_probs_tails_cache_eviction() -> None:
     data = stdlib_corpus(("textwrap.py",))
     ref = NGramModel.train(data, 4)
