@@ -460,16 +460,19 @@ def _extra_fast(res: np.ndarray, p_last: np.ndarray, u32: int, arith: str, weigh
     """:func:`extra_token` with fewer numpy calls in the common fixed-point case (same result)."""
     if arith == "fixed":
         s = res.sum()
-        if s > 0:
-            w = np.floor(res / s * float(1 << weight_bits) + 0.5)
-            np.clip(w, 0, (1 << weight_bits) - 1, out=w)
-            cum = np.cumsum(w)  # integers below 2**53: exact in float64
+        if s > 0:  # quantize_weights: rows are >= 0, so the clip is a minimum
+            w = res / s
+            w *= float(1 << weight_bits)
+            w += 0.5
+            np.floor(w, out=w)
+            np.minimum(w, (1 << weight_bits) - 1, out=w)
+            cum = w.cumsum()  # integers below 2**53: exact in float64
             total = int(cum[-1])
             if total:
-                return int(np.searchsorted(cum, (u32 * total) >> 32, side="right"))
+                return int(cum.searchsorted((u32 * total) >> 32, side="right"))
     elif res.sum() > 0:  # sample_float(res, u32 / 2**32)
-        cum = np.cumsum(res)
-        v = int(np.searchsorted(cum, u32 / 2.0**32 * cum[-1], side="right"))
+        cum = res.cumsum()
+        v = int(cum.searchsorted(u32 / 2.0**32 * cum[-1], side="right"))
         if v < res.size and res[v] > 0:  # then v <= the last non-zero entry: no clamp
             return v
     return extra_token(res, p_last, u32, arith=arith, weight_bits=weight_bits)

@@ -224,9 +224,9 @@ def _draw_iid_cdf(cdf: np.ndarray, lv: _plan.PlanLevel, u: np.ndarray) -> np.nda
     """:func:`_draw_iid_level` given the rows' normalised cumulative sums (``cdf``, modified)."""
     V = cdf.shape[1]
     cdf += lv.row_offset
-    idx = np.searchsorted(cdf.ravel(), u, side="right")
+    idx = cdf.ravel().searchsorted(u, side="right")
     idx -= lv.rep_times(V)
-    return np.minimum(idx, V - 1)
+    return np.minimum(idx, V - 1, out=idx)
 
 
 def tails_fast_path(model: object, context: Sequence[int]) -> tuple[int, list[int]] | None:

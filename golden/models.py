@@ -573,6 +573,7 @@ def code_prompts(
 
 _NGRAM_FORMAT = 1
 _MAX_ORDER = 7  # an n-gram of `order` bytes must fit a non-negative int64 code
+_LISTS = (list, tuple)  # context types whose bytes() is their tokens
 _CACHE_RESERVE = 1 << 15  # rows the caches reserve when they first grow
 _LEVEL_SHIFT = 56  # inference keys: level k << 56 | the context's (at most 6-byte) code
 
@@ -603,11 +604,11 @@ class NGramModel:
     sorted ``int64`` context codes (the ``k`` bytes read as a big-endian
     integer), offsets into flat arrays of next bytes and counts. Computed
     distributions are cached per context tail (up to ``cache_size`` of them;
-    the cache is cleared when full), so repeated contexts cost one dict lookup
-    (about 30-50 us for a batch of 64 cached contexts). Cache misses of a batch
-    are computed together, vectorised over the contexts. Tokens are checked
-    when a tail first enters the cache (a tail equal to a cached one, such as
-    ``[1.0]`` for ``[1]``, then reads the cached row).
+    the cache is cleared when full), keyed by ``bytes(tail)`` (which only
+    integers ``0 .. 255`` can build, so every lookup checks its tokens):
+    repeated contexts cost one dict lookup. A few misses are computed one row
+    at a time, each from the cached partial sum of its longest suffix seen
+    before; more are computed together, vectorised over the contexts.
 
     Parameters
     ----------
@@ -694,12 +695,8 @@ class NGramModel:
         self._shift8 = 8 * np.arange(w, dtype=np.int64)  # byte j from the end: << 8j
         self._level_tag = np.arange(1, w + 1, dtype=np.int64) << _LEVEL_SHIFT
         self._levels_k = np.arange(1, w + 1, dtype=np.int64)
-        # tails -> cache key: 9 bits per position (token + 1, 0 = padding)
-        self._tail_weights = np.int64(1) << (9 * np.arange(w - 1, -1, -1, dtype=np.int64))
-        # the row cache: rows 0 .. _n_rows-1 of _rows, found by context tail
-        # (probs) or by tail code (probs_tails)
-        self._index: dict[tuple[int, ...], int] = {}
-        self._code_index: dict[int, int] = {}
+        # the row cache: rows 0 .. _n_rows-1 of _rows, by bytes(context tail)
+        self._index: dict[bytes, int] = {}
         self._n_rows = 0
         # unnormalised distributions after levels 1 .. k (k < order - 1) of the last
         # k bytes, by (k, those bytes): a new tail folds only the levels above the
@@ -907,7 +904,6 @@ class NGramModel:
 
     def _clear_cache(self) -> None:
         self._index.clear()
-        self._code_index.clear()
         self._n_rows = 0
         self._fold_index.clear()
         self._cdf_done.clear()
@@ -948,38 +944,20 @@ class NGramModel:
             If a token is not an integer in ``0 .. 255``.
         """
         w = self.context_window
-        index = self._index
-        try:  # hot path: every tail already cached (so already checked)
-            n = len(contexts)
+        try:  # hot path: lists of ints 0 .. 255 (bytes() checks them)
             if w:
-                ids = np.fromiter([index[tuple(c[-w:])] for c in contexts], np.intp, n)
+                keys = [bytes(c[-w:]) if type(c) in _LISTS else None for c in contexts]
+                if None in keys:
+                    raise TypeError
             else:
-                ids = np.full(n, index[()], dtype=np.intp)
-            return self._rows.take(ids, axis=0)
-        except (KeyError, TypeError, IndexError):
-            pass
-        _check_contexts(contexts)
-        # cached tails were checked when first seen: check (and convert) only the others
-        keys: list[tuple[int, ...]] = []
-        for i, c in enumerate(contexts):
-            try:
-                k = tuple(c[-w:]) if w else ()
-                hit = k in index
-            except TypeError:
-                hit = False
-            keys.append(k if hit else _tail(i, c, w, 256))
-        missing = list(dict.fromkeys(k for k in keys if k not in index))
-        if self._n_rows + len(missing) > self.cache_size:
-            self._clear_cache()
-            missing = list(dict.fromkeys(keys))
-            if len(missing) > self.cache_size:  # too many to cache: compute directly
-                rows = self._compute(missing)
-                pos = {k: r for r, k in enumerate(missing)}
-                return rows[[pos[k] for k in keys]]
-        if missing:
-            r0 = self._append_rows(self._compute(missing))
-            index.update(zip(missing, range(r0, r0 + len(missing)), strict=True))
-        return self._rows.take(np.fromiter([index[k] for k in keys], np.intp, len(keys)), axis=0)
+                keys = [b""] * len(contexts)
+        except (TypeError, ValueError):
+            _check_contexts(contexts)
+            keys = [bytes(_tail(i, c, w, 256)) for i, c in enumerate(contexts)]
+        ids = self._slots(keys)
+        if isinstance(ids, np.ndarray):  # too many rows to cache
+            return ids
+        return self._rows.take(ids, axis=0)
 
     def probs_tails(self, tails: npt.ArrayLike) -> np.ndarray:
         """:meth:`probs` of contexts given by their last ``order - 1`` bytes (the fast path).
@@ -1003,11 +981,11 @@ class NGramModel:
             If ``tails`` has the wrong shape, a byte outside ``0 .. 255`` (other
             than the padding ``-1``) or padding after a byte.
 
-        Each row is packed into one integer (9 bits per position) whose cached
-        row is found with one dict lookup; rows not cached are computed (up to
-        four one at a time, more vectorised over the rows) and cached.
+        Each row's cache key is the ``bytes`` of its tokens (the padding cut
+        off): one dict lookup finds a cached row; rows not cached are computed
+        (up to four one at a time, more vectorised over the rows) and cached.
         """
-        ids = self._slots(tails)
+        ids = self._slots(self._tail_keys(tails))
         if isinstance(ids, np.ndarray):  # too many rows to cache
             return ids
         if len(ids) == 1:
@@ -1036,7 +1014,7 @@ class NGramModel:
         ValueError
             As :meth:`probs_tails`.
         """
-        ids = self._slots(tails)
+        ids = self._slots(self._tail_keys(tails))
         if isinstance(ids, np.ndarray):  # too many rows to cache
             cdf = np.cumsum(ids, axis=1)
             cdf /= cdf[:, -1:]
@@ -1055,76 +1033,47 @@ class NGramModel:
             done.update(todo)
         return self._rows.take(ids, axis=0), self._cdf.take(ids, axis=0)
 
-    def _slots(self, tails: npt.ArrayLike) -> list[int] | np.ndarray:
-        """Cache slots of the rows of ``tails`` (computing the missing ones).
+    def _tail_keys(self, tails: npt.ArrayLike) -> list[bytes]:
+        """Cache keys of ``tails`` (checked: ``ValueError`` as :meth:`probs_tails`)."""
+        t = np.asarray(tails)
+        w = self.context_window
+        if t.ndim != 2 or t.shape[1] != w or t.dtype.kind not in "iu":
+            _check_tails(t, w, 256)  # raises
+        rows = t.tolist()
+        if not w:
+            return [b""] * len(rows)
+        try:  # bytes() takes only 0 .. 255: the padding is cut off first
+            return [bytes(r) if r[0] >= 0 else bytes(r[r.count(-1) :]) for r in rows]
+        except ValueError:
+            _check_tails(t, w, 256)  # raises, naming the entry
+            raise
+
+    def _slots(self, keys: list[bytes]) -> list[int] | np.ndarray:
+        """Cache slots of the rows of the (checked) tails ``keys``, computing missing rows.
 
         Returns the rows themselves instead when there are too many to cache.
         """
-        t = np.asarray(tails)
-        w = self.context_window
-        if t.ndim == 2 and t.shape[1] == w and t.dtype.kind in "iu" and t.shape[0] <= 32:
-            # a few rows: pack them in Python (fewer numpy calls)
-            rows = t.tolist()
-            codes = []
-            for row in rows:
-                code = 0
-                for b in row:
-                    if not -1 <= b <= 255:
-                        break
-                    code = (code << 9) | (b + 1)
-                else:
-                    codes.append(code)
-                    continue
-                break
-            else:
-                get = self._code_index.get
-                ids = [get(c, -1) for c in codes]
-                if -1 in ids:
-                    return self._tails_missing(t, codes, rows)
-                return ids
-        t = _check_tails(t, w, 256, padding=False)
-        codes = ((t + 1) @ self._tail_weights).tolist()
-        get = self._code_index.get
-        ids = [get(c, -1) for c in codes]
-        if -1 in ids:
-            return self._tails_missing(t, codes, None)
-        return ids
-
-    def _tails_missing(
-        self, t: np.ndarray, codes: list[int], rows: list[list[int]] | None
-    ) -> list[int] | np.ndarray:
-        """:meth:`_slots` when some rows are not cached yet."""
-        index = self._code_index
-        first: dict[int, int] = {}  # code not cached -> its first row in t
-        for r, c in enumerate(codes):
-            if c not in index:
-                first.setdefault(c, r)
-        if self._n_rows + len(first) > self.cache_size:
+        index = self._index
+        get = index.get
+        ids = [get(k, -1) for k in keys]
+        if -1 not in ids:
+            return ids
+        missing = list(dict.fromkeys(k for k in keys if k not in index))
+        if self._n_rows + len(missing) > self.cache_size:
             self._clear_cache()
-            first = {}
-            for r, c in enumerate(codes):
-                first.setdefault(c, r)
-        if rows is None:
-            rows = t.tolist()
-        sub = [rows[r] for r in first.values()]
-        for r in first.values():  # cached rows were checked when they were computed
-            row = rows[r]
-            for j in range(1, len(row)):
-                if row[j] < 0 <= row[j - 1]:
-                    raise _padding_error(r, j)
-        if len(first) == 1:
-            new = self._compute_one(sub[0])[None, :]
-        elif len(first) <= 4:  # fewer numpy calls one row at a time
-            new = np.stack([self._compute_one(r) for r in sub])
+            missing = list(dict.fromkeys(keys))
+        if len(missing) == 1:
+            new = self._compute_one(list(missing[0]))[None, :]
+        elif len(missing) <= 4:  # fewer numpy calls one row at a time
+            new = np.stack([self._compute_one(list(k)) for k in missing])
         else:
-            a = t[np.fromiter(first.values(), np.intp, len(first))].astype(np.int64)
-            new = self._compute_right(np.maximum(a, 0), (a >= 0).sum(axis=1))
-        if len(first) > self.cache_size:  # too many to cache: return them directly
-            pos = {c: r for r, c in enumerate(first)}
-            return new[[pos[c] for c in codes]]
+            new = self._compute([tuple(k) for k in missing])
+        if len(missing) > self.cache_size:  # too many to cache: return them directly
+            pos = {k: r for r, k in enumerate(missing)}
+            return new[[pos[k] for k in keys]]
         r0 = self._append_rows(new)
-        index.update(zip(first, range(r0, r0 + len(first)), strict=True))
-        return [index[c] for c in codes]
+        index.update(zip(missing, range(r0, r0 + len(missing)), strict=True))
+        return [index[k] for k in keys]
 
     def _fold_one(self, toks: list[int], levels: int) -> np.ndarray:
         """Unnormalised distribution after levels ``1 .. levels`` for the bytes ``toks``."""

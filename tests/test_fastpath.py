@@ -121,6 +121,19 @@ def test_ngram_probs_tails_cdf() -> None:
         assert c.tobytes() == np.tile(cdf[:3], (2, 1)).tobytes()
 
 
+def test_ngram_cache_keys_check_tokens() -> None:
+    """The cache is keyed by ``bytes(tail)``: other context types are read token by token."""
+    m = NGramModel.train(b"abracadabra", 3)
+    want = m.probs([[97, 98]])
+    for ctx in (np.array([97, 98], dtype=np.int8), np.array([1, 97, 98]), (97, 98)):
+        assert m.probs([ctx]).tobytes() == want.tobytes()
+    assert m.probs([[np.int64(97), 98]]).tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match=r"contexts\[0\]\[1\] = -1: token out of range"):
+        m.probs([np.array([97, -1], dtype=np.int8)])
+    with pytest.raises(ValueError, match=r"contexts\[0\]\[1\] = 98.0: token must be an integer"):
+        m.probs([[97, 98.0]])  # even though [97, 98] is cached
+
+
 def test_ngram_probs_tails_cache_eviction() -> None:
     data = stdlib_corpus(("textwrap.py",))
     ref = NGramModel.train(data, 4)
