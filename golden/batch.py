@@ -1,10 +1,13 @@
 """Batched golden decoding: many independent sequences in lock step.
 
 :func:`speculative_generate_batch` runs ``B`` sequences through the same
-static tree shape at once, every numpy call covering the whole batch (one
-draft-model call per tree level and one target call per step for all
-sequences), which is how the chip serves a batch of up to ``SEQS``
-sequences and what makes large statistical runs cheap.
+static tree shape at once: the draft runs one draft-model call per tree
+level for all sequences, which is how the chip serves a batch of up to
+``SEQS`` sequences and what makes large statistical runs cheap. Acceptance
+then walks each sequence's tree with :func:`golden.accept.walk_step` (the
+decoder's own step), asking the target only for the rows of the nodes it
+visits when the target has ``probs_tails``, else scoring every node of every
+sequence in one target call.
 
 Sequence ``b`` uses exactly the random streams it would use alone
 (``LaneRNG(seeds[b], lanes)`` and its own draft ``Generator``), so its tokens
@@ -22,8 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from golden import accept as _acc
+from golden import plan as _plan
 from golden import tree as _tree
-from golden.accept import _finish_walk, _normalize_rows, check_arith, extra_token
+from golden.accept import check_arith
 from golden.decoder import DRAFT_STREAM, SpecResult, _check_common, _check_mode
 from golden.draft import (
     Model,
@@ -33,9 +37,9 @@ from golden.draft import (
     _draw_topk,
     check_children_rule,
     context_tail,
+    tails_fast_path,
 )
 from golden.rng import lane_states, xoshiro_step
-from golden.sampler import quantize
 
 __all__ = ["BatchLaneRNG", "speculative_generate_batch"]
 
@@ -52,6 +56,24 @@ class BatchLaneRNG:
 
     def next(self) -> np.ndarray:
         return xoshiro_step(self.state)
+
+
+def _tails_vec(
+    model: Model, contexts: list[list[int]], tokens: np.ndarray
+) -> tuple[np.ndarray, int] | None:
+    """``([tail, tokens] per sequence, w)`` for a model with ``probs_tails``, else ``None``.
+
+    Row ``a`` is the ``vec`` of :class:`golden.plan.TailGathers` for sequence ``a``.
+    """
+    first = tails_fast_path(model, contexts[0]) if contexts else None
+    if first is None:
+        return None
+    w = first[0]
+    vec = np.empty((tokens.shape[0], w + tokens.shape[1]), dtype=np.int64)
+    if w:
+        vec[:, :w] = [tails_fast_path(model, c)[1] for c in contexts]
+    vec[:, w:] = tokens
+    return vec, w
 
 
 def _static_parents(tree: TreePolicy | Sequence[int]) -> list[int]:
@@ -106,6 +128,7 @@ def speculative_generate_batch(
         )
     par = _static_parents(tree)
     S = _tree.structure(par)
+    pl = _plan.plan(par)
     n, V = S.n, int(target.vocab_size)
     n_lanes = int(lanes if lanes is not None else n)
     if n > n_lanes:
@@ -122,6 +145,7 @@ def speculative_generate_batch(
     internal = list(S.internal)
     ipos = np.full(n, -1, dtype=np.int64)
     ipos[internal] = np.arange(len(internal))
+    ipos_l = ipos.tolist()
     depth = max(S.depths)
     n_steps = 0
 
@@ -138,15 +162,23 @@ def speculative_generate_batch(
         tokens[:, 0] = [ctxs[b][-1] if ctxs[b] else -1 for b in active]
         pathmat = np.zeros((A, n, max(depth, 1)), dtype=np.int64)
         qmat = np.zeros((A, len(internal), V))
-        tails = [context_tail(draft, ctxs[b]) for b in active]
-        for d, nodes, k, kids, kid_parent in S.level_arrays:
+        dvec = _tails_vec(draft, [ctxs[b] for b in active], tokens)
+        if dvec is None:
+            tails = [context_tail(draft, ctxs[b]) for b in active]
+        for li, (d, nodes, k, kids, kid_parent) in enumerate(S.level_arrays):
             m, K = len(nodes), int(k.sum())
-            if d:
-                rows = pathmat[:, nodes, :d].tolist()
-                ctx = [tails[a] + r for a in range(A) for r in rows[a]]
+            if dvec is not None:  # the draft's fast path: one gather for the level
+                vec, w = dvec
+                vec[:, w:] = tokens
+                ctx_tails = vec[:, pl.gathers(w).levels[li]].reshape(A * m, w)
+                q = np.asarray(draft.probs_tails(ctx_tails), dtype=np.float64).reshape(A, m, V)
             else:
-                ctx = [tails[a] for a in range(A) for _ in range(m)]
-            q = np.asarray(draft.probs(ctx), dtype=np.float64).reshape(A, m, V)
+                if d:
+                    rows = pathmat[:, nodes, :d].tolist()
+                    ctx = [tails[a] + r for a in range(A) for r in rows[a]]
+                else:
+                    ctx = [tails[a] for a in range(A) for _ in range(m)]
+                q = np.asarray(draft.probs(ctx), dtype=np.float64).reshape(A, m, V)
             qmat[:, ipos[nodes]] = q
             if children == "iid":
                 # exactly golden.draft._draw_iid per sequence (same offsets, same rounding)
@@ -173,80 +205,54 @@ def speculative_generate_batch(
                 pathmat[:, kids, :d] = pathmat[:, kid_parent, :d]
             if d < pathmat.shape[2]:
                 pathmat[:, kids, d] = drawn
-        # ---- verify: one target call for every node of every sequence
-        ttails = [context_tail(target, ctxs[b]) for b in active]
+        # ---- verify, sequence by sequence: SPEC §3.1's walk (golden.accept.walk_step,
+        # as in speculative_generate), target rows of the visited nodes only when
+        # the target has probs_tails, else one target call for every node of every
+        # sequence
         ptoks = tokens.tolist()
-        ctx = [ttails[a] + [ptoks[a][j] for j in path] for a in range(A) for path in S.paths]
-        p = np.asarray(target.probs(ctx), dtype=np.float64).reshape(A, n, V)
-        lane_out = lane_rng.next()[:, :n]
-        # ---- pt / qt of every node (SPEC §3.2), vectorised over the batch
-        pt = np.zeros((A, n))
-        qt = np.zeros((A, n))
-        ai = np.arange(A)[:, None]
-        if greedy:
-            am = np.argmax(p, axis=2)
-            if n > 1:
-                pt[:, 1:] = tokens[:, 1:] == am[:, list(par[1:])]
-            qt[:, 1:] = 1.0
+        tvec = _tails_vec(target, [ctxs[b] for b in active], tokens)
+        if tvec is None:
+            ttails = [context_tail(target, ctxs[b]) for b in active]
+            ctx = [ttails[a] + [ptoks[a][j] for j in path] for a in range(A) for path in S.paths]
+            p = np.asarray(target.probs(ctx), dtype=np.float64).reshape(A, n, V)
         else:
-            P = p[:, internal].copy()
-            Q = None if children == "topk" else qmat.copy()
-            for rows, c, more in S.rank_groups:
-                x = tokens[:, c]
-                pt[:, c] = P[ai, rows[None, :], x]
-                qt[:, c] = 1.0 if Q is None else Q[ai, rows[None, :], x]
-                rows, x = rows[more], x[:, more]
-                if rows.size == 0:
-                    continue
-                Pr = P[:, rows]
-                if Q is None:
-                    Pr[ai, np.arange(rows.size)[None, :], x] = 0.0
-                    P[:, rows] = _normalize_rows(Pr.reshape(-1, V)).reshape(Pr.shape)
-                else:
-                    Qr = Q[:, rows]
-                    np.subtract(Pr, Qr, out=Pr)
-                    np.maximum(Pr, 0.0, out=Pr)
-                    P[:, rows] = _normalize_rows(Pr.reshape(-1, V)).reshape(Pr.shape)
-                    if children == "swor":
-                        Qr[ai, np.arange(rows.size)[None, :], x] = 0.0
-                        Q[:, rows] = _normalize_rows(Qr.reshape(-1, V)).reshape(Qr.shape)
-        if arith == "fixed":
-            u = (lane_out >> np.uint32(32 - rand_bits)).astype(np.int64)
-            pf, qf = quantize(pt, prob_bits), quantize(qt, prob_bits)
-            if rand_bits + prob_bits <= 62:
-                acc = u * qf < (pf << rand_bits)
-            else:
-                acc = np.array(
-                    [
-                        [
-                            int(a) * int(b) < (int(c) << rand_bits)
-                            for a, b, c in zip(*t, strict=True)
-                        ]
-                        for t in zip(u, qf, pf, strict=True)
-                    ]
-                )
-        else:
-            acc = lane_out.astype(np.float64) / 2.0**32 * qt < pt
-        # ---- per sequence: the accepted path and the extra token
+            vec, w = tvec
+            full = pl.gathers(w).full
+        lane_out = lane_rng.next()
         n_steps += 1
         for a, b in enumerate(active.tolist()):
-            dcs = _finish_walk(S, acc[a])
-            p_last = p[a, dcs.last]
-            if greedy:
-                x = int(np.argmax(p_last))
+            if tvec is None:
+
+                def p_row(j: int, pa=p[a]) -> np.ndarray:
+                    return pa[j]
+
             else:
-                qa = qmat[a] if internal else qmat[a].reshape(0, V)
-                res = _acc.residual_at(p[a], qa, par, tokens[a], dcs.last, children, q_index=ipos)
-                x = extra_token(
-                    res, p_last, int(lane_out[a, 0]), arith=arith, weight_bits=weight_bits
-                )
-            emitted = [ptoks[a][j] for j in dcs.path[1:]] + [x]
-            accepted[b].append(dcs.accepted)
+
+                def p_row(j: int, va=vec[a], full=full) -> np.ndarray:
+                    return np.asarray(target.probs_tails(va[full[j : j + 1]])[0], dtype=np.float64)
+
+            def q_row(j: int, qa=qmat[a]) -> np.ndarray:
+                return qa[ipos_l[j]]
+
+            emitted, path = _acc.walk_step(
+                pl,
+                p_row,
+                q_row,
+                ptoks[a],
+                lane_out[a],
+                children=children,
+                arith=arith,
+                greedy=greedy,
+                prob_bits=prob_bits,
+                rand_bits=rand_bits,
+                weight_bits=weight_bits,
+            )
+            accepted[b].append(len(path) - 1)
             outs[b].extend(emitted)
             ctxs[b].extend(emitted)
             if keep_steps:
                 steps[b].append(
-                    StepRecord(list(par), ptoks[a], dcs.last, dcs.path, dcs.accepted, emitted)
+                    StepRecord(list(par), ptoks[a], path[-1], path, len(path) - 1, emitted)
                 )
         keep = np.array([not done(b) for b in active.tolist()], dtype=bool)
         if not keep.all():

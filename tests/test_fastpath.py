@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from golden import accept, trees
 from golden import plan as P
+from golden.batch import speculative_generate_batch
 from golden.decoder import speculative_generate
 from golden.draft import draw_tree
 from golden.models import (
@@ -372,3 +373,20 @@ def test_synthetic_fast_equals_slow() -> None:
             ListsOnly(pair.target), ListsOnly(pair.draft), [1, 2, 3], 10**6, **kw
         )
         same(fast, slow)
+
+
+@pytest.mark.parametrize("children", ["iid", "swor", "topk"])
+def test_batch_fast_equals_slow(ngram_pair, children: str) -> None:
+    target, draft = ngram_pair
+    prompts = code_prompts(3, 20, seed=8) + [[]]
+    for tree in (trees.full_tree([3, 4, 4]), trees.sequoia_tree([0.5, 0.2, 0.1], 24, 5)[0]):
+        for arith in ("float", "fixed"):
+            kw = dict(
+                tree=tree, children=children, arith=arith, seeds=[4, 5, 6, 7], keep_steps=True
+            )
+            fast = speculative_generate_batch(target, draft, prompts, 20, **kw)
+            slow = speculative_generate_batch(
+                ListsOnly(target), ListsOnly(draft), prompts, 20, **kw
+            )
+            for a, b in zip(fast, slow, strict=True):
+                same(a, b)

@@ -90,10 +90,12 @@ def test_lossless(shape: str, children: str, arith: str) -> None:
 def test_broken_variant_fails(children: str, monkeypatch) -> None:
     """No residual: after a rejection the extra token comes from p_last. Must be caught."""
 
-    def no_residual(p, q, parents, tokens, node, children="iid", *, q_index=None):
-        return np.asarray(p[node], dtype=np.float64)
+    extra = accept._extra_fast  # the decoders' extra token: (residual, p_last, u32, ...)
 
-    monkeypatch.setattr(accept, "residual_at", no_residual)
+    def no_residual(res, p_last, u32, arith, weight_bits):
+        return extra(p_last, p_last, u32, arith, weight_bits)
+
+    monkeypatch.setattr(accept, "_extra_fast", no_residual)
     target, _ = models()
     joint = target.joint(PROMPT, L)
     counts = sample(CHAIN, children, "float")
