@@ -4,8 +4,11 @@ Every model here follows the ``Model`` protocol of :mod:`golden.draft`: it has
 ``vocab_size: int`` and ``probs(contexts) -> np.ndarray`` of shape
 ``(len(contexts), vocab_size)``, ``float64``, every row non-negative and summing
 to 1 (within 1e-9). Each also defines ``context_window``: it reads only the last
-``context_window`` tokens of a context, so callers may pass just those. All
-models are deterministic: the same context always gives the same row.
+``context_window`` tokens of a context, so callers may pass just those, and
+the fast path ``probs_tails(tails)``: the same rows for contexts given as one
+integer matrix of their last ``context_window`` tokens (:func:`tails_matrix`),
+which the decoder builds with one gather per tree level. All models are
+deterministic: the same context always gives the same row.
 
 Three families:
 
