@@ -4,11 +4,21 @@ One step of :func:`speculative_generate`:
 
 1. the tree policy builds the draft tree (the draft accelerator, behavioural:
    its own numpy ``Generator`` draws the draft tokens);
-2. the target model scores every node's context (the verifier);
-3. the verifier's residual-adjusted ``pt``/``qt`` and one parallel decision
-   pick the accepted path (:mod:`golden.accept`), and the extra token is drawn
-   from the residual of ``last``;
+2. the target model scores the nodes' contexts (the verifier) and the
+   accepted path is picked: SPEC §3.1's loop (:func:`golden.accept.walk_step`)
+   walks the tree from the root, testing children in index order; it needs
+   the target distribution only of the nodes it visits, and a target with
+   ``probs_tails`` is asked for just those (any other target scores every
+   node in one call). Its decisions, ``pt``/``qt`` and residuals are exactly
+   those of SPEC §3.2's parallel form (:func:`golden.accept.parallel_step`,
+   what the hardware computes; the tests check the two agree);
+3. the extra token is drawn from the residual of ``last``;
 4. the emitted tokens are appended to the context.
+
+Static shapes are drawn on a :class:`golden.plan.TreePlan` (index arrays
+computed once per shape), so a step is a short, fixed sequence of numpy
+calls; a draft with ``probs_tails`` gets each tree level's contexts with one
+gather.
 
 All acceptance randomness comes from :class:`golden.rng.LaneRNG` (lane ``i``
 for node ``i``, lane 0 for the extra token), advanced once per step, so with

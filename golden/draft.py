@@ -307,7 +307,7 @@ def _draw(
         else:
             d = lv.depth
             if d:
-                paths = lv.paths if whole else pl._ancestors[nodes, :d]
+                paths = lv.paths if whole else pl.ancestors[nodes, :d]
                 ctx = [ltail + r for r in tokens[paths].tolist()]
             else:
                 ctx = [ltail] * len(nodes)

@@ -148,6 +148,9 @@ class TreePlan:
         One per sibling rank.
     parent_pos : np.ndarray
         ``pos[parents[i]]`` for ``i = 1 .. n-1``.
+    ancestors : np.ndarray
+        ``(n, max(depth, 1))``: ``ancestors[i, j]`` is the node of ``i``'s path at
+        depth ``j + 1`` (``i`` itself at its own depth), 0 past it.
     """
 
     structure: _tree.Structure
@@ -162,7 +165,7 @@ class TreePlan:
     q_perm: np.ndarray
     ranks: tuple[RankGroup, ...]
     parent_pos: np.ndarray
-    _ancestors: np.ndarray = field(repr=False)
+    ancestors: np.ndarray = field(repr=False)
     _gathers: dict[int, TailGathers] = field(default_factory=dict, repr=False)
 
     def gathers(self, window: int) -> TailGathers:
@@ -178,7 +181,7 @@ class TreePlan:
         from_path = e[None, :] <= dep[:, None]
         # a path token: the ancestor at depth dep - e + 1 (the node itself for e = 1)
         col = np.clip(dep[:, None] - e[None, :], 0, None)
-        anc = np.take_along_axis(self._ancestors, col, axis=1) if w else col
+        anc = np.take_along_axis(self.ancestors, col, axis=1) if w else col
         full = np.where(from_path, w + anc, w - (e[None, :] - dep[:, None]))
         return TailGathers(
             full=full,
@@ -253,7 +256,7 @@ def _build(par: tuple[int, ...]) -> TreePlan:
         q_perm=level_pos[order],
         ranks=tuple(ranks),
         parent_pos=pos[np.asarray(S.parents[1:], dtype=np.int64)],
-        _ancestors=ancestors,
+        ancestors=ancestors,
     )
 
 
