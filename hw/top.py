@@ -1,0 +1,166 @@
+"""Chip top for co-simulation: the token tree manager and the KV-cache pool side by side.
+
+SPEC §1 names the orchestration subsystems this project builds in RTL: the
+token tree manager (§2, §3) and the shared KV-cache pool (§4). :class:`Top`
+instantiates :class:`hw.tree_manager.TreeManager` and
+:class:`hw.kv_pool.KVPool` in one design with every port of both brought out
+(prefixed ``tm_`` and ``kv_``), so that one Verilator build serves the chip
+model's whole ``rtl`` backend (:mod:`sim.rtl_backend`).
+"""
+
+from amaranth import Module
+from amaranth.lib import wiring
+
+from hw.common import check_param
+from hw.kv_pool import KVPool
+from hw.tree_manager import TreeManager
+
+__all__ = ["Top", "PARAMS", "TM_PORTS", "KV_PORTS"]
+
+#: parameter -> (default, lowest, highest): the union of both blocks' parameters
+#: (``N_NODES``: the tree manager's 4 .. 256 inside the pool's 2 .. 1024)
+PARAMS: dict[str, tuple[int, int, int]] = {
+    "N_NODES": (64, 4, 256),
+    "TOKEN_BITS": (17, 1, 17),
+    "PROB_BITS": (16, 8, 32),
+    "RAND_BITS": (16, 8, 32),
+    "WEIGHT_BITS": (16, 8, 32),
+    "LANES": (4, 1, 16),
+    "ENTRIES": (256, 2, 4096),
+    "PAGES": (256, 2, 4096),
+    "SEQS": (8, 1, 64),
+    "LAYER_BITS": (5, 1, 16),
+    "POS_BITS": (17, 1, 32),
+}
+
+#: ports of the tree manager, brought out as ``tm_<name>``
+TM_PORTS = ("seed", "busy", "advance", "i", "rows", "result", "tokens", "w", "extra", "error")
+#: ports of the KV pool, brought out as ``kv_<name>``
+KV_PORTS = (
+    "op",
+    "res",
+    "draft_q",
+    "draft_r",
+    "verify_q",
+    "verify_r",
+    "free_pages",
+    "valid_entries",
+    "error",
+)
+
+
+class Top(wiring.Component):
+    """The token tree manager and the shared KV-cache pool in one design (SPEC §1).
+
+    The two blocks share nothing but the clock and reset (on the chip the
+    sequencer moves ``path_mask`` from the tree manager's ``result`` to the
+    pool's ``COMMIT``; here the co-simulation does, as the chip model's
+    ``rtl`` backend). Every port of each block is a port of the top with the
+    same signature, named ``tm_<port>`` (:class:`hw.tree_manager.TreeManager`:
+    SPEC §2 mask rows, §3 acceptance, §3.4 RNG lanes, §3.5 token sampler) or
+    ``kv_<port>`` (:class:`hw.kv_pool.KVPool`: SPEC §4 operations, lookups,
+    status). In Verilog the stream ports are ``tm_i__valid``,
+    ``tm_i__ready``, ``tm_i__payload`` and so on; struct payloads are one
+    vector, fields from bit 0 in declaration order.
+
+    Latency and behaviour are the blocks' own (their docstrings; SPEC §6):
+    the top adds no logic and no register.
+
+    Parameters
+    ----------
+    N_NODES : int
+        Draft-tree nodes (SPEC §5), ``4 .. 256`` (the acceptance sampler's
+        range, inside the pool's ``2 .. 1024``). Default 64.
+    TOKEN_BITS, PROB_BITS, RAND_BITS, WEIGHT_BITS, LANES : int
+        Tree manager (SPEC §5): ``1 .. 17`` (17), ``8 .. 32`` (16),
+        ``8 .. 32`` (16), ``8 .. 32`` (16), ``1 .. 16`` (4).
+    ENTRIES, PAGES, SEQS, LAYER_BITS, POS_BITS : int
+        KV pool (SPEC §5): ``2 .. 4096`` (256), ``2 .. 4096`` (256),
+        ``1 .. 64`` (8), ``1 .. 16`` (5), ``1 .. 32`` (17).
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range or not an integer; the message quotes it.
+        Every parameter is checked before either block is built.
+
+    Members
+    -------
+    tm_seed, tm_busy, tm_advance, tm_i, tm_rows, tm_result, tm_tokens, tm_w, tm_extra, tm_error
+        The tree manager's ports (:class:`hw.tree_manager.TreeManager`).
+    kv_op, kv_res, kv_draft_q, kv_draft_r, kv_verify_q, kv_verify_r
+        The pool's operation, result and lookup streams (:class:`hw.kv_pool.KVPool`).
+    kv_free_pages, kv_valid_entries, kv_error
+        The pool's status counts and error pulse.
+    """
+
+    def __init__(
+        self,
+        *,
+        N_NODES: int = 64,
+        TOKEN_BITS: int = 17,
+        PROB_BITS: int = 16,
+        RAND_BITS: int = 16,
+        WEIGHT_BITS: int = 16,
+        LANES: int = 4,
+        ENTRIES: int = 256,
+        PAGES: int = 256,
+        SEQS: int = 8,
+        LAYER_BITS: int = 5,
+        POS_BITS: int = 17,
+    ) -> None:
+        # every parameter checked before any block is built (no half-built blocks)
+        given = {
+            "N_NODES": N_NODES,
+            "TOKEN_BITS": TOKEN_BITS,
+            "PROB_BITS": PROB_BITS,
+            "RAND_BITS": RAND_BITS,
+            "WEIGHT_BITS": WEIGHT_BITS,
+            "LANES": LANES,
+            "ENTRIES": ENTRIES,
+            "PAGES": PAGES,
+            "SEQS": SEQS,
+            "LAYER_BITS": LAYER_BITS,
+            "POS_BITS": POS_BITS,
+        }
+        for name, (_default, lo, hi) in PARAMS.items():
+            setattr(self, name, check_param(name, given[name], lo, hi))
+        self.tm = TreeManager(
+            N_NODES=N_NODES,
+            TOKEN_BITS=TOKEN_BITS,
+            PROB_BITS=PROB_BITS,
+            RAND_BITS=RAND_BITS,
+            WEIGHT_BITS=WEIGHT_BITS,
+            LANES=LANES,
+        )
+        self.kv = KVPool(
+            ENTRIES=ENTRIES,
+            PAGES=PAGES,
+            SEQS=SEQS,
+            N_NODES=N_NODES,
+            LAYER_BITS=LAYER_BITS,
+            POS_BITS=POS_BITS,
+        )
+        members = {}
+        for prefix, block, names in (("tm", self.tm, TM_PORTS), ("kv", self.kv, KV_PORTS)):
+            sig = block.signature.members
+            if set(sig) != set(names):  # a block grew or lost a port: bring it out here
+                raise RuntimeError(f"{prefix}: ports {sorted(sig)} != {sorted(names)}")
+            members.update({f"{prefix}_{n}": sig[n] for n in names})
+        super().__init__(members)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.tree_manager = self.tm
+        m.submodules.kv_pool = self.kv
+        for prefix, block, names in (("tm", self.tm, TM_PORTS), ("kv", self.kv, KV_PORTS)):
+            for n in names:
+                member = block.signature.members[n]
+                outer, inner = getattr(self, f"{prefix}_{n}"), getattr(block, n)
+                if member.is_signature:
+                    wiring.connect(m, wiring.flipped(outer), inner)
+                elif member.flow == wiring.Out:
+                    m.d.comb += outer.eq(inner)
+                else:
+                    m.d.comb += inner.eq(outer)
+        return m
