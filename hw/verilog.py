@@ -33,6 +33,7 @@ BLOCKS: dict[str, str] = {
     "token_sampler": "hw.token_sampler:TokenSampler",
     "tree_manager": "hw.tree_manager:TreeManager",
     "kv_pool": "hw.kv_pool:KVPool",
+    "specdecode_top": "hw.top:Top",
 }
 
 
