@@ -1,0 +1,347 @@
+"""The topology optimiser and the speculation fallback of the chip's tree builder.
+
+The architecture article's tree builder re-shapes the draft tree from what it
+observes: every ``K`` steps it re-estimates the per-child (positional)
+acceptance vector (:mod:`golden.trees`, "Positional acceptance model") from the
+recent steps and re-solves the Sequoia dynamic program for the tree shape.
+:class:`TopologyOptimiser` does that *hardware-aware*: it solves the DP for
+every node budget in ``budgets`` and keeps the tree with the highest projected
+tokens per second on the chip's own timing (:func:`sim.perf.step_time` on the
+profile), not simply the largest tree. Plain decoding (the root alone) is one
+of the candidates: when the measured acceptance makes speculation slower than
+plain decoding on this chip, the tree shrinks to the root (**fallback**).
+
+Statistics
+    A sliding window of the last ``window`` steps that tested at least one
+    child (per sibling rank: trials and hits, as
+    :func:`golden.trees.estimate_acceptance` counts them). The DP's acceptance
+    vector is the window's estimate smoothed towards ``initial_acc`` with
+    ``prior_weight`` pseudo-trials per rank (as :class:`golden.trees.AdaptiveSequoia`
+    does), so a rank seen rarely keeps its prior; the fallback decision uses
+    the raw estimate (no prior: a prior would keep speculating forever on a
+    draft that is never right).
+Fallback and recovery
+    A candidate's projected rate is ``(E + 1) / T``: ``E`` its expected
+    accepted draft tokens (:func:`golden.trees.expected_accepted`), ``T`` its
+    step time. The best candidate under the smoothed estimate is kept unless
+    its rate under the raw estimate does not beat plain decoding, in which case
+    the chip decodes plainly. Entering plain decoding clears the window (its
+    steps describe a regime that is gone); while plain, the step before every
+    re-solve is a *probe*: a chain of ``probe_depth`` draft tokens (cheap on
+    this chip: the verifier streams the same weights for 1 or 2 nodes), whose
+    outcome alone decides at the re-solve whether acceptance has recovered.
+
+The optimiser is a :class:`golden.draft.TreePolicy`: its shapes depend only on
+the steps it observes, so ``golden.decoder.speculative_generate(tree=
+TopologyOptimiser(...))`` reproduces the chip's tokens exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden import tree as _tree
+from golden import trees as _trees
+from golden.draft import StepRecord, TreePolicy
+from sim import perf
+
+__all__ = ["Decision", "TopologyOptimiser", "DEFAULT_BUDGETS"]
+
+#: Node budgets (root included) the optimiser tries, capped at its ``n_nodes``.
+DEFAULT_BUDGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One re-solve of the optimiser.
+
+    Attributes
+    ----------
+    step : int
+        Steps observed when it was made.
+    mode : str
+        ``"spec"`` or ``"plain"`` (fallback) after the decision.
+    n_nodes, depth : int
+        The chosen tree (``1, 0`` when plain).
+    expected : float
+        Its expected accepted draft tokens under the smoothed estimate.
+    rate_spec, rate_plain : float
+        Projected tokens/s of the best speculative candidate (under the raw
+        estimate) and of plain decoding.
+    acc, acc_raw : tuple[float, ...]
+        Smoothed and raw per-rank acceptance estimates.
+    """
+
+    step: int
+    mode: str
+    n_nodes: int
+    depth: int
+    expected: float
+    rate_spec: float
+    rate_plain: float
+    acc: tuple[float, ...]
+    acc_raw: tuple[float, ...]
+
+
+def _int(name: str, value: object, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
+        raise ValueError(f"{name} = {value!r}: must be an integer >= {lo}")
+    return int(value)
+
+
+def _rank_counts(record: StepRecord, kmax: int) -> tuple[np.ndarray, np.ndarray]:
+    hits = np.zeros(kmax, dtype=np.int64)
+    trials = np.zeros(kmax, dtype=np.int64)
+    _trees._count_record(record, hits, trials)
+    return hits, trials
+
+
+class TopologyOptimiser(TreePolicy):
+    """Sequoia DP re-solved every ``update_every`` steps, hardware-aware, with fallback.
+
+    Parameters
+    ----------
+    profile : perf.Profile or str
+        The timing profile the candidates are ranked on.
+    n_nodes : int
+        Largest tree, root included (``>= 1``; the chip's ``N_NODES`` or less).
+    max_depth : int
+        Largest draft-node depth, ``>= 1``.
+    initial_acc : sequence of float
+        Acceptance vector before any observation, also the prior.
+    overlap : str
+        Overlap mode of the timing (one of the profile's).
+    update_every : int
+        ``K``: steps between re-solves, ``>= 1``.
+    window : int
+        Steps (that tested a child) in the statistics window, ``>= 1``.
+    prior_weight : float
+        Pseudo-trials per rank at ``initial_acc``, ``>= 0``.
+    max_children : int
+        Ranks tracked, ``>= 1``.
+    context_len : int or None
+        Context of the timing (default: the profile's stated workload).
+    budgets : sequence of int or None
+        Node budgets tried (default :data:`DEFAULT_BUDGETS` up to ``n_nodes``).
+    fallback : bool
+        Allow plain decoding (``False``: plain decoding is never chosen).
+    probe_depth : int
+        Draft tokens of a probe chain while plain, ``>= 1``.
+
+    Attributes
+    ----------
+    history : list[Decision]
+        Every re-solve, the initial solve first.
+    mode : str
+        ``"spec"`` or ``"plain"``.
+    n_observed : int
+        Steps observed.
+    """
+
+    def __init__(
+        self,
+        profile: perf.Profile | str,
+        n_nodes: int,
+        max_depth: int,
+        initial_acc: Sequence[float],
+        *,
+        overlap: str = "none",
+        update_every: int = 16,
+        window: int = 32,
+        prior_weight: float = 2.0,
+        max_children: int = 8,
+        context_len: int | None = None,
+        budgets: Sequence[int] | None = None,
+        fallback: bool = True,
+        probe_depth: int = 1,
+    ) -> None:
+        self.profile = perf.load_profile(profile) if isinstance(profile, str) else profile
+        if not isinstance(self.profile, perf.Profile):
+            raise ValueError(f"profile = {profile!r}: must be a Profile or a profile name")
+        if overlap not in self.profile.overlap_modes:
+            raise ValueError(
+                f"overlap = {overlap!r}: profile {self.profile.name} supports "
+                f"{', '.join(self.profile.overlap_modes)}"
+            )
+        self.overlap = overlap
+        self.n_nodes = _int("n_nodes", n_nodes, 1)
+        self.max_depth = _int("max_depth", max_depth, 1)
+        self.update_every = _int("update_every", update_every, 1)
+        self.window = _int("window", window, 1)
+        self.max_children = _int("max_children", max_children, 1)
+        self.probe_depth = _int("probe_depth", probe_depth, 1)
+        if self.probe_depth + 1 > self.n_nodes and self.n_nodes > 1:
+            raise ValueError(
+                f"probe_depth = {probe_depth!r}: a probe of {self.probe_depth + 1} nodes "
+                f"does not fit n_nodes = {self.n_nodes}"
+            )
+        init = _trees._check_acc(initial_acc, "initial_acc")
+        if init.size > self.max_children:
+            raise ValueError(
+                f"initial_acc = {init.tolist()!r}: {init.size} entries, more than "
+                f"max_children = {self.max_children}"
+            )
+        try:
+            w = float(prior_weight)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"prior_weight = {prior_weight!r}: must be a number >= 0") from exc
+        if not (math.isfinite(w) and w >= 0):
+            raise ValueError(f"prior_weight = {prior_weight!r}: must be a finite number >= 0")
+        self.prior_weight = w
+        self.prior = np.zeros(self.max_children)
+        self.prior[: init.size] = init
+        ctx = self.profile.workload.context_len if context_len is None else context_len
+        self.context_len = _int("context_len", ctx, 0)
+        if budgets is None:
+            budgets = [b for b in DEFAULT_BUDGETS if b <= self.n_nodes]
+            if self.n_nodes not in budgets:
+                budgets.append(self.n_nodes)
+        bl = sorted({_int("budgets[]", b, 1) for b in budgets})
+        if not bl or bl[-1] > self.n_nodes:
+            raise ValueError(f"budgets = {list(budgets)!r}: must be in 1 .. n_nodes = {n_nodes}")
+        self.budgets = tuple(bl)
+        self.fallback = bool(fallback)
+        self.max_nodes = self.n_nodes
+        self.n_observed = 0
+        self.mode = "spec"
+        self.history: list[Decision] = []
+        self._win: deque[tuple[np.ndarray, np.ndarray]] = deque()
+        self._hits = np.zeros(self.max_children, dtype=np.int64)
+        self._trials = np.zeros(self.max_children, dtype=np.int64)
+        self._time_cache: dict[tuple[int, int, int, int], float] = {}
+        self._parents: list[int] = [-1]
+        self._resolve(initial=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"TopologyOptimiser({self.profile.name!r}, {self.n_nodes}, {self.max_depth}, "
+            f"{self.prior.tolist()!r}, overlap={self.overlap!r}, "
+            f"update_every={self.update_every})"
+        )
+
+    # ------------------------------------------------------------------ estimates
+    def raw_estimate(self) -> np.ndarray:
+        """Hits / trials per rank over the window (0 where a rank had no trial)."""
+        est = np.zeros(self.max_children)
+        np.divide(self._hits, self._trials, out=est, where=self._trials > 0)
+        return est
+
+    def current_estimate(self) -> np.ndarray:
+        """The window's estimate smoothed towards the prior (the DP's vector)."""
+        num = self._hits + self.prior_weight * self.prior
+        den = self._trials + self.prior_weight
+        est = np.zeros(self.max_children)
+        np.divide(num, den, out=est, where=den > 0)
+        return _normalised(est)
+
+    # ------------------------------------------------------------------ timing
+    def step_us(self, parents: Sequence[int], expected: float) -> float:
+        """Projected step time (us) of a tree on the profile (cached per shape class)."""
+        n = len(parents)
+        depth = max(_tree.depths(parents))
+        evals = perf.draft_evals_of(parents)
+        acc = min(depth, int(round(expected)))
+        key = (n, depth, evals, acc)
+        t = self._time_cache.get(key)
+        if t is None:
+            st = perf.step_time(
+                self.profile,
+                tree_nodes=n,
+                tree_depth=depth,
+                accepted=acc,
+                context_len=self.context_len,
+                overlap=self.overlap,
+                draft_evals=evals,
+            )
+            t = self._time_cache[key] = st.total_us
+        return t
+
+    def _resolve(self, initial: bool = False) -> None:
+        est = self.current_estimate()
+        raw = _normalised(self.raw_estimate())
+        plain_rate = 1e6 / self.step_us([-1], 0.0)
+        best: tuple[float, list[int], float] | None = None
+        for b in self.budgets:
+            if b < 2:
+                continue
+            par, e = _trees.sequoia_tree(est, b, self.max_depth)
+            if len(par) < 2:
+                continue
+            rate = (e + 1.0) * 1e6 / self.step_us(par, e)
+            if best is None or rate > best[0]:
+                best = (rate, par, e)
+        mode, par, e, rate_raw = "plain", [-1], 0.0, 0.0
+        if best is not None:
+            _, par, e = best
+            e_raw = _trees.expected_accepted(par, raw)
+            rate_raw = (e_raw + 1.0) * 1e6 / self.step_us(par, e_raw)
+            if not self.fallback or initial:
+                speculate = True
+            elif not self._trials[0]:  # no evidence since the last change: keep the mode
+                speculate = self.mode == "spec"
+            else:
+                speculate = rate_raw > plain_rate and best[0] > plain_rate
+            if speculate:
+                mode = "spec"
+            else:
+                par, e = [-1], 0.0
+        if mode == "plain" and self.mode != "plain":
+            self._win.clear()  # the window describes a regime that is gone
+            self._hits[:] = 0
+            self._trials[:] = 0
+        self.mode = mode
+        self._parents = list(par)
+        self.history.append(
+            Decision(
+                self.n_observed,
+                mode,
+                len(par),
+                max(_tree.depths(par)),
+                float(e),
+                float(rate_raw),
+                float(plain_rate),
+                tuple(float(x) for x in est),
+                tuple(float(x) for x in raw),
+            )
+        )
+
+    # ------------------------------------------------------------------ TreePolicy
+    def is_probe_step(self) -> bool:
+        """True if the next step is a probe (plain mode, the step before a re-solve)."""
+        return (
+            self.mode == "plain"
+            and self.n_nodes > 1
+            and (self.n_observed + 1) % self.update_every == 0
+        )
+
+    def parents(self) -> list[int]:
+        if self.is_probe_step():
+            return _trees.chain(self.probe_depth)
+        return list(self._parents)
+
+    def observe(self, record: StepRecord) -> None:
+        hits, trials = _rank_counts(record, self.max_children)
+        if trials.any():
+            self._win.append((hits, trials))
+            self._hits += hits
+            self._trials += trials
+            if len(self._win) > self.window:
+                h, t = self._win.popleft()
+                self._hits -= h
+                self._trials -= t
+        self.n_observed += 1
+        if self.n_observed % self.update_every == 0:
+            self._resolve()
+
+
+def _normalised(est: np.ndarray) -> np.ndarray:
+    est = np.clip(est, 0.0, 1.0)
+    s = float(est.sum())
+    if s > 1.0:
+        est = est / s
+    return est
