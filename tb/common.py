@@ -354,11 +354,13 @@ def run_block(
     testcase: str | None = None,
     extra_env: dict | None = None,
     build_args: tuple[str, ...] = (),
+    public: tuple[str, ...] | None = None,
 ) -> None:
     """Build block ``block`` with ``hdl_params`` (once per parameter set) and run
     the cocotb tests of ``test_module`` (or just ``testcase``) on it.
     ``build_args`` go to Verilator (``("-CFLAGS", "-O0")`` compiles a large
-    design's C++ several times faster)."""
+    design's C++ several times faster). ``public``: a lean build where cocotb
+    sees only the ports and these internal signals (:func:`tb.toolchain.build`)."""
     from hw import verilog
     from tb import toolchain
 
@@ -366,7 +368,9 @@ def run_block(
     tag = verilog.suffix(hdl_params)
     src = verilog.write(block, hdl_params, out=REPO / "build" / "verilog" / "tb")
     waves = os.environ.get("WAVES", "") == "1"
-    bdir = toolchain.build(f"{block}{tag}", [src], block, waves=waves, build_args=build_args)
+    bdir = toolchain.build(
+        f"{block}{tag}", [src], block, waves=waves, build_args=build_args, public=public
+    )
     seed = os.environ.get("SIM_SEED")
     env = {"TB_PARAMS": json.dumps(full), **(extra_env or {})}
     run_dir = RUNS / f"{block}{tag}" / (testcase or "all")

@@ -17,11 +17,10 @@ import time
 from pathlib import Path
 
 from tb.common import REPO, RUNS, run_block
+from tb.test_kv_pool import PUBLIC
 
 REPORT = REPO / "build" / "reports" / "kv_soak.json"
 TESTCASE = "random_ops/idle=none/backpressure=none"
-#: optimised C++ (the default -Os): ~10 minutes to build, several times faster to run
-SOAK_BUILD_ARGS: tuple[str, ...] = ()
 
 
 def _follow(log: Path, stop: threading.Event) -> None:
@@ -57,7 +56,7 @@ def main() -> int:
             "tb.test_kv_pool",
             testcase=TESTCASE,
             extra_env={"KV_OPS": str(ops), "KV_REPORT": str(REPORT)},
-            build_args=SOAK_BUILD_ARGS,
+            public=PUBLIC,
         )
     except AssertionError as exc:
         failed = exc

@@ -38,11 +38,9 @@ from golden.kvcache import BlockTable, KVErr, KVError
 from hw.kv_pool import ErrorCode, Op, op_layout, query_layout, reply_layout, result_layout
 from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
 
-#: random operations per parameter set in ``make test`` (the issue asks >= 100k)
+#: random operations per parameter set in ``make test`` (the issue asks >= 100k);
+#: ``make soak`` runs 1M at the defaults
 OPS = 100_000
-#: ... except at 256 entries, where the Verilator model runs ~360 operations/s
-#: (one cycle evaluates ~12 MB of generated C++): 20k here, 1M in ``make soak``
-OPS_BIG = 20_000
 #: full-table comparison period, in operations
 STATE_EVERY = 2_000
 #: operation mix (relative weights) of the random test
@@ -901,12 +899,12 @@ if cocotb is not None:
 
 
 # ----------------------------------------------------------------------------- pytest
-#: the 256-entry table is ~10 MB of C++: unoptimised it compiles in ~45 s instead
-#: of ~6 min, and the simulation speed is set by cocotb, not by the C++
-BUILD_ARGS = ("-CFLAGS", "-O0")
+#: what the scoreboard reads besides the ports (a lean Verilator build: every
+#: other signal is Verilator's to optimise, see tb.toolchain.build)
+PUBLIC = ("valid", "committed", "free_p", "seqs_b*", "layer_b*", "pos_b*", "owner_b*", "page_b*")
 
-#: parameter sets: ENTRIES / PAGES in {16, 64} x SEQS in {1, 8}, the defaults (256 / 256,
-#: SEQS 8), plus odd sizes
+#: parameter sets: ENTRIES / PAGES in {16, 64, 256} x SEQS in {1, 8} (256 / 256 / 8 /
+#: 64: the defaults), plus odd sizes
 #: (non-power-of-two SEQS and N_NODES make the range errors reachable; ENTRIES !=
 #: PAGES makes "no free page" and "table full" distinct)
 PARAM_SETS = [
@@ -914,6 +912,7 @@ PARAM_SETS = [
     {"ENTRIES": 16, "PAGES": 16, "SEQS": 8, "N_NODES": 8},
     {"ENTRIES": 64, "PAGES": 64, "SEQS": 1, "N_NODES": 16},
     {"ENTRIES": 64, "PAGES": 64, "SEQS": 8, "N_NODES": 64},
+    {"ENTRIES": 256, "PAGES": 256, "SEQS": 1, "N_NODES": 16},
     {"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 64},
     {"ENTRIES": 24, "PAGES": 16, "SEQS": 3, "N_NODES": 6, "LAYER_BITS": 2, "POS_BITS": 4},
 ]
@@ -921,8 +920,7 @@ PARAM_SETS = [
 
 @pytest.mark.parametrize("hdl", PARAM_SETS, ids=lambda d: "-".join(f"{v}" for v in d.values()))
 def test_kv_pool(hdl: dict) -> None:
-    big = hdl["ENTRIES"] >= 128
-    env = {"KV_OPS": os.environ.get("KV_OPS", str(OPS_BIG if big else OPS))}
-    run_block(
-        "kv_pool", hdl, "tb.test_kv_pool", extra_env=env, build_args=BUILD_ARGS if big else ()
-    )
+    # the odd-size set is extra to the issue's six: a fifth of the operations
+    ops = OPS if hdl["ENTRIES"] in (16, 64, 256) else OPS // 5
+    env = {"KV_OPS": os.environ.get("KV_OPS", str(ops))}
+    run_block("kv_pool", hdl, "tb.test_kv_pool", extra_env=env, public=PUBLIC)

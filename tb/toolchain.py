@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,6 +89,32 @@ def _key(name: str, sources: Sequence[Path], parameters: Mapping[str, object]) -
     return f"{name}-{h.hexdigest()[:12]}"
 
 
+def _ports(sources: Sequence[Path], module: str) -> list[str]:
+    """Port names of ``module`` in Amaranth-generated Verilog ``sources``."""
+    for source in sources:
+        text = Path(source).read_text()
+        m = re.search(rf"^module {re.escape(module)}\((.*?)\);", text, re.M | re.S)
+        if m is not None:
+            return [p.strip().lstrip("\\") for p in m.group(1).split(",") if p.strip()]
+    raise ValueError(f"toplevel = {module!r}: no such module in {[str(s) for s in sources]}")
+
+
+def _runner(lean: bool):
+    """cocotb's Verilator runner; ``lean`` drops its hard-coded ``--public-flat-rw``."""
+    from cocotb_tools.runner import Verilator
+
+    if not lean:
+        return Verilator()
+
+    class LeanVerilator(Verilator):
+        def _build_command(self):  # type: ignore[override]
+            cmds = super()._build_command()
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            return cmds
+
+    return LeanVerilator()
+
+
 def build(
     name: str,
     sources: Sequence[Path],
@@ -96,25 +123,52 @@ def build(
     parameters: Mapping[str, object] | None = None,
     build_args: Sequence[str] = (),
     waves: bool = False,
+    public: Sequence[str] | None = None,
 ) -> Path:
     """Build a Verilator simulation once per (sources, parameters); return its folder.
 
     Safe to call from many pytest-xdist workers at once: the first builds, the
     others wait on a file lock and reuse the result.
-    """
-    from cocotb_tools.runner import get_runner
 
+    ``public``: ``None`` builds as cocotb does by default, every signal visible
+    (``--public-flat-rw``). A list of names (Verilator wildcards allowed) builds
+    a lean model instead: only the toplevel's ports and those signals of the
+    toplevel module are visible to cocotb (a generated ``public.vlt``), so
+    Verilator optimises everything else. On a 256-entry KV pool this is ~5x
+    less C++ work per cycle and a third less code to compile.
+    """
     setup_env()
     params = dict(parameters or {})
-    key = _key(name, sources, {**params, "_waves": waves, "_args": tuple(build_args)})
+    lean = public is not None
+    key = _key(
+        name,
+        sources,
+        {
+            **params,
+            "_waves": waves,
+            "_args": tuple(build_args),
+            "_public": None if public is None else tuple(public),
+        },
+    )
     bdir = BUILD / "sim" / key
     bdir.mkdir(parents=True, exist_ok=True)
     with open(bdir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (bdir / ".built").exists():
-            runner = get_runner("verilator")
+            srcs = [str(s) for s in sources]
+            if lean:
+                names = _ports(sources, toplevel) + list(public or ())
+                vlt = bdir / "public.vlt"
+                vlt.write_text(
+                    "`verilator_config\n"
+                    + "".join(
+                        f'public_flat_rw -module "{toplevel}" -var "{n}"\n' for n in names
+                    )
+                )
+                srcs.append(str(vlt))
+            runner = _runner(lean)
             runner.build(
-                sources=[str(s) for s in sources],
+                sources=srcs,
                 hdl_toplevel=toplevel,
                 build_dir=str(bdir),
                 build_args=["-O1", "-Wno-fatal", *build_args],
