@@ -639,7 +639,7 @@ class Chip:
             from sim.rtl_backend import open_rtl
         except ImportError as exc:  # pragma: no cover - depends on the tree's state
             raise ValueError(f"backend = 'rtl': sim.rtl_backend is not available ({exc})") from exc
-        with open_rtl(vocab=self.vocab, **kw) as (tm, kv):
+        with open_rtl(**kw) as (tm, kv):
             handed = []
 
             def make_rtl() -> TreeManagerBackend:
