@@ -42,6 +42,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -53,7 +54,7 @@ from sim import perf
 __all__ = ["Decision", "TopologyOptimiser", "DEFAULT_BUDGETS"]
 
 #: Node budgets (root included) the optimiser tries, capped at its ``n_nodes``.
-DEFAULT_BUDGETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024)
+DEFAULT_BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,13 @@ def _int(name: str, value: object, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
         raise ValueError(f"{name} = {value!r}: must be an integer >= {lo}")
     return int(value)
+
+
+@lru_cache(maxsize=4096)
+def _sequoia(acc: tuple[float, ...], budget: int, depth: int) -> tuple[tuple[int, ...], float]:
+    """:func:`golden.trees.sequoia_tree`, cached (the initial solve repeats every run)."""
+    par, e = _trees.sequoia_tree(acc, budget, depth)
+    return tuple(par), e
 
 
 def _rank_counts(record: StepRecord, kmax: int) -> tuple[np.ndarray, np.ndarray]:
@@ -269,7 +277,8 @@ class TopologyOptimiser(TreePolicy):
         for b in self.budgets:
             if b < 2:
                 continue
-            par, e = _trees.sequoia_tree(est, b, self.max_depth)
+            par, e = _sequoia(tuple(est.tolist()), b, self.max_depth)
+            par = list(par)
             if len(par) < 2:
                 continue
             rate = (e + 1.0) * 1e6 / self.step_us(par, e)
