@@ -1,0 +1,792 @@
+"""The chip model's ``rtl`` backend: ``hw/top.py`` simulated on Verilator through cocotb.
+
+:func:`open_rtl` builds ``specdecode_top`` (:class:`hw.top.Top`: the token
+tree manager and the KV-cache pool side by side) for one parameter set
+(Verilog and the Verilator model are cached under ``build/``), starts the
+co-simulation in a child process and yields the two backends of
+:mod:`sim.backend`, which share that one simulation:
+
+* :class:`RTLTreeManager` (:class:`sim.backend.TreeManagerBackend`);
+* :class:`RTLKVPool` (:class:`sim.backend.KVBackend`).
+
+How it runs. The child process runs ``python -m tb.cosim_top`` through
+:func:`tb.toolchain.run` (the one place that sets up Verilator's
+environment); cocotb loads :mod:`tb.cosim_top` inside the simulator, whose
+test connects back over a Unix socket (``COSIM_ADDR``) and serves one request
+per backend call: it drives the top-level ports cycle by cycle for as long as
+the operation takes and returns the outputs and the cycles they came at on
+the simulated clock. Requests and replies are pickled dicts
+(:mod:`multiprocessing.connection` framing).
+
+Errors. Bad arguments raise ``ValueError`` naming the field before anything
+is sent (as the golden functions do); the pool's RTL ``error`` results raise
+:class:`golden.kvcache.KVError` with the RTL's ``code`` (numbered as
+``KVErr``), the table unchanged. A simulation that dies, hangs past
+``timeout`` or is closed raises :class:`RTLSimError` (a ``RuntimeError``)
+with the tail of its log; the child's process group is then ended.
+
+Deviation (the RTL's, SPEC §4.3, README): a commit that would leave a
+sequence two committed entries at one ``(layer, pos)`` is not detected (the
+golden model raises ``KVErr.TWO_COMMITTED``); the chip's commits use an
+ancestor chain, which cannot cause it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import operator
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import numpy as np
+
+from golden import tree as _tree
+from golden.kvcache import KVErr, KVError
+from sim.backend import Query, TreeStep
+
+__all__ = [
+    "RTLSimError",
+    "RTLTreeManager",
+    "RTLKVPool",
+    "Cosim",
+    "open_rtl",
+    "build_top",
+    "hdl_params",
+]
+
+REPO = Path(__file__).resolve().parent.parent
+MODULE = "specdecode_top"
+VERILOG_OUT = REPO / "build" / "verilog" / "cosim"
+RUNS = REPO / "build" / "sim_runs" / "cosim"
+#: Verilator C++ flags: unoptimised C++ compiles several times faster (a
+#: 256-entry pool: minutes instead of ~10), and cocotb sets the speed
+DEFAULT_BUILD_ARGS: tuple[str, ...] = ("-CFLAGS", "-O0")
+#: seconds the simulator may take to start and connect (at least; ``timeout`` if longer)
+START_TIMEOUT = 120.0
+
+_OPS = {"insert": 0, "commit": 1, "fork": 2, "release": 3}
+_ERR_TEXT = {
+    KVErr.SEQ_RANGE: "seq out of range",
+    KVErr.DST_RANGE: "dst out of range",
+    KVErr.OWNER_RANGE: "owner out of range",
+    KVErr.SEEN_COMMITTED: "seq already sees a committed entry at (layer, pos)",
+    KVErr.SPEC_DUP: "this speculative (seq, layer, pos, owner) entry already exists",
+    KVErr.TABLE_FULL: "table full (no free entry)",
+    KVErr.NO_PAGE: "no free page",
+    KVErr.NO_SPEC: "seq has no speculative entry",
+    KVErr.ROOT_CLEAR: "accept bit 0 (the root) is clear",
+    KVErr.SAME_SEQ: "src and dst must differ",
+    KVErr.SRC_EMPTY: "src sees no committed entry",
+    KVErr.DST_BUSY: "dst already sees an entry",
+    KVErr.NOTHING_SEEN: "seq sees no entry",
+}
+
+
+class RTLSimError(RuntimeError):
+    """The co-simulation failed: it died, hung, was closed, or the RTL misbehaved."""
+
+
+# ----------------------------------------------------------------------------- build
+def hdl_params(**params: int) -> dict[str, int]:
+    """Lower-case :func:`open_rtl` parameters -> ``Top``'s, validated (``ValueError``
+    naming the lower-case parameter and quoting its value)."""
+    from hw.top import PARAMS
+
+    out = {}
+    for name, (default, lo, hi) in PARAMS.items():
+        v = params.pop(name.lower(), default)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"{name.lower()} = {v!r}: must be an integer in {lo} .. {hi}")
+        if not lo <= int(v) <= hi:
+            raise ValueError(f"{name.lower()} = {v!r}: must be in {lo} .. {hi}")
+        out[name] = int(v)
+    if params:
+        raise ValueError(f"unknown parameter(s): {', '.join(sorted(params))}")
+    return out
+
+
+def _hw_digest() -> str:
+    """Hash of everything the top's Verilog depends on (hw/*.py, the Amaranth version)."""
+    import amaranth
+
+    h = hashlib.sha256(amaranth.__version__.encode())
+    for f in sorted((REPO / "hw").glob("*.py")):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _verilog(hdl: dict[str, int]) -> Path:
+    """``specdecode_top`` Verilog for ``hdl``, regenerated only when hw/ changed."""
+    from hw import verilog
+
+    tag = verilog.suffix(hdl)
+    VERILOG_OUT.mkdir(parents=True, exist_ok=True)
+    path = VERILOG_OUT / f"{MODULE}{tag}.v"
+    stamp = path.with_suffix(".stamp")
+    digest = _hw_digest()
+    if path.exists() and stamp.exists() and stamp.read_text() == digest:
+        return path
+    verilog.write(MODULE, hdl, out=VERILOG_OUT)
+    stamp.write_text(digest)
+    return path
+
+
+def build_top(hdl: dict[str, int], build_args: Sequence[str] = DEFAULT_BUILD_ARGS) -> Path:
+    """Verilator model of ``specdecode_top`` for ``hdl`` (``Top``'s parameter names);
+    cached under ``build/sim/``. Returns its build folder.
+
+    Built lean when :func:`tb.toolchain.build` supports it (only the top-level
+    ports visible to cocotb, which is all the co-simulation touches)."""
+    import inspect
+
+    from hw import verilog
+    from tb import toolchain
+
+    src = _verilog(hdl)
+    kw: dict = {"build_args": tuple(build_args)}
+    if "public" in inspect.signature(toolchain.build).parameters:
+        kw["public"] = ()
+    return toolchain.build(f"{MODULE}{verilog.suffix(hdl)}", [src], MODULE, **kw)
+
+
+# ----------------------------------------------------------------------------- process
+_counter = itertools.count()
+
+
+class Cosim:
+    """One running co-simulation of ``specdecode_top`` and its connection.
+
+    Parameters
+    ----------
+    hdl : dict
+        ``Top``'s parameters.
+    build_dir : Path
+        A build of ``specdecode_top`` with those parameters (:func:`build_top`).
+    timeout : float
+        Seconds a request may take before the simulation is declared hung,
+        ended, and :class:`RTLSimError` raised (the start-up may take
+        :data:`START_TIMEOUT` if that is longer).
+
+    Members
+    -------
+    cycle : int
+        Clock cycles simulated since reset (as of the last reply).
+    run_dir : Path
+        Where the simulator's log (``sim.log``) and the runner's (``runner.log``) go.
+    """
+
+    def __init__(self, hdl: dict[str, int], build_dir: Path, *, timeout: float = 600.0) -> None:
+        self.hdl = dict(hdl)
+        self.timeout = float(timeout)
+        self.cycle = 0
+        self.closed = False
+        self._conn: Connection | None = None
+        self._proc: subprocess.Popen | None = None
+        self._tmp = tempfile.mkdtemp(prefix="cosim-")
+        addr = os.path.join(self._tmp, "sock")
+        self.run_dir = RUNS / f"{os.getpid()}-{next(_counter)}"
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        self.run_dir.mkdir(parents=True)
+        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            lsock.bind(addr)
+            lsock.listen(1)
+            lsock.settimeout(0.2)
+            args = {
+                "build_dir": str(build_dir),
+                "test_dir": str(self.run_dir),
+                "params": self.hdl,
+                "addr": addr,
+            }
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+            with open(self.run_dir / "runner.log", "wb") as log:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "tb.cosim_top", json.dumps(args)],
+                    cwd=REPO,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: ended as one
+                )
+            self._finalizer = weakref.finalize(self, _end_group, self._proc, self._tmp)
+            start = max(self.timeout, START_TIMEOUT)
+            deadline = time.monotonic() + start
+            while True:
+                try:
+                    s, _ = lsock.accept()
+                    break
+                except TimeoutError:
+                    if self._proc.poll() is not None:
+                        self._fail(
+                            f"the simulator exited ({self._proc.returncode}) before connecting"
+                        )
+                    if time.monotonic() > deadline:
+                        self._fail(f"the simulator did not connect within {start:.0f} s")
+            s.setblocking(True)
+            self._conn = Connection(s.detach())
+        finally:
+            lsock.close()
+        hello = self._recv(timeout=start)
+        self.cycle = hello["cycle"]
+
+    # ------------------------------------------------------------------ requests
+    def check_open(self) -> None:
+        """``RTLSimError`` if the co-simulation is closed (or failed)."""
+        if self.closed or self._conn is None:
+            raise RTLSimError("the rtl co-simulation is closed")
+
+    def call(self, cmd: str, **req) -> dict:
+        """Send one request, wait for its reply (``RTLSimError`` on any failure)."""
+        self.check_open()
+        try:
+            self._conn.send({"cmd": cmd, **req})
+        except OSError as e:
+            self._fail(f"request {cmd!r}: the simulator is gone ({e})")
+        rep = self._recv(cmd)
+        self.cycle = rep["cycle"]
+        if "error" in rep:
+            self._fail(f"request {cmd!r} failed in the simulator:\n{rep['error']}")
+        return rep
+
+    def _recv(self, what: str = "start-up", timeout: float | None = None) -> dict:
+        assert self._conn is not None and self._proc is not None
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                if self._conn.poll(0.5):
+                    return self._conn.recv()
+            except (EOFError, OSError) as e:
+                self._fail(f"{what}: the simulator closed the connection ({type(e).__name__})")
+            if self._proc.poll() is not None:
+                self._fail(f"{what}: the simulator exited ({self._proc.returncode})")
+            if time.monotonic() > deadline:
+                self._fail(f"{what}: no reply within {limit:.0f} s (simulation hung?)")
+
+    def _log_tail(self, n: int = 3000) -> str:
+        out = []
+        for name in ("sim.log", "runner.log"):
+            f = self.run_dir / name
+            if f.exists():
+                text = f.read_text(errors="replace").strip()
+                if text:
+                    out.append(f"--- {f} (tail)\n{text[-n:]}")
+        return "\n".join(out)
+
+    def _fail(self, msg: str) -> None:
+        self._shutdown(graceful=False)
+        tail = self._log_tail()
+        raise RTLSimError(f"{msg}\n{tail}" if tail else msg)
+
+    # ------------------------------------------------------------------ shutdown
+    def close(self) -> None:
+        """Tell the simulator to finish, wait for it; end its process group if it does not."""
+        self._shutdown(graceful=True)
+
+    def _shutdown(self, graceful: bool) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            if graceful:
+                try:
+                    conn.send({"cmd": "quit"})
+                    if conn.poll(10):
+                        conn.recv()
+                except (OSError, EOFError):
+                    pass
+            conn.close()
+        proc = self._proc
+        if proc is not None and graceful:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
+        if hasattr(self, "_finalizer"):
+            self._finalizer()  # ends the group if still running, removes the socket folder
+        else:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    @property
+    def pid(self) -> int | None:
+        """The child process's id (also its process group's)."""
+        return None if self._proc is None else self._proc.pid
+
+    def __enter__(self) -> Cosim:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _end_group(proc: subprocess.Popen, tmp: str) -> None:
+    """End the child's process group (the runner and the simulator it started)."""
+    try:
+        if proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(proc.pid, sig)
+                    os.killpg(proc.pid, signal.SIGCONT)  # a stopped group acts on it too
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        else:  # the runner is gone; a simulator left in its group goes too
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- checks
+def _int(name: str, value: object, lo: int, hi: int) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} = {value!r}: must be an integer, not a bool")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} = {value!r}: must be an integer") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} = {v}: out of range {lo} .. {hi}")
+    return v
+
+
+def _vec(name: str, values: Sequence[int], n: int, bits: int) -> list[int]:
+    """``n`` integers of ``bits`` bits (index 0 included), ``ValueError`` naming the entry."""
+    try:
+        a = list(values)
+    except TypeError:
+        raise ValueError(f"{name} = {values!r}: must be a sequence of integers") from None
+    if len(a) != n:
+        raise ValueError(f"{name} has {len(a)} entries: expected {n}, one per node")
+    hi = (1 << bits) - 1
+    return [_int(f"{name}[{i}]", v, 0, hi) for i, v in enumerate(a)]
+
+
+# ----------------------------------------------------------------------------- tree manager
+class RTLTreeManager:
+    """:class:`sim.backend.TreeManagerBackend` on the RTL tree manager (``tm_*`` ports).
+
+    ``cycles`` of each :class:`~sim.backend.TreeStep` are counted on the
+    simulated clock, each phase as :mod:`sim.cycles` defines it (its table;
+    SPEC §6). With ``c(x)`` the cycle in which beat ``x`` is taken (at the
+    edge closing it; every output is always ready) and ``E(x)`` that edge:
+
+    * ``mask`` = ``load``: from the first draft beat's cycle to the last mask
+      row's, inclusive (``c(row n-1) - c(beat 1) + 1``; ``n + 2``). The RTL
+      streams the tree once: mask rows and sampler loading are one pass, so
+      both phases are that pass;
+    * ``decide``: the last node loaded (``E0``) to the result registered
+      (``E3``; the result beat is then taken at ``E4``): ``c(result) - 1 -
+      c(row n-1)`` (3);
+    * ``tokens``: ``E3`` to the last accepted token (0 if none;
+      ``accepted + 2``);
+    * ``sampler``: the first weight beat's edge to the extra token's
+      (``2 * ceil(V / LANES) + 2``).
+
+    ``last_post_verify`` is the step's critical path after verification as
+    the RTL runs it: ``load``, then ``E0`` to the result beat (4: the result
+    registered at ``E3`` is usable from the next cycle), then ``sampler``.
+    It is one cycle more than :attr:`sim.cycles.AcceptCycles.post_verify`
+    (``load + decide + sampler``), which stops ``decide`` at ``E3``.
+    ``sim_cycles`` counts every simulated cycle spent on the tree manager
+    (seeding, the ``advance`` cycle, the gaps between requests).
+    """
+
+    def __init__(self, sim: Cosim) -> None:
+        h = sim.hdl
+        self._sim = sim
+        self.n_nodes = h["N_NODES"]
+        self.token_bits = h["TOKEN_BITS"]
+        self.prob_bits = h["PROB_BITS"]
+        self.rand_bits = h["RAND_BITS"]
+        self.weight_bits = h["WEIGHT_BITS"]
+        self.lanes = h["LANES"]
+        self.sim_cycles = 0
+        self.steps = 0
+        self.last_post_verify = 0
+        self._seeded = False
+
+    def seed(self, seed: int) -> None:
+        """Seed the lanes (``32 * n_nodes`` cycles); then they run as ``LaneRNG(seed, n_nodes)``."""
+        s = _int("seed", seed, 0, (1 << 64) - 1)
+        c0 = self._sim.cycle
+        self._sim.call("seed", seed=s)
+        self.sim_cycles += self._sim.cycle - c0
+        self._seeded = True
+
+    def step(
+        self,
+        parents: Sequence[int],
+        tokens: Sequence[int],
+        pt: Sequence[int],
+        qt: Sequence[int],
+        residual: Callable[[int], Sequence[int]],
+    ) -> TreeStep:
+        """One verification step on the RTL (see :class:`sim.backend.TreeManagerBackend`)."""
+        self._sim.check_open()
+        if not self._seeded:
+            raise RTLSimError("seed() the tree manager before the first step (the lanes are idle)")
+        par = _tree.validate(parents, max_nodes=self.n_nodes)
+        n = len(par)
+        tok = _vec("tokens", tokens, n, self.token_bits)
+        pt_ = _vec("pt", pt, n, self.prob_bits)
+        qt_ = _vec("qt", qt, n, self.prob_bits)
+        sim = self._sim
+        c0 = sim.cycle
+        beats = [(par[i], tok[i], pt_[i], qt_[i]) for i in range(1, n)]
+        r = sim.call("tree", beats=beats)
+        if r["tm_error"]:
+            sim._fail(f"tree manager error {r['tm_error']:#x} on a valid tree {par}")
+        res = r["result"]
+        rows = r["rows"]
+        if res is None or len(rows) != n:
+            sim._fail(f"tree manager: {len(rows)} rows for {n} nodes, result {res}")
+        last, path_mask, accepted = res["last"], res["path_mask"], res["accepted"]
+        toks = r["tokens"][:accepted]
+        if len(toks) != accepted:
+            sim._fail(f"tree manager: {len(toks)} tokens for {accepted} accepted")
+        weights = self._weights(residual(last))
+        L = self.lanes
+        wb = [
+            weights[k : k + L] + [0] * (L - len(weights[k : k + L]))
+            for k in range(0, len(weights), L)
+        ]
+        x = sim.call("extra", beats=wb)
+        if x["tm_error"] or x["token"] is None:
+            sim._fail(f"token sampler error {x['tm_error']:#x} on valid weights")
+        t_in, t_rows, t_res = r["t_in"], r["t_rows"], r["t_result"]
+        load = t_rows[-1] - t_in[0] + 1
+        sampler = x["t_token"] - x["t_first"]
+        cycles = {
+            "mask": load,
+            "load": load,
+            "decide": t_res - 1 - t_rows[-1],
+            "tokens": r["t_tokens"][accepted - 1] - (t_res - 1) if accepted else 0,
+            "sampler": sampler,
+        }
+        self.last_post_verify = load + (t_res - t_rows[-1]) + sampler
+        self.sim_cycles += sim.cycle - c0
+        self.steps += 1
+        return TreeStep(
+            rows=rows,
+            last=last,
+            path_mask=path_mask,
+            accepted_tokens=toks,
+            extra=x["token"],
+            cycles=cycles,
+        )
+
+    def _weights(self, w: Sequence[int]) -> list[int]:
+        """The verifier's residual weights, checked: ``1 .. 2**token_bits`` integers of
+        ``weight_bits`` bits, not all zero."""
+        a = np.asarray(w)
+        if a.ndim != 1 or a.size == 0:
+            raise ValueError(
+                f"residual weights: shape {a.shape}, expected a non-empty 1-D sequence"
+            )
+        if a.size > (1 << self.token_bits):
+            raise ValueError(
+                f"residual weights: {a.size} entries, more than 2**token_bits = "
+                f"{1 << self.token_bits}"
+            )
+        if not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"residual weights must be integers, got dtype {a.dtype}")
+        bad = np.flatnonzero((a < 0) | (a >= (1 << self.weight_bits)))
+        if bad.size:
+            v = int(bad[0])
+            raise ValueError(
+                f"residual weights[{v}] = {int(a[v])}: out of range 0 .. 2**{self.weight_bits} - 1"
+            )
+        if not a.any():
+            raise ValueError("residual weights are all zero (total == 0): nothing to sample")
+        return [int(v) for v in a]
+
+
+# ----------------------------------------------------------------------------- KV pool
+class RTLKVPool:
+    """:class:`sim.backend.KVBackend` on the RTL KV-cache pool (``kv_*`` ports).
+
+    Argument checks follow ``golden.kvcache.BlockTable`` (same order, same
+    ``KVError`` codes). A value the port cannot carry (wider than its field,
+    a wrong type) is rejected here; one the port can carry goes to the RTL,
+    whose ``code`` is raised. ``free_pages`` / ``valid_entries`` are the
+    counts of the last result beat (the RTL's population counts).
+
+    ``cycles`` counts the pool's port cycles (SPEC §6): one per operation
+    (the cycle that takes it) and, per :meth:`lookups` call, ``ceil(q / 2)``
+    (both lookup ports, one query each per cycle; a single :meth:`lookup` is
+    one). ``sim_cycles`` counts every simulated cycle the requests took,
+    result and reply latencies included; ``last_op_cycles`` is the last
+    operation's, from its cycle to its result beat's, inclusive (SPEC §6: 1 +
+    the 2-cycle result latency, :attr:`sim.cycles.AcceptCycles.commit`).
+    """
+
+    def __init__(self, sim: Cosim) -> None:
+        h = sim.hdl
+        self._sim = sim
+        self.entries, self.pages, self.seqs = h["ENTRIES"], h["PAGES"], h["SEQS"]
+        self.n_nodes, self.layer_bits, self.pos_bits = h["N_NODES"], h["LAYER_BITS"], h["POS_BITS"]
+        self.cycles = 0
+        self.sim_cycles = 0
+        self.last_op_cycles = 0
+        self.ops = 0
+        self.queries = 0
+        self._free = self.pages
+        self._valid = 0
+        sb = max(1, (self.seqs - 1).bit_length())
+        nb = max(1, (self.n_nodes - 1).bit_length())
+        mask = (1 << self.n_nodes) - 1
+        # name -> (code, semantic max, port max)
+        self._f = {
+            "seq": (KVErr.SEQ_RANGE, self.seqs - 1, (1 << sb) - 1),
+            "src": (KVErr.SEQ_RANGE, self.seqs - 1, (1 << sb) - 1),
+            "dst": (KVErr.DST_RANGE, self.seqs - 1, (1 << sb) - 1),
+            "layer": (KVErr.FIELD, (1 << self.layer_bits) - 1, (1 << self.layer_bits) - 1),
+            "pos": (KVErr.FIELD, (1 << self.pos_bits) - 1, (1 << self.pos_bits) - 1),
+            "owner": (KVErr.OWNER_RANGE, self.n_nodes - 1, (1 << nb) - 1),
+            "view": (KVErr.FIELD, mask, mask),
+            "accept": (KVErr.FIELD, mask, mask),
+        }
+
+    @property
+    def free_pages(self) -> int:
+        return self._free
+
+    @property
+    def valid_entries(self) -> int:
+        return self._valid
+
+    # ------------------------------------------------------------------ checks
+    def _check(self, fields: Sequence[tuple[str, object]]) -> tuple[list[int], KVError | None]:
+        """Fields in argument order -> ``(ints, deferred)``. Raises ``KVError`` for the
+        first bad field unless the port can carry every field, in which case that
+        first error is ``deferred`` (the RTL reports it, with golden's precedence)."""
+        out: list[int] = []
+        first: KVError | None = None
+        carried = True
+        for name, v in fields:
+            if name == "committed":
+                if isinstance(v, (bool, np.bool_)):
+                    out.append(int(bool(v)))
+                    continue
+                try:
+                    iv = operator.index(v)
+                except TypeError:
+                    iv = -1
+                if iv not in (0, 1):
+                    err = KVError(f"committed = {v!r}: must be a bool (or 0/1)", KVErr.FIELD)
+                    if first is None:
+                        raise err
+                    carried = False
+                    break
+                out.append(iv)
+                continue
+            code, hi, port_hi = self._f[name]
+            if isinstance(v, (bool, np.bool_)):
+                err = KVError(f"{name} = {v!r}: must be an integer, not a bool", code)
+                iv = None
+            else:
+                try:
+                    iv = operator.index(v)
+                    err = None
+                except TypeError:
+                    err = KVError(f"{name} = {v!r}: must be an integer", code)
+                    iv = None
+            if iv is not None and not 0 <= iv <= hi:
+                err = KVError(f"{name} = {iv}: out of range 0..{hi}", code)
+            if err is not None and first is None:
+                first = err
+            if iv is None or not 0 <= iv <= port_hi:
+                carried = False
+                break
+            out.append(iv)
+        if first is not None and not carried:
+            raise first
+        return out, first
+
+    # ------------------------------------------------------------------ operations
+    def _op(self, kind: str, args: dict, fields: list[tuple[str, object]]) -> dict:
+        vals, _deferred = self._check(fields)
+        v = dict(zip([f for f, _ in fields], vals, strict=True))
+        op = (
+            _OPS[kind],
+            v.get("seq", v.get("src", 0)),
+            v.get("dst", 0),
+            v.get("layer", 0),
+            v.get("pos", 0),
+            v.get("owner", 0),
+            v.get("committed", 0),
+            v.get("accept", 0),
+        )
+        c0 = self._sim.cycle
+        rep = self._sim.call("ops", ops=[op])
+        self.sim_cycles += self._sim.cycle - c0
+        self.cycles += 1
+        self.ops += 1
+        (r,) = rep["results"]
+        self.last_op_cycles = r["t"] - rep["t0"] + 1
+        if r["op"] != _OPS[kind]:
+            self._sim._fail(f"KV result for op {r['op']}, expected {_OPS[kind]} ({kind})")
+        self._free, self._valid = r["free_pages"], r["valid_entries"]
+        if r["error"]:
+            code = KVErr(r["code"])
+            where = ", ".join(f"{k} = {a}" for k, a in args.items())
+            raise KVError(f"{kind} ({where}): {_ERR_TEXT.get(code, code.name)} [RTL]", code)
+        return r
+
+    def insert(
+        self, seq: int, layer: int, pos: int, owner: int = 0, committed: bool = False
+    ) -> int:
+        """Allocate the lowest free entry and page for ``(seq, layer, pos)``; the page."""
+        args = {"seq": seq, "layer": layer, "pos": pos, "owner": owner, "committed": committed}
+        r = self._op("insert", args, list(args.items()))
+        return int(r["page"])
+
+    def commit(self, seq: int, accept: int) -> list[int]:
+        """Keep ``seq``'s speculative entries whose owner is in ``accept``; the freed pages."""
+        args = {"seq": seq, "accept": accept}
+        r = self._op("commit", args, list(args.items()))
+        return _bits(r["freed"])
+
+    def fork(self, src: int, dst: int) -> None:
+        """Make every committed entry ``src`` sees visible to ``dst`` too."""
+        args = {"src": src, "dst": dst}
+        self._op("fork", args, list(args.items()))
+
+    def release(self, seq: int) -> list[int]:
+        """``seq`` stops seeing every entry; the freed pages."""
+        args = {"seq": seq}
+        r = self._op("release", args, list(args.items()))
+        return _bits(r["freed"])
+
+    # ------------------------------------------------------------------ lookups
+    def lookup(self, seq: int, layer: int, pos: int, view: int = 0) -> int | None:
+        """Page of ``(seq, layer, pos)`` through ``view``, or ``None`` (one query, one cycle)."""
+        return self.lookups([(seq, layer, pos, view)])[0]
+
+    def lookups(self, queries: Sequence[Query]) -> list[int | None]:
+        """Many lookups, in order, two per cycle (``draft`` and ``verify`` ports)."""
+        qs: list[tuple[int, int, int, int]] = []
+        stop: KVError | None = None
+        for q in queries:
+            try:
+                seq, layer, pos, view = q
+            except (TypeError, ValueError):
+                stop = KVError(f"query = {q!r}: must be (seq, layer, pos, view)", KVErr.FIELD)
+                break
+            try:
+                vals, _ = self._check(
+                    [("seq", seq), ("layer", layer), ("pos", pos), ("view", view)]
+                )
+            except KVError as e:
+                stop = e
+                break
+            qs.append(tuple(vals))  # type: ignore[arg-type]
+        out: list[int | None] = []
+        if qs:
+            c0 = self._sim.cycle
+            rep = self._sim.call("lookups", queries=qs)
+            self.sim_cycles += self._sim.cycle - c0
+            self.cycles += rep["issue"]
+            self.queries += len(qs)
+            for (seq, _l, _p, _v), (hit, err, page) in zip(qs, rep["replies"], strict=True):
+                if err:
+                    raise KVError(
+                        f"seq = {seq}: out of range 0..{self.seqs - 1} [RTL]", KVErr.SEQ_RANGE
+                    )
+                out.append(int(page) if hit else None)
+        if stop is not None:
+            raise stop
+        return out
+
+
+def _bits(mask: int) -> list[int]:
+    return [p for p in range(mask.bit_length()) if (mask >> p) & 1]
+
+
+# ----------------------------------------------------------------------------- entry point
+@contextlib.contextmanager
+def open_rtl(
+    *,
+    n_nodes: int = 64,
+    entries: int = 256,
+    pages: int = 256,
+    seqs: int = 8,
+    layer_bits: int = 5,
+    pos_bits: int = 17,
+    token_bits: int = 17,
+    prob_bits: int = 16,
+    rand_bits: int = 16,
+    weight_bits: int = 16,
+    lanes: int = 4,
+    build_args: Sequence[str] = DEFAULT_BUILD_ARGS,
+    timeout: float = 600.0,
+) -> Iterator[tuple[RTLTreeManager, RTLKVPool]]:
+    """Build (cached) and start one co-simulation of ``specdecode_top``; yield its backends.
+
+    Parameters
+    ----------
+    n_nodes, entries, pages, seqs, layer_bits, pos_bits : int
+        The HDL parameters of :class:`hw.top.Top` (SPEC §5), in lower case.
+    token_bits, prob_bits, rand_bits, weight_bits, lanes : int
+        The HDL parameters of :class:`hw.top.Top` (SPEC §5), in lower case.
+    build_args : sequence of str
+        Verilator arguments (default ``-CFLAGS -O0``: fast C++ builds).
+    timeout : float
+        Seconds a single request may take before the simulation is declared
+        hung and ended (the start-up may take :data:`START_TIMEOUT` if longer).
+
+    Yields
+    ------
+    (RTLTreeManager, RTLKVPool)
+        Both on the same simulation. It ends when the ``with`` block does,
+        also on an exception.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range (named, value quoted).
+    RTLSimError
+        The simulator could not start, died or hung.
+    """
+    hdl = hdl_params(
+        n_nodes=n_nodes,
+        entries=entries,
+        pages=pages,
+        seqs=seqs,
+        layer_bits=layer_bits,
+        pos_bits=pos_bits,
+        token_bits=token_bits,
+        prob_bits=prob_bits,
+        rand_bits=rand_bits,
+        weight_bits=weight_bits,
+        lanes=lanes,
+    )
+    if not timeout > 0:
+        raise ValueError(f"timeout = {timeout!r}: must be > 0 seconds")
+    bdir = build_top(hdl, build_args)
+    sim = Cosim(hdl, bdir, timeout=timeout)
+    try:
+        yield RTLTreeManager(sim), RTLKVPool(sim)
+    finally:
+        sim.close()
