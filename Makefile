@@ -2,7 +2,9 @@
 #   make test    everything CI runs (lint + golden tests + testbenches)
 #   make sim     all cocotb testbenches on Verilator
 #   make golden  golden-model demo (chain / Sequoia / EAGLE-2 on code text)
-#   make bench   golden-model throughput benchmark -> build/reports/golden_bench.json
+#   make bench   golden-model and chip-model throughput -> build/reports/{golden,chip}_bench.json
+#   make chip    behavioural chip demo (python -m sim): text, phase times, projections, PNGs
+#   make perf    timing model: article vs roofline views, projections, timeline PNGs
 #   make verilog Verilog of every block -> build/verilog/ (NAME=VALUE overrides), lint-checked
 #   make soak    KV pool: 1,000,000 random operations against golden (not in make test)
 #   make formal  KV pool: SymbiYosys proofs of the SPEC §4.3 invariants
@@ -16,7 +18,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 PYTEST := $(VPY) -m pytest -n $(JOBS)
 
-.PHONY: all venv test lint sim golden bench verilog soak formal clean distclean
+.PHONY: all venv test lint sim golden bench chip perf verilog soak formal clean distclean
 
 all: test
 
@@ -42,6 +44,13 @@ golden: $(STAMP)
 
 bench: $(STAMP)
 	$(VPY) -m golden.bench
+	$(VPY) -m sim.bench
+
+chip: $(STAMP)
+	$(VPY) -m sim
+
+perf: $(STAMP)
+	$(VPY) -m sim.perf
 
 soak: $(STAMP)
 	$(VPY) -m tb.soak
