@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", default="build/reports", help="directory of the PNGs")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--dpi", type=int, default=110)
+    ap.add_argument("--prefix", default="chip", help="file-name prefix of the PNGs")
     ap.add_argument("--timeline-steps", type=int, default=4)
     ap.add_argument("--quiet", action="store_true", help="no progress bar, no text")
     return ap
@@ -93,8 +94,8 @@ def config_from(args: argparse.Namespace) -> ChipConfig:
     )
 
 
-def _text(tokens: Sequence[int], vocab: int) -> str:
-    if vocab == 256:
+def _text(tokens: Sequence[int], workload: str) -> str:
+    if workload == "code":
         return bytes(tokens).decode("utf-8", "replace")
     return " ".join(str(t) for t in tokens)
 
@@ -124,10 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.quiet:
         for s in res.sequences:
             print(f"\n--- sequence {s.seq} (seed {s.seed}): prompt ---")
-            print(_text(s.prompt, chip.vocab))
+            print(_text(s.prompt, cfg.workload))
             print(f"--- generated ({len(s.tokens)} tokens, {s.mean_accepted:.2f} accepted per "
                   "step) ---")
-            print(_text(s.tokens, chip.vocab))
+            print(_text(s.tokens, cfg.workload))
     print(f"\n{res.n_steps} chip steps, {res.emitted} tokens, {res.mean_accepted:.2f} accepted "
           f"draft tokens per step (+1 extra); model speed {res.steps_per_s:,.0f} steps/s")
     print(f"\n== per-phase time on {cfg.profile} ({cfg.overlap}), projected from the run's steps")
@@ -145,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\ntopology optimiser (sequence 0): {len(hist)} solves, tree sizes {sizes}, "
               f"{plain} decisions for plain decoding")
     if not args.no_plots:
-        for p in report.write_pngs(res, args.out, steps=args.timeline_steps, dpi=args.dpi):
+        for p in report.write_pngs(res, args.out, steps=args.timeline_steps, dpi=args.dpi,
+                                   prefix=args.prefix):
             print(f"wrote {p}")
     print(f"total {time.perf_counter() - t0:.1f} s")
     return 0
