@@ -199,7 +199,7 @@ def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Pat
     ax.set_ylabel("nodes / tokens")
     ax.set_title(f"topology optimiser: re-solve every {pol.update_every} steps; shaded: "
                  "fallback to plain decoding", fontsize=9)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper center", ncol=3)
     fig.tight_layout()
     fig.savefig(out, dpi=dpi)
     plt.close(fig)

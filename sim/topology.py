@@ -29,7 +29,9 @@ Fallback and recovery
     steps describe a regime that is gone); while plain, the step before every
     re-solve is a *probe*: a chain of ``probe_depth`` draft tokens (cheap on
     this chip: the verifier streams the same weights for 1 or 2 nodes), whose
-    outcome alone decides at the re-solve whether acceptance has recovered.
+    outcome alone (the window then holds only the latest probe) decides at the
+    re-solve whether acceptance has recovered; speculation resumes from that
+    probe's evidence and the prior, and the tree grows back as steps come in.
 
 The optimiser is a :class:`golden.draft.TreePolicy`: its shapes depend only on
 the steps it observes, so ``golden.decoder.speculative_generate(tree=
@@ -335,6 +337,10 @@ class TopologyOptimiser(TreePolicy):
 
     def observe(self, record: StepRecord) -> None:
         hits, trials = _rank_counts(record, self.max_children)
+        if self.mode == "plain" and trials.any():  # a probe: only the latest one counts
+            self._win.clear()
+            self._hits[:] = 0
+            self._trials[:] = 0
         if trials.any():
             self._win.append((hits, trials))
             self._hits += hits
