@@ -24,6 +24,7 @@ count since reset, and ``error`` (a traceback string) if the request failed):
               committed, accept)``, one per cycle; their result beats.
 ``lookups``   ``queries``: ``(seq, layer, pos, view)``, alternately on the
               ``draft`` and ``verify`` ports, two per cycle; the replies.
+``idle``      ``cycles``: let that many cycles pass, every input idle.
 ``quit``      end the test (the simulator exits).
 
 ``python -m tb.cosim_top <json>`` runs the server through
@@ -355,8 +356,15 @@ class Server:
             "t0": t0,
         }
 
+    async def do_idle(self, req: dict) -> dict:
+        """``cycles`` clock cycles with every input idle."""
+        for _ in range(int(req["cycles"])):
+            await self.tick()
+        return {}
+
     async def serve(self, conn) -> None:
         handlers = {
+            "idle": self.do_idle,
             "seed": self.do_seed,
             "tree": self.do_tree,
             "extra": self.do_extra,

@@ -204,7 +204,7 @@ def test_tree_bad_input(rtl) -> None:
 def test_step_before_seed(rtl) -> None:
     tm, _kv = rtl
     fresh = RTLTreeManager(tm._sim)
-    with pytest.raises(RTLSimError, match="seed"):
+    with pytest.raises(ValueError, match="never seeded"):
         fresh.step([-1], [0], [0], [0], lambda last: [1])
 
 
