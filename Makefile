@@ -8,6 +8,9 @@
 #   make verilog Verilog of every block -> build/verilog/ (NAME=VALUE overrides), lint-checked
 #   make soak    KV pool: 1,000,000 random operations against golden (not in make test)
 #   make formal  KV pool: SymbiYosys proofs of the SPEC §4.3 invariants
+#   make synth       generic Yosys: cells, transistors, 5 nm area, logic depth -> build/reports/synth.{json,md}
+#   make synth-fpga  ECP5 85k place and route: LUT4/FF/carry/DSP/BRAM, Fmax (slow; SYNTH_JOBS at a time)
+#   make synth-sweep generic metrics over N_NODES / LANES / ENTRIES=PAGES, PNGs and fitted growth
 #   make lint    ruff
 
 PYTHON ?= python3.11
@@ -18,7 +21,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 PYTEST := $(VPY) -m pytest -n $(JOBS)
 
-.PHONY: all venv test lint sim golden bench chip perf verilog soak formal clean distclean
+.PHONY: all venv test lint sim golden bench chip perf verilog soak formal synth synth-fpga synth-sweep clean distclean
 
 all: test
 
@@ -57,6 +60,18 @@ soak: $(STAMP)
 
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
+
+# Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.
+SYNTH_JOBS ?= 2
+
+synth: $(STAMP)
+	$(VPY) -m hw.synth --jobs $(SYNTH_JOBS)
+
+synth-fpga: $(STAMP)
+	$(VPY) -m hw.synth_fpga --jobs $(SYNTH_JOBS)
+
+synth-sweep: $(STAMP)
+	$(VPY) -m hw.synth --sweep --jobs $(SYNTH_JOBS)
 
 # HDL parameters given on the command line (make verilog N_NODES=256) are passed on.
 HDL_PARAMS := N_NODES TOKEN_BITS PROB_BITS RAND_BITS WEIGHT_BITS LANES ENTRIES PAGES SEQS LAYER_BITS POS_BITS
