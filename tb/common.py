@@ -354,13 +354,15 @@ def run_block(
     testcase: str | None = None,
     extra_env: dict | None = None,
     build_args: tuple[str, ...] = (),
-    public: tuple[str, ...] | None = None,
+    public: tuple[str, ...] | None = (),
 ) -> None:
     """Build block ``block`` with ``hdl_params`` (once per parameter set) and run
     the cocotb tests of ``test_module`` (or just ``testcase``) on it.
     ``build_args`` go to Verilator (``("-CFLAGS", "-O0")`` compiles a large
-    design's C++ several times faster). ``public``: a lean build where cocotb
-    sees only the ports and these internal signals (:func:`tb.toolchain.build`)."""
+    design's C++ several times faster). ``public``: the internal signals the
+    testbench reads besides the ports; every other signal is Verilator's to
+    optimise (:func:`tb.toolchain.build`; ``None``: cocotb's default build,
+    every signal visible, e.g. to look inside a failing run)."""
     from hw import verilog
     from tb import toolchain
 
