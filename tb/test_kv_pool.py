@@ -129,9 +129,12 @@ class Stimulus:
         self.draining = False
         self.sb = max(1, (p["SEQS"] - 1).bit_length())
         self.ob = max(1, (p["N_NODES"] - 1).bit_length())
-        # a small key space, so that entries collide; corners at the top of each field
+        # a small key space, so that entries collide (but large enough for a big
+        # table to fill: ~cap / (2 SEQS) positions); corners at the top of each field
+        cap = min(p["ENTRIES"], p["PAGES"])
+        top = (1 << p["POS_BITS"]) - 1
         self.layers = [0, 1, 2, (1 << p["LAYER_BITS"]) - 1]
-        self.poss = [0, 1, 2, 3, 4, 5, (1 << p["POS_BITS"]) - 1]
+        self.poss = sorted({min(i, top) for i in range(max(6, cap // (2 * p["SEQS"])))} | {top})
         self.tree = random_tree(rng, p["N_NODES"])
 
     def seq(self) -> int:
@@ -172,6 +175,9 @@ class Stimulus:
             w["fork"] = 0  # always an error with one sequence ("bad" still tries)
         if not draining:  # fill: few releases, or a large table never fills
             w["release"] = max(1, w["release"] // 4)
+            if cap > 64:  # ... or none, and few commits (each frees the rejected entries)
+                w["release"] = 0
+                w["commit"] = 1
         else:
             w["insert"] //= 4
             w["insert_committed"] //= 4
@@ -223,6 +229,8 @@ class Stimulus:
             o["owner"] = r.randrange(1 << self.ob)
             o["committed"] = r.randrange(2)
             o["accept"] = r.randrange(1 << p["N_NODES"])
+            if not draining and cap > 64 and o["op"] == Op.RELEASE.value:
+                o["op"] = Op.FORK.value  # a large table fills only without releases
         if o["op"] == Op.COMMIT.value and two_committed(bt, o["seq"], o["accept"]):
             o["accept"] = 1  # keep only the root's entries: always legal
             if two_committed(bt, o["seq"], 1):
