@@ -71,9 +71,10 @@ REPO = Path(__file__).resolve().parent.parent
 MODULE = "specdecode_top"
 VERILOG_OUT = REPO / "build" / "verilog" / "cosim"
 RUNS = REPO / "build" / "sim_runs" / "cosim"
-#: Verilator C++ flags: unoptimised C++ compiles several times faster (a
-#: 256-entry pool: minutes instead of ~10), and cocotb sets the speed
-DEFAULT_BUILD_ARGS: tuple[str, ...] = ("-CFLAGS", "-O0")
+#: Verilator C++ flags. With a lean build (only the ports public), ``-O1`` builds
+#: the default parameters in ~90 s (faster than Verilator's own ``-Os``, ~170 s)
+#: and runs them ~10x faster than ``-O0`` (~16,000 against ~1,400 cycles/s)
+DEFAULT_BUILD_ARGS: tuple[str, ...] = ("-CFLAGS", "-O1")
 #: seconds the simulator may take to start and connect (at least; ``timeout`` if longer)
 START_TIMEOUT = 120.0
 
@@ -751,7 +752,7 @@ def open_rtl(
     token_bits, prob_bits, rand_bits, weight_bits, lanes : int
         The HDL parameters of :class:`hw.top.Top` (SPEC §5), in lower case.
     build_args : sequence of str
-        Verilator arguments (default ``-CFLAGS -O0``: fast C++ builds).
+        Verilator arguments (default :data:`DEFAULT_BUILD_ARGS`).
     timeout : float
         Seconds a single request may take before the simulation is declared
         hung and ended (the start-up may take :data:`START_TIMEOUT` if longer).

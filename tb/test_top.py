@@ -428,7 +428,8 @@ def _group(pgid: int) -> list[int]:
         if not d.isdigit():
             continue
         try:
-            stat = open(f"/proc/{d}/stat").read()
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
