@@ -120,12 +120,34 @@ def hdl_params(**params: int) -> dict[str, int]:
 
 
 def _hw_digest() -> str:
-    """Hash of everything the top's Verilog depends on (hw/*.py, the Amaranth version)."""
+    """Hash of what the top's Verilog depends on: ``hw/top.py``, ``hw/verilog.py`` and
+    every ``hw`` module they import, transitively (read with :mod:`ast`), and the
+    Amaranth version."""
+    import ast
+
     import amaranth
 
+    todo, seen = ["hw.top", "hw.verilog"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        tree = ast.parse((REPO / (name.replace(".", "/") + ".py")).read_text())
+        for node in ast.walk(tree):
+            mods = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods = [node.module]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            todo += [
+                m
+                for m in mods
+                if m.startswith("hw.") and (REPO / (m.replace(".", "/") + ".py")).exists()
+            ]
     h = hashlib.sha256(amaranth.__version__.encode())
-    for f in sorted((REPO / "hw").glob("*.py")):
-        h.update(f.name.encode() + f.read_bytes())
+    for name in sorted(seen):
+        h.update(name.encode() + (REPO / (name.replace(".", "/") + ".py")).read_bytes())
     return h.hexdigest()[:16]
 
 
