@@ -208,7 +208,8 @@ class Cosim:
     cycle : int
         Clock cycles simulated since reset (as of the last reply).
     run_dir : Path
-        Where the simulator's log (``sim.log``) and the runner's (``runner.log``) go.
+        Where the simulator's log (``sim.log``) and the runner's (``runner.log``)
+        go; removed after a clean close, kept after a failure.
     """
 
     def __init__(self, hdl: dict[str, int], build_dir: Path, *, timeout: float = 600.0) -> None:
@@ -345,6 +346,8 @@ class Cosim:
             self._finalizer()  # ends the group if still running, removes the socket folder
         else:
             shutil.rmtree(self._tmp, ignore_errors=True)
+        if graceful and proc is not None and proc.returncode == 0:
+            shutil.rmtree(self.run_dir, ignore_errors=True)  # logs are kept after failures
 
     @property
     def pid(self) -> int | None:

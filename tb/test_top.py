@@ -24,6 +24,7 @@ failure.
 import math
 import os
 import random
+import shutil
 import signal
 import time
 
@@ -451,6 +452,8 @@ def test_killed_simulation_raises() -> None:
         with pytest.raises(RTLSimError, match="closed"):
             tm.seed(1)
     assert not _alive(pid)
+    assert (sim.run_dir / "sim.log").exists(), "logs kept after a failure"
+    shutil.rmtree(sim.run_dir)
 
 
 def test_hung_simulation_times_out() -> None:
@@ -462,6 +465,7 @@ def test_hung_simulation_times_out() -> None:
             kv.lookups([(0, 0, 0, 0)])
         assert time.monotonic() - t < 15
     assert not _alive(pid)
+    shutil.rmtree(kv._sim.run_dir)
 
 
 def test_closed_simulation_raises() -> None:
@@ -469,6 +473,7 @@ def test_closed_simulation_raises() -> None:
         pid = kv._sim.pid
         kv.insert(1, 0, 0)
     assert not _alive(pid)
+    assert not kv._sim.run_dir.exists(), "logs removed after a clean close"
     with pytest.raises(RTLSimError, match="closed"):
         kv.insert(0, 0, 0)
     with pytest.raises(RTLSimError, match="closed"):
