@@ -199,6 +199,13 @@ def full_params(name: str, params: dict[str, int] | None = None) -> dict[str, in
     return p
 
 
+def overrides(name: str, params: dict[str, int] | None) -> dict[str, int]:
+    """``params`` without the values equal to the defaults (one cache entry per design)."""
+    full = full_params(name)
+    full_params(name, params)  # unknown names raise
+    return {k: v for k, v in (params or {}).items() if full[k] != v}
+
+
 def label(params: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
 
@@ -207,7 +214,7 @@ def verilog_text(name: str, params: dict[str, int] | None = None) -> str:
     """Verilog of a block, from ``build/synth/verilog/`` if the RTL sources are unchanged."""
     from hw import verilog
 
-    params = dict(params or {})
+    params = overrides(name, params)
     key = _sha(_hw_sources(), tool_versions()["amaranth"], name, json.dumps(params, sort_keys=True))
     d = BUILD / "verilog"
     d.mkdir(parents=True, exist_ok=True)
@@ -335,7 +342,7 @@ def measure(
         them), ``cells``, ``ffs``, ``memory_bits``, ``transistors``,
         ``area_mm2``, ``depth``, ``critical_path``, ``yosys_s``, ``cached``.
     """
-    params = dict(params or {})
+    params = overrides(name, params)
     full = full_params(name, params)
     text = verilog_text(name, params) if text is None else text
     key = cache_key(name, params, text)
@@ -621,6 +628,14 @@ def _budget_section(blocks: list[dict]) -> list[str]:
             f"| {k} | {lo:g}-{hi:g} mm² | {', '.join(f'`{m}`' for m in members)} | "
             f"{_mm2(mm2)} | {100 * mm2 / hi:.2g}-{100 * mm2 / lo:.2g} % |"
         )
+    if "specdecode_top" in by:
+        mm2 = by["specdecode_top"]["area_mm2"]
+        lo = sum(b["mm2"][0] for b in BUDGETS.values())
+        hi = sum(b["mm2"][1] for b in BUDGETS.values())
+        L.append(
+            f"| both | {lo:g}-{hi:g} mm² | `specdecode_top` | {_mm2(mm2)} | "
+            f"{100 * mm2 / hi:.2g}-{100 * mm2 / lo:.2g} % |"
+        )
     L += [""]
     for k, b in BUDGETS.items():
         L.append(f"- {k}: {b['what']}.")
@@ -806,13 +821,13 @@ def main(argv: list[str] | None = None) -> int:
         if b not in verilog.BLOCKS:
             raise SystemExit(f"--blocks: {b!r} is not a block ({', '.join(verilog.BLOCKS)})")
     t0 = time.monotonic()
-    rep = load_report()
     if args.sweep:
         timeout = 2400.0 if args.timeout is None else args.timeout
         print(f"synthesis sweep ({args.jobs} in parallel, {_fmt_s(timeout)} per point)", flush=True)
         sw = sweep(parallel=args.jobs, timeout=timeout, force=args.force, blocks=blocks or None)
         REPORTS.mkdir(parents=True, exist_ok=True)
         sw["plots"] = plot_sweep(sw)
+        rep = load_report()  # now: another target may have written its part meanwhile
         rep["sweep"] = sw
     else:
         names = blocks or list(verilog.BLOCKS)
@@ -821,6 +836,7 @@ def main(argv: list[str] | None = None) -> int:
             [(b, {}) for b in names], parallel=args.jobs, timeout=args.timeout, force=args.force
         )
         # a --blocks run keeps the other blocks' last results
+        rep = load_report()
         merged = {r["block"]: r for r in rep.get("generic", {}).get("blocks", [])}
         merged.update({r["block"]: {k: v for k, v in r.items() if k != "cached"} for r in res})
         rep["generic"] = {

@@ -147,9 +147,8 @@ def place_and_route(
     if cfile.exists() and not force:
         res = json.loads(cfile.read_text())
         lim = res.get("limit_s", 0)
-        if res["status"] == "ok" or lim >= (
-            pnr_timeout if res["status"] == "pnr timeout" else synth_timeout
-        ):
+        limit = pnr_timeout if res["status"] == "pnr timeout" else synth_timeout
+        if res["status"] == "ok" or (res["status"] != "failed" and lim >= limit):
             return {**res, "cached": True}
     res: dict = {"block": name, "target_mhz": TARGET_MHZ.get(name), "constraint_mhz": mhz}
     with tempfile.TemporaryDirectory() as d:
@@ -170,7 +169,9 @@ def place_and_route(
             return _store(cfile, res)
         res["synth_s"] = round(time.monotonic() - t0, 1)
         if r.returncode or not Path(d, "design.json").exists():
-            res.update(status="failed", error=(r.stdout + r.stderr)[-2000:])
+            res.update(
+                status="failed", returncode=r.returncode, error=(r.stdout + r.stderr)[-2000:]
+            )
             return _store(cfile, res)
         st = json.loads(Path(d, "stat.json").read_text())["modules"]["\\" + name]
         cells = st["num_cells_by_type"]
@@ -203,7 +204,9 @@ def place_and_route(
             return _store(cfile, res)
         res["pnr_s"] = round(time.monotonic() - t0, 1)
         if r.returncode or not Path(d, "report.json").exists():
-            res.update(status="failed", error=(r.stdout + r.stderr)[-2000:])
+            res.update(
+                status="failed", returncode=r.returncode, error=(r.stdout + r.stderr)[-2000:]
+            )
             return _store(cfile, res)
         res.update(_parse_report(json.loads(Path(d, "report.json").read_text())))
         ach = [f["achieved"] for f in res["fmax"].values() if f.get("achieved")]
