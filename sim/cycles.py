@@ -38,9 +38,12 @@ phase         cycles                                 source
                                                      per cycle; during verification.
 ============  =====================================  ==========================================
 
-``pre_verify = mask``; ``post_verify = load + decide + max(sampler, tokens,
-commit)`` is what the step's critical path pays after the verifier's last
-output (the next draft needs the extra token); ``during_verify = max(inserts,
+``pre_verify = mask``; ``post_verify = load + decide + 1 + max(sampler,
+tokens, commit)`` is what the step's critical path pays after the verifier's
+last output (the next draft needs the extra token; the ``+ 1``: ``last`` is
+registered at the end of ``decide`` and usable from the next cycle, so the
+residual weights' first beat is taken one cycle later, as measured on the RTL
+by :mod:`sim.rtl_backend`); ``during_verify = max(inserts,
 lookups)`` runs under the verifier and binds only if it outlasts it.
 """
 
@@ -127,7 +130,7 @@ class AcceptCycles:
     @property
     def post_verify(self) -> int:
         """Cycles after the verifier's last output until the next step can start."""
-        return self.load + self.decide + max(self.sampler, self.tokens, self.commit)
+        return self.load + self.decide + 1 + max(self.sampler, self.tokens, self.commit)
 
     @property
     def during_verify(self) -> int:

@@ -432,8 +432,9 @@ class RTLTreeManager:
     ``last_post_verify`` is the step's critical path after verification as
     the RTL runs it: ``load``, then ``E0`` to the result beat (4: the result
     registered at ``E3`` is usable from the next cycle), then ``sampler``.
-    It is one cycle more than :attr:`sim.cycles.AcceptCycles.post_verify`
-    (``load + decide + sampler``), which stops ``decide`` at ``E3``.
+    It equals :attr:`sim.cycles.AcceptCycles.post_verify` (``load + decide +
+    1 + sampler`` when the sampler is the longest branch; the model lacked the
+    ``+ 1`` hand-off until this backend measured it).
     ``sim_cycles`` counts every simulated cycle spent on the tree manager
     (seeding, the ``advance`` cycle, the gaps between requests).
     """
