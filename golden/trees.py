@@ -466,6 +466,28 @@ class SequoiaTree(StaticTree):
         return f"SequoiaTree({self.acc.tolist()!r}, {self.n_nodes}, {self.max_depth})"
 
 
+def check_prior(
+    initial_acc: Sequence[float], max_children: int, prior_weight: float
+) -> tuple[float, np.ndarray]:
+    """Validate a topology optimiser's prior: ``(prior_weight, prior)``, where
+    ``prior`` is ``initial_acc`` padded with zeros to ``max_children`` entries."""
+    init = _check_acc(initial_acc, "initial_acc")
+    if init.size > max_children:
+        raise ValueError(
+            f"initial_acc = {init.tolist()!r}: {init.size} entries, more than "
+            f"max_children = {max_children}"
+        )
+    try:
+        w = float(prior_weight)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"prior_weight = {prior_weight!r}: must be a number >= 0") from exc
+    if not (math.isfinite(w) and w >= 0.0):
+        raise ValueError(f"prior_weight = {prior_weight!r}: must be a finite number >= 0")
+    prior = np.zeros(max_children)
+    prior[: init.size] = init
+    return w, prior
+
+
 class AdaptiveSequoia(TreePolicy):
     """Sequoia tree re-solved from observed acceptances (the topology optimiser).
 
@@ -524,21 +546,7 @@ class AdaptiveSequoia(TreePolicy):
         self.max_depth = _check_int("max_depth", max_depth, 1)
         self.update_every = _check_int("update_every", update_every, 1)
         self.max_children = _check_int("max_children", max_children, 1)
-        init = _check_acc(initial_acc, "initial_acc")
-        if init.size > self.max_children:
-            raise ValueError(
-                f"initial_acc = {init.tolist()!r}: {init.size} entries, more than "
-                f"max_children = {self.max_children}"
-            )
-        try:
-            w = float(prior_weight)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"prior_weight = {prior_weight!r}: must be a number >= 0") from exc
-        if not (math.isfinite(w) and w >= 0.0):
-            raise ValueError(f"prior_weight = {prior_weight!r}: must be a finite number >= 0")
-        self.prior_weight = w
-        self.prior = np.zeros(self.max_children)
-        self.prior[: init.size] = init
+        self.prior_weight, self.prior = check_prior(initial_acc, self.max_children, prior_weight)
         self.max_nodes = self.n_nodes
         self.hits = np.zeros(self.max_children, dtype=np.int64)
         self.trials = np.zeros(self.max_children, dtype=np.int64)

@@ -40,7 +40,6 @@ TopologyOptimiser(...))`` reproduces the chip's tokens exactly.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -190,21 +189,9 @@ class TopologyOptimiser(TreePolicy):
                 f"probe_depth = {probe_depth!r}: a probe of {self.probe_depth + 1} nodes "
                 f"does not fit n_nodes = {self.n_nodes}"
             )
-        init = _trees._check_acc(initial_acc, "initial_acc")
-        if init.size > self.max_children:
-            raise ValueError(
-                f"initial_acc = {init.tolist()!r}: {init.size} entries, more than "
-                f"max_children = {self.max_children}"
-            )
-        try:
-            w = float(prior_weight)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"prior_weight = {prior_weight!r}: must be a number >= 0") from exc
-        if not (math.isfinite(w) and w >= 0):
-            raise ValueError(f"prior_weight = {prior_weight!r}: must be a finite number >= 0")
-        self.prior_weight = w
-        self.prior = np.zeros(self.max_children)
-        self.prior[: init.size] = init
+        self.prior_weight, self.prior = _trees.check_prior(
+            initial_acc, self.max_children, prior_weight
+        )
         ctx = self.profile.workload.context_len if context_len is None else context_len
         self.context_len = _int("context_len", ctx, 0)
         if budgets is None:

@@ -329,6 +329,31 @@ def random_tree(rng: random.Random, n_max: int) -> list[int]:
     return [-1] + [rng.randint(0, i - 1) for i in range(1, n)]
 
 
+
+def random_step(
+    rng: random.Random, n_max: int, prob_bits: int, token_bits: int
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """A random verification step for the tree manager: ``(parents, tokens, pt, qt)``.
+
+    The tree is :func:`random_tree`; ``pt`` / ``qt`` are all full, all
+    rejecting, corner values (0, 1, full) or uniform, per tree."""
+    par = random_tree(rng, n_max)
+    n = len(par)
+    full = (1 << prob_bits) - 1
+    mode = rng.choice(["random", "all", "none", "corner"])
+    pt, qt = [0], [0]
+    for _ in range(1, n):
+        if mode == "all":
+            pt.append(full), qt.append(full)
+        elif mode == "none":
+            pt.append(0), qt.append(rng.randint(1, full))
+        elif mode == "corner":
+            pt.append(rng.choice([0, 1, full])), qt.append(rng.choice([0, 1, full]))
+        else:
+            pt.append(rng.randint(0, full)), qt.append(rng.randint(0, full))
+    tok = [0] + [rng.randrange(1 << token_bits) for _ in range(1, n)]
+    return par, tok, pt, qt
+
 # ----------------------------------------------------------------------------- reports
 def params() -> dict:
     """The HDL parameters of this run (set by :func:`run_block`)."""

@@ -40,7 +40,7 @@ from golden.sampler import sample_weights
 from sim.backend import KVBackend, TreeManagerBackend
 from sim.cycles import accept_cycles
 from sim.rtl_backend import RTLSimError, RTLTreeManager, hdl_params, open_rtl
-from tb.common import random_tree
+from tb.common import random_step, random_tree
 
 #: the co-simulated parameter set (lower-case ``open_rtl`` names)
 HP = dict(
@@ -62,25 +62,6 @@ def rtl():
 
 
 # ----------------------------------------------------------------------------- tree manager
-def _case(rng: random.Random, n_max: int, pb: int, tb_: int):
-    par = random_tree(rng, n_max)
-    n = len(par)
-    full = (1 << pb) - 1
-    mode = rng.choice(["random", "all", "none", "corner"])
-    pt, qt = [0], [0]
-    for _ in range(1, n):
-        if mode == "all":
-            pt.append(full), qt.append(full)
-        elif mode == "none":
-            pt.append(0), qt.append(rng.randint(1, full))
-        elif mode == "corner":
-            pt.append(rng.choice([0, 1, full])), qt.append(rng.choice([0, 1, full]))
-        else:
-            pt.append(rng.randint(0, full)), qt.append(rng.randint(0, full))
-    tok = [0] + [rng.randrange(1 << tb_) for _ in range(1, n)]
-    return par, tok, pt, qt
-
-
 def _weights(rng: random.Random, wb: int) -> list[int]:
     V = rng.choice([1, 2, rng.randint(1, 40), rng.randint(40, 300)])
     w = [rng.randrange(1 << wb) if rng.random() < 0.7 else 0 for _ in range(V)]
@@ -109,7 +90,7 @@ def test_tree_steps_match_golden(rtl) -> None:
             lane_seed = rng.choice([0, 1, (1 << 64) - 1, rng.randrange(1 << 64)])
             tm.seed(lane_seed)
             lanes = LaneRNG(lane_seed, N)
-        par, tok, pt, qt = _case(rng, N, PB, TB_)
+        par, tok, pt, qt = random_step(rng, N, PB, TB_)
         w = _weights(rng, WB)
         asked: list[int] = []
 

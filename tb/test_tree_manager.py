@@ -17,7 +17,7 @@ from hw.mask_gen import row_layout
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_layout
 from hw.tree_manager import draft_layout
-from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
+from tb.common import TB, StreamSink, StreamSource, params, random_step, report, run_block
 
 STEPS = 150
 
@@ -43,25 +43,6 @@ class Strobe:
 
     def sample(self) -> None:
         pass
-
-
-def random_case(rng, n_max: int, pb: int):
-    par = random_tree(rng, n_max)
-    n = len(par)
-    full = (1 << pb) - 1
-    mode = rng.choice(["random", "all", "none", "corner"])
-    pt, qt = [0], [0]
-    for _ in range(1, n):
-        if mode == "all":
-            pt.append(full), qt.append(full)
-        elif mode == "none":
-            pt.append(0), qt.append(rng.randint(1, full))
-        elif mode == "corner":
-            pt.append(rng.choice([0, 1, full])), qt.append(rng.choice([0, 1, full]))
-        else:
-            pt.append(rng.randint(0, full)), qt.append(rng.randint(0, full))
-    tok = [0] + [rng.randrange(1 << 17) for _ in range(1, n)]
-    return par, tok, pt, qt
 
 
 try:
@@ -98,7 +79,7 @@ if cocotb is not None:
             await tb.cycles(3)
             out = lanes.next()
             u_all = (out >> (32 - RB)).astype(int).tolist()
-            par, tok, pt, qt = random_case(tb.rng, N, PB)
+            par, tok, pt, qt = random_step(tb.rng, N, PB, 17)
             for i in range(1, len(par)):
                 src.send({"parent": par[i], "token": tok[i], "pt": pt[i], "qt": qt[i], "end": 0})
             src.send({"end": 1})
