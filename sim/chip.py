@@ -85,6 +85,7 @@ from sim import perf
 from sim.backend import KVBackend, TreeManagerBackend
 from sim.cycles import RTL_LATENCY, SPEC_LATENCY, AcceptCycles, sampler_cycles
 from sim.cycles import accept_cycles as cycle_model
+from sim.cycles import check_int as _int
 from sim.topology import TopologyOptimiser
 from sim.workloads import WORKLOADS, load_workload
 
@@ -114,16 +115,6 @@ _DEFAULT_CHILDREN = {
 }
 #: Static shape's branching per depth before truncation to ``nodes`` (breadth first).
 STATIC_BRANCHING = (4, 2, 2, 1, 1, 1, 1, 1)
-
-
-def _int(name: str, value: object, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} = {value!r}: must be an integer")
-    v = int(value)
-    if v < lo or (hi is not None and v > hi):
-        rng = f">= {lo}" if hi is None else f"in {lo} .. {hi}"
-        raise ValueError(f"{name} = {value!r}: must be {rng}")
-    return v
 
 
 def _choice(name: str, value: object, options: Sequence[str]) -> str:

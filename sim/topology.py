@@ -51,6 +51,7 @@ from golden import tree as _tree
 from golden import trees as _trees
 from golden.draft import StepRecord, TreePolicy
 from sim import perf
+from sim.cycles import check_int as _int
 
 __all__ = ["Decision", "TopologyOptimiser", "DEFAULT_BUDGETS"]
 
@@ -88,12 +89,6 @@ class Decision:
     rate_plain: float
     acc: tuple[float, ...]
     acc_raw: tuple[float, ...]
-
-
-def _int(name: str, value: object, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
-        raise ValueError(f"{name} = {value!r}: must be an integer >= {lo}")
-    return int(value)
 
 
 @lru_cache(maxsize=4096)
