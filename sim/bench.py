@@ -74,7 +74,7 @@ def measure(cfg: ChipConfig, seconds: float, *, min_runs: int = 1, warm: bool = 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; prints a table and writes ``chip_bench.json``."""
     ap = argparse.ArgumentParser(prog="python -m sim.bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=5.0, help="per configuration (python)")
+    ap.add_argument("--seconds", type=float, default=5.0, help="per configuration")
     ap.add_argument("--rtl-tokens", type=int, default=64, help="tokens per rtl run")
     ap.add_argument("--no-rtl", action="store_true", help="skip the rtl backend")
     ap.add_argument("--out", default=str(REPORTS / "chip_bench.json"))
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         Chip(cfg).run(max_steps=1)  # builds (cached) and starts the co-simulation once
         print(f"  rtl build/start-up {time.perf_counter() - t:.1f} s", flush=True)
-        rows.append(measure(cfg, 0.0, min_runs=1, warm=False))
+        rows.append(measure(cfg, args.seconds, warm=False))
         print(f"  rtl    {cfg.tree:<8} {rows[-1]['steps_per_s']:>8.1f} steps/s", flush=True)
     elif not args.no_rtl:
         print("  rtl backend not available (sim.rtl_backend or Verilator missing): skipped")
