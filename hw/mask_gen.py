@@ -31,9 +31,13 @@ class TreeMaskGen(wiring.Component):
     node's depth, and ``last`` set on node ``n - 1``.
 
     Rows live in an ``amaranth.lib.memory`` (``N_NODES`` words of ``N_NODES``
-    bits, one synchronous read port transparent to the write port), so
+    bits, one synchronous read port, not transparent: a parent written in
+    the cycle it is read is forwarded from the held row instead), so
     ``N_NODES = 1024`` builds: the logic per cycle is one read, one OR of a
-    one-hot bit and one write.
+    one-hot bit, one increment and one write. Row 0 is not stored: a node
+    whose parent is the root gets the constant row, so the write port is
+    driven by registers only. On an FPGA the read data is registered after
+    LUT RAM (see :meth:`_mem_attrs`).
 
     Invalid input: a parent ``>=`` its node's index, or more than ``N_NODES``
     nodes. If node ``L`` is the first invalid one, the block pulses ``error``
@@ -75,6 +79,22 @@ class TreeMaskGen(wiring.Component):
             }
         )
 
+    #: FPGA mapping hint: row memories up to this many bits go to LUT RAM
+    LUTRAM_MAX_BITS = 16384
+
+    @classmethod
+    def _mem_attrs(cls, bits: int) -> dict[str, str]:
+        """``ram_style`` for FPGA synthesis (ignored by a generic or ASIC flow).
+
+        The row memory is read, modified and written back within one cycle
+        (a node's parent may be the node before it). An ECP5 block RAM's
+        unregistered read (5.8 ns clock to output at speed grade 6) leaves too
+        little of a 10 ns cycle for the OR, the depth increment and the write,
+        so a memory small enough goes to LUT RAM (asynchronous read, then a
+        flip-flop), which meets 100 MHz; larger ones stay in block RAM.
+        """
+        return {"ram_style": "distributed"} if bits <= cls.LUTRAM_MAX_BITS else {}
+
     def elaborate(self, platform) -> Module:
         m = Module()
         N = self.N_NODES
@@ -82,9 +102,11 @@ class TreeMaskGen(wiring.Component):
         rl = row_layout(N)
 
         # rows and depths of the current tree
-        m.submodules.mem = mem = memory.Memory(shape=N + B, depth=N, init=[])
+        m.submodules.mem = mem = memory.Memory(
+            shape=N + B, depth=N, init=[], attrs=self._mem_attrs(N * (N + B))
+        )
         wr = mem.write_port()
-        rd = mem.read_port(transparent_for=(wr,))
+        rd = mem.read_port()  # not transparent: the write of this cycle is forwarded
 
         m.submodules.out = q = fifo.SyncFIFO(width=rl.size, depth=self.OUT_DEPTH)
         m.d.comb += [
@@ -103,6 +125,9 @@ class TreeMaskGen(wiring.Component):
         s1_valid = Signal()
         s1_end = Signal()
         s1_node = Signal(B)
+        s1_root = Signal()  # the stage-1 node's parent is the root
+        s1_fwd = Signal()  # ... is the node stage 1 wrote as this one was read: in `held`
+        s1_first = Signal()  # first beat of a tree (row 0 goes out before this node's)
 
         # room for what is in flight: stage 1 and the beat taken this cycle
         room = Signal()
@@ -119,20 +144,38 @@ class TreeMaskGen(wiring.Component):
         m.d.comb += rd.addr.eq(beat.parent)
 
         # ---- stage 1: the read of row[parent] is back
+        # the root's row is a constant (never written: the write port is
+        # driven by stage-1 registers only, off the input's validity checks);
+        # a parent written in the cycle it was read is forwarded from `held`
+        par_row = Signal(N)
+        par_depth = Signal(B)
+        with m.If(s1_root):
+            m.d.comb += [par_row.eq(1), par_depth.eq(0)]
+        with m.Elif(s1_fwd):
+            m.d.comb += [par_row.eq(held.row), par_depth.eq(held.depth)]
+        with m.Else():
+            m.d.comb += [par_row.eq(rd.data[:N]), par_depth.eq(rd.data[N:])]
         new_row = Signal(N)
         new_depth = Signal(B)
         m.d.comb += [
-            new_row.eq(rd.data[:N] | (Const(1, N) << s1_node)),
-            new_depth.eq(rd.data[N:] + 1),
+            new_row.eq(par_row | (Const(1, N) << s1_node)),
+            new_depth.eq(par_depth + 1),
         ]
+        # the row before this node's: row 0 (a constant) on a tree's first beat
+        prev = Signal(rl)
+        prev_valid = Signal()
+        with m.If(s1_first):
+            m.d.comb += [prev.row.eq(1), prev_valid.eq(1)]
+        with m.Else():
+            m.d.comb += [prev.eq(held), prev_valid.eq(held_valid)]
         push = Signal(rl)
         m.d.comb += [q.w_data.eq(push), q.w_en.eq(0)]
         with m.If(s1_valid):
             with m.If(s1_end):
-                m.d.comb += [push.eq(held), push.last.eq(1), q.w_en.eq(held_valid)]
+                m.d.comb += [push.eq(prev), push.last.eq(1), q.w_en.eq(prev_valid)]
                 m.d.sync += held_valid.eq(0)
             with m.Else():
-                m.d.comb += [push.eq(held), push.last.eq(0), q.w_en.eq(held_valid)]
+                m.d.comb += [push.eq(prev), push.last.eq(0), q.w_en.eq(prev_valid)]
                 m.d.sync += [
                     held.node.eq(s1_node),
                     held.depth.eq(new_depth),
@@ -162,18 +205,16 @@ class TreeMaskGen(wiring.Component):
                     s1_valid.eq(0),
                 ]
             with m.Else():
-                m.d.sync += [s1_valid.eq(1), s1_end.eq(beat.end), s1_node.eq(count[:B])]
+                m.d.sync += [
+                    s1_valid.eq(1),
+                    s1_end.eq(beat.end),
+                    s1_node.eq(count[:B]),
+                    s1_root.eq(beat.parent == 0),
+                    s1_fwd.eq(s1_valid & ~s1_end & (beat.parent == s1_node)),
+                    s1_first.eq(~in_tree),
+                ]
                 with m.If(beat.end):
                     m.d.sync += [in_tree.eq(0), count.eq(1)]
                 with m.Else():
                     m.d.sync += [in_tree.eq(1), count.eq(count + 1)]
-                with m.If(~in_tree):  # first beat of a tree: row 0 is known
-                    m.d.sync += [
-                        held.node.eq(0),
-                        held.depth.eq(0),
-                        held.row.eq(1),
-                        held.last.eq(0),
-                        held_valid.eq(1),
-                    ]
-                    m.d.comb += [wr.addr.eq(0), wr.data.eq(1), wr.en.eq(1)]
         return m
