@@ -78,6 +78,13 @@ def _tool(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
+def fpga_params(name: str) -> dict[str, str]:
+    """Overrides for the FPGA build: ``TARGET="fpga"`` where a block has that choice."""
+    from hw import verilog
+
+    return {"TARGET": "fpga"} if "TARGET" in verilog.block_params(name) else {}
+
+
 def _key(name: str, text: str, mhz: float) -> str:
     v = synth.tool_versions()
     return synth._sha(
@@ -150,7 +157,12 @@ def place_and_route(
         limit = pnr_timeout if res["status"] == "pnr timeout" else synth_timeout
         if res["status"] == "ok" or (res["status"] != "failed" and lim >= limit):
             return {**res, "cached": True}
-    res: dict = {"block": name, "target_mhz": TARGET_MHZ.get(name), "constraint_mhz": mhz}
+    res: dict = {
+        "block": name,
+        "params": fpga_params(name),
+        "target_mhz": TARGET_MHZ.get(name),
+        "constraint_mhz": mhz,
+    }
     with tempfile.TemporaryDirectory() as d:
         Path(d, "design.v").write_text(text)
         Path(d, "s.ys").write_text(_script(name))
@@ -279,6 +291,7 @@ def render_section(fp: dict) -> list[str]:
     ]
     for r in fp["blocks"]:
         tgt = r.get("target_mhz")
+        name = r["block"] + "".join(f" ({k}={v})" for k, v in r.get("params", {}).items())
         res = r.get("resources", {})
         cols = [
             f"{res.get(k, 0):,}" if res else ""
@@ -287,7 +300,7 @@ def render_section(fp: dict) -> list[str]:
         syn = synth._fmt_s(r["synth_s"]) if r.get("synth_s") else ""
         if r["status"] != "ok":
             L.append(
-                f"| `{r['block']}` | {' | '.join(cols)} | **{r['status']}** | "
+                f"| `{name}` | {' | '.join(cols)} | **{r['status']}** | "
                 f"{tgt or '-'} | | {syn} | {synth._fmt_s(r.get('pnr_s') or 0)} |"
             )
             continue
@@ -300,7 +313,7 @@ def render_section(fp: dict) -> list[str]:
             via = " -> ".join(f"`{x}`" for x in sigs) or f"`{cp['start']}` -> `{cp['end']}`"
             cps = f"{via} ({cp['delay_ns']:.1f} ns, {cp['routing_ns']:.1f} of it routing)"
         L.append(
-            f"| `{r['block']}` | {' | '.join(cols)} | **{f:.1f}**{ok} | {tgt or '-'} | "
+            f"| `{name}` | {' | '.join(cols)} | **{f:.1f}**{ok} | {tgt or '-'} | "
             f"{cps} | {syn} | {synth._fmt_s(r['pnr_s'])} |"
         )
     L.append("")
@@ -326,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.monotonic()
     texts = {}
     for b in names:
-        texts[b] = synth.verilog_text(b)
+        texts[b] = synth.verilog_text(b, fpga_params(b))
     # smallest first
     names.sort(key=lambda b: len(texts[b]))
     print(f"ECP5 place and route of {len(names)} blocks ({args.jobs} in parallel)", flush=True)

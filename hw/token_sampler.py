@@ -21,6 +21,9 @@ __all__ = [
 #: width of lane 0's random output (SPEC §3.4)
 U_BITS = 32
 
+#: arithmetic styles (``TARGET``): gate-level carry-save trees, or operators
+TARGETS = ("asic", "fpga")
+
 
 def beat_layout(lanes: int, weight_bits: int) -> data.StructLayout:
     """Input beat: ``lanes`` weights (weight ``v`` of beat ``b`` in lane ``v - b*lanes``)."""
@@ -108,6 +111,14 @@ def sign_of_sum(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
     return zext(a, width)[width - 1] ^ zext(b, width)[width - 1] ^ co
 
 
+def _sum(values: list[Value]) -> Value:
+    """``values[0] + values[1] + ...`` as a balanced tree of operator adders (full width)."""
+    vs = list(values)
+    while len(vs) > 1:
+        vs = [vs[i] + vs[i + 1] for i in range(0, len(vs) - 1, 2)] + vs[len(vs) - len(vs) % 2 :]
+    return vs[0]
+
+
 def zext(v: Value, width: int) -> Value:
     """``v`` zero-extended (or truncated) to exactly ``width`` bits."""
     return Cat(v, Const(0, width - len(v))) if len(v) < width else v[:width]
@@ -187,6 +198,14 @@ class TokenSampler(wiring.Component):
     TOKEN_BITS : int
         Width of a token, ``1 .. 17``: vocabularies up to ``2**TOKEN_BITS``
         (SPEC §5, default 17).
+    TARGET : str
+        ``"asic"`` (default): the carry-save micro-architecture above, every
+        path within the 40-gate-level budget. ``"fpga"``: the same pipeline,
+        cycle for cycle, with every sum kept as one value and computed by
+        Amaranth's ``+``, ``-``, ``<`` and ``*`` (one row where the ASIC
+        variant keeps two; the second row, ``rem_cin`` and the threshold's
+        low carry are constant 0), which FPGA synthesis maps to carry chains
+        and multiplier blocks (an ECP5 LUT-level Wallace tree ran at 57 MHz).
 
     Members
     -------
@@ -203,7 +222,12 @@ class TokenSampler(wiring.Component):
 
     OUT_DEPTH = 2
 
-    def __init__(self, *, LANES: int = 4, WEIGHT_BITS: int = 16, TOKEN_BITS: int = 17) -> None:
+    def __init__(
+        self, *, LANES: int = 4, WEIGHT_BITS: int = 16, TOKEN_BITS: int = 17, TARGET: str = "asic"
+    ) -> None:
+        if TARGET not in TARGETS:
+            raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
+        self.TARGET = TARGET
         self.LANES = check_param("LANES", LANES, 1, 16)
         self.WEIGHT_BITS = check_param("WEIGHT_BITS", WEIGHT_BITS, 8, 32)
         self.TOKEN_BITS = check_param("TOKEN_BITS", TOKEN_BITS, 1, 17)
@@ -258,8 +282,13 @@ class TokenSampler(wiring.Component):
             m.d.comb += too_long.eq((cnt == M) | ((cnt == M - 1) & or_tree(Cat(*w[first_out:]))))
         beat_nz = Signal()
         m.d.comb += beat_nz.eq(or_tree(Cat(*w)))
-        acc_next = csa_rows(m, [*w, acc_s, acc_c], TW, "acc")
-        prefix = [csa_rows(m, w[: j + 1], PW, f"pre{j}") for j in range(L)]
+        fpga = self.TARGET == "fpga"
+        if fpga:  # one row: operators, mapped to carry chains
+            acc_next = ((acc_s + _sum(w))[:TW], Const(0, TW))
+            prefix = [(_sum(w[: j + 1])[:PW], Const(0, PW)) for j in range(L)]
+        else:
+            acc_next = csa_rows(m, [*w, acc_s, acc_c], TW, "acc")
+            prefix = [csa_rows(m, w[: j + 1], PW, f"pre{j}") for j in range(L)]
 
         # token index of each lane of the beat: Cat(lane, cnt) when L is a power of 2
         base = Signal(TB + 1)  # cnt * L, otherwise
@@ -279,11 +308,24 @@ class TokenSampler(wiring.Component):
         # ---- threshold: Wallace tree of u * (acc_s + acc_c) into two rows
         s_reg = Signal(MW)
         c_reg = Signal(MW)
-        pp = [Mux(u_reg[k], a, 0) for a in (acc_s, acc_c) for k in range(U_BITS)]
-        rows = csa_rows(m, pp, MW, "mul", shifts=[k for _ in range(2) for k in range(U_BITS)])
+        if fpga:  # multiplier blocks (16 x 17 bits each), registered; summed at load
+            prods, shifts = [], []
+            for ui in range(0, U_BITS, 16):
+                for ai in range(0, TW, 17):
+                    pr = Signal(16 + min(17, TW - ai), name=f"prod_u{ui}_a{ai}")
+                    m.d.sync += pr.eq(u_reg[ui : ui + 16] * acc_s[ai : ai + 17])
+                    prods.append(pr)
+                    shifts.append(ui + ai)
+            product = Signal(MW)
+            m.d.comb += product.eq(_sum([pr << sh for pr, sh in zip(prods, shifts, strict=True)]))
+            rows = (Const(0, MW), Const(0, MW))  # s_reg / c_reg unused
+            low_carry = Const(0, 1)
+        else:
+            pp = [Mux(u_reg[k], a, 0) for a in (acc_s, acc_c) for k in range(U_BITS)]
+            rows = csa_rows(m, pp, MW, "mul", shifts=[k for _ in range(2) for k in range(U_BITS)])
+            low_carry = carry_out(m, s_reg[:U_BITS], c_reg[:U_BITS], U_BITS, "thr")
         load_rem = Signal()
         m.d.sync += load_rem.eq(0)
-        low_carry = carry_out(m, s_reg[:U_BITS], c_reg[:U_BITS], U_BITS, "thr")
 
         # ---- pass 2, stage 1 registers
         q1_valid = Signal()
@@ -349,21 +391,28 @@ class TokenSampler(wiring.Component):
         tok = Signal(TB)
         k = Cat(rem_cin, Const(1, 1))  # 2 + rem_cin: the +1 of each two's complement
         hit = Signal(L)
-        for j in range(L):
-            d = csa_rows(
-                m, [rem_s, rem_c, ~zext(q1_ps[j], RW), ~zext(q1_pc[j], RW), k], RW, f"d{j}"
+        if fpga:  # one row: rem_c and rem_cin are 0
+            for j in range(L):
+                m.d.comb += hit[j].eq(rem_s.as_signed() < q1_ps[j])
+            rem_next = ((rem_s - q1_ps[L - 1])[:RW], Const(0, RW))
+        else:
+            for j in range(L):
+                d = csa_rows(
+                    m, [rem_s, rem_c, ~zext(q1_ps[j], RW), ~zext(q1_pc[j], RW), k], RW, f"d{j}"
+                )
+                m.d.comb += hit[j].eq(sign_of_sum(m, d[0], d[1], RW, f"hit{j}"))
+            rem_next = csa_rows(
+                m, [rem_s, rem_c, ~zext(q1_ps[L - 1], RW), ~zext(q1_pc[L - 1], RW), k], RW, "rem"
             )
-            m.d.comb += hit[j].eq(sign_of_sum(m, d[0], d[1], RW, f"hit{j}"))
-        rem_next = csa_rows(
-            m, [rem_s, rem_c, ~zext(q1_ps[L - 1], RW), ~zext(q1_pc[L - 1], RW), k], RW, "rem"
-        )
         any_hit, first = priority_lowest(m, hit)
+        if fpga:  # prefix sums never decrease across the lanes: a hit anywhere hits the last lane
+            any_hit = hit[L - 1]
         tok_first = Signal(TB)
         m.d.comb += tok_first.eq(mux_tree(q1_cand, first) if L > 1 else q1_cand[0])
         miss = Signal()
         with m.If(load_rem):
             m.d.sync += [
-                rem_s.eq(s_reg[U_BITS:]),
+                rem_s.eq((product if fpga else s_reg)[U_BITS:]),
                 rem_c.eq(c_reg[U_BITS:]),
                 rem_cin.eq(low_carry),
                 found.eq(0),

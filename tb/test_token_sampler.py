@@ -401,8 +401,15 @@ import pytest  # noqa: E402
 
 @pytest.mark.parametrize(
     "hdl_params",
-    [{"LANES": 1}, {"LANES": 4}, {"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8}],
-    ids=["L1", "L4", "L3_T5_W8"],
+    [
+        {"LANES": 1},
+        {"LANES": 4},
+        {"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8},
+        # the FPGA arithmetic (one row, operators): same cycles, same tokens
+        {"LANES": 4, "TARGET": "fpga"},
+        {"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8, "TARGET": "fpga"},
+    ],
+    ids=["L1", "L4", "L3_T5_W8", "L4_fpga", "L3_T5_W8_fpga"],
 )
 def test_token_sampler(hdl_params: dict) -> None:
     run_block("token_sampler", hdl_params, "tb.test_token_sampler")

@@ -25,6 +25,12 @@ def test_mask_gen_builds_at_1024_nodes(tmp_path) -> None:
     assert ok, messages
 
 
+def test_token_sampler_fpga_variant_lints(tmp_path) -> None:
+    path = verilog.write("token_sampler", {"TARGET": "fpga"}, out=tmp_path)
+    ok, messages = verilog.lint(path)
+    assert ok, messages
+
+
 @pytest.mark.parametrize("block", list(verilog.BLOCKS))
 def test_parameters_validated(block: str) -> None:
     cls = verilog.block_class(block)
