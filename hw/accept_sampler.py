@@ -252,6 +252,7 @@ class AcceptSampler(wiring.Component):
         res_path = Signal(N, reset_less=True)
         res_acc = Signal(B, reset_less=True)
         rem = Signal(N)  # path nodes whose tokens are still to be read
+        rem_nz = Signal()  # rem != 0, registered (keeps a 64-input OR off i.ready)
         rd_busy = Signal()  # a token read is in flight (data next cycle)
         rd_last = Signal(reset_less=True)
 
@@ -271,7 +272,7 @@ class AcceptSampler(wiring.Component):
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += res_valid.eq(0)
 
-        rem_any, rem_idx = _prio_tree(
+        _, rem_idx = _prio_tree(
             m, rem, [Const(k, B) for k in range(N)], highest=False, name="rem"
         )
         # clear the lowest set bit: keep the bits with a set bit below them
@@ -282,14 +283,21 @@ class AcceptSampler(wiring.Component):
         m.d.comb += room.eq(q.level + rd_busy < self.TOKEN_FIFO)
         m.d.comb += tok_rd.addr.eq(Cat(rem_idx, bank_out))
         m.d.sync += rd_busy.eq(0)
-        with m.If(rem_any & room):
-            m.d.sync += [rem.eq(rem_next), rd_busy.eq(1), rd_last.eq(~rem_next.any())]
+        rem_next_nz = Signal()
+        m.d.comb += rem_next_nz.eq(rem_next.any())
+        with m.If(rem_nz & room):
+            m.d.sync += [
+                rem.eq(rem_next),
+                rem_nz.eq(rem_next_nz),
+                rd_busy.eq(1),
+                rd_last.eq(~rem_next_nz),
+            ]
         m.d.comb += [
             q.w_en.eq(rd_busy),
             q.w_data.eq(Cat(tok_rd.data, rd_last)),
         ]
         out_free = Signal()
-        m.d.comb += out_free.eq(~res_valid & ~rem_any & ~rd_busy)
+        m.d.comb += out_free.eq(~res_valid & ~rem_nz & ~rd_busy)
 
         # ------------------------------------------------------------ decision, E1 -> E2
         # chosen[i] = accept[i] & present[i] & ~|(accept & S[i]); present[i]: node i
@@ -335,6 +343,7 @@ class AcceptSampler(wiring.Component):
                 res_path.eq(on_path),
                 res_acc.eq(last_dep),
                 rem.eq(on_path & ~Const(1, N)),
+                rem_nz.eq(last_dep.any()),  # a path beyond the root has depth > 0
                 bank_out.eq(bank_load),
                 bank_load.eq(~bank_load),
             ]
