@@ -36,8 +36,8 @@ class TreeMaskGen(wiring.Component):
     ``N_NODES = 1024`` builds: the logic per cycle is one read, one OR of a
     one-hot bit, one increment and one write. Row 0 is not stored: a node
     whose parent is the root gets the constant row, so the write port is
-    driven by registers only. On an FPGA the read data is registered after
-    LUT RAM (see :meth:`_mem_attrs`).
+    driven by registers only. On an FPGA a small row memory is hinted to LUT
+    RAM (see :meth:`_mem_attrs`).
 
     Invalid input: a parent ``>=`` its node's index, or more than ``N_NODES``
     nodes. If node ``L`` is the first invalid one, the block pulses ``error``
@@ -90,8 +90,8 @@ class TreeMaskGen(wiring.Component):
         (a node's parent may be the node before it). An ECP5 block RAM's
         unregistered read (5.8 ns clock to output at speed grade 6) leaves too
         little of a 10 ns cycle for the OR, the depth increment and the write,
-        so a memory small enough goes to LUT RAM (asynchronous read, then a
-        flip-flop), which meets 100 MHz; larger ones stay in block RAM.
+        so a memory small enough goes to LUT RAM (asynchronous read behind the
+        port's register), which meets 100 MHz; larger ones stay in block RAM.
         """
         return {"ram_style": "distributed"} if bits <= cls.LUTRAM_MAX_BITS else {}
 

@@ -338,7 +338,8 @@ def measure(
     Returns
     -------
     dict
-        ``status`` (``"ok"`` or ``"timeout"``), ``block``, ``params`` (all of
+        ``status`` (``"ok"``, ``"timeout"`` or ``"failed"``: Yosys crashed,
+        cached like a result), ``block``, ``params`` (all of
         them), ``cells``, ``ffs``, ``memory_bits``, ``transistors``,
         ``area_mm2``, ``depth``, ``critical_path``, ``yosys_s``, ``cached``.
     """
@@ -349,7 +350,9 @@ def measure(
     cfile = CACHE / f"{name}{_suffix(params)}-{key[:16]}.json"
     if cfile.exists() and not force:
         res = json.loads(cfile.read_text())
-        if res["status"] == "ok" or (timeout is not None and res["timeout_s"] >= timeout):
+        if res["status"] in ("ok", "failed") or (
+            timeout is not None and res["timeout_s"] >= timeout
+        ):
             return {**res, "cached": True}
     t0 = time.monotonic()
     base = {
@@ -371,6 +374,13 @@ def measure(
             **base,
             "status": "timeout",
             "timeout_s": timeout,
+            "yosys_s": round(time.monotonic() - t0, 1),
+        }
+    except RuntimeError as e:  # Yosys crashed (e.g. the WASM build on a 1024-entry pool)
+        res = {
+            **base,
+            "status": "failed",
+            "error": str(e)[-1500:],
             "yosys_s": round(time.monotonic() - t0, 1),
         }
     else:
@@ -436,7 +446,7 @@ def run_jobs(
                         f"{r['area_mm2']:.4f} mm^2, depth {r['depth']}"
                     )
                 else:
-                    msg = f"TIMEOUT after {_fmt_s(r['yosys_s'])}"
+                    msg = f"{r['status'].upper()} after {_fmt_s(r['yosys_s'])}"
                 src = "cached" if r["cached"] else f"yosys {_fmt_s(r['yosys_s'])}"
                 log(f"  [{n}/{len(jobs)}] {what}: {msg} ({src})", flush=True)
             if pending and not done:
@@ -547,7 +557,7 @@ def render(rep: dict) -> str:
         for r in gen["blocks"]:
             if r["status"] != "ok":
                 L.append(
-                    f"| `{r['block']}` | {label(r['params'])} | timeout after "
+                    f"| `{r['block']}` | {label(r['params'])} | {r['status']} after "
                     f"{_fmt_s(r['yosys_s'])} | | | | | | | |"
                 )
                 continue
@@ -791,7 +801,7 @@ def sweep(*, parallel: int, timeout: float, force: bool, blocks: list[str] | Non
         skipped = [p["x"] for p in s["points"] if p["status"] != "ok"]
         if skipped:
             s["note"] = (
-                f"Skipped (Yosys did not finish within {_fmt_s(timeout)}): "
+                f"Skipped (Yosys crashed or did not finish within {_fmt_s(timeout)}): "
                 f"{', '.join(map(str, skipped))}."
             )
     return out

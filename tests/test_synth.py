@@ -265,3 +265,20 @@ def test_fpga_flow_choices() -> None:
     # the token sampler is built with its FPGA arithmetic, other blocks as they are
     assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
     assert synth_fpga.fpga_params("tree_mask_gen") == {}
+
+
+def test_yosys_crash_is_a_failed_point_not_an_abort(monkeypatch, tmp_path) -> None:
+    """A sweep goes on past a crashing point (the WASM Yosys on a 1024-entry pool)."""
+
+    def crash(*a, **k):
+        raise RuntimeError("yosys failed: thrown Wasm exception")
+
+    monkeypatch.setattr(synth, "CACHE", tmp_path)
+    monkeypatch.setattr(depth, "yosys", crash)
+    r = synth.measure("tree_mask_gen", synth.small_params("tree_mask_gen"), force=True)
+    assert r["status"] == "failed" and "Wasm" in r["error"]
+    # cached like a result: the crash is not retried on every run
+    again = synth.measure("tree_mask_gen", synth.small_params("tree_mask_gen"))
+    assert again["cached"] and again["status"] == "failed"
+    fits = synth.sweep_fits([{**r, "x": 8}])
+    assert fits == {}
