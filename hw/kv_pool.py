@@ -118,14 +118,29 @@ class KVPool(wiring.Component):
     """The shared KV-cache pool: block-table CAM, commit/rollback unit, page allocator.
 
     State (SPEC §4.1): ``ENTRIES`` entries of ``valid``, ``committed``,
-    ``seqs`` (``SEQS`` bits), ``layer``, ``pos``, ``owner`` and ``page``, and
-    the allocator's free-page bitmap of ``PAGES`` bits (bit ``p`` set: page
-    ``p`` free). Registers ``valid``, ``committed``, ``seqs`` and the bitmap
-    are reset (empty table, every page free); the other fields are don't-care
+    ``seqs`` (``SEQS`` bits), ``layer``, ``pos`` and ``owner``, and the
+    allocator's free-page bitmap of ``PAGES`` bits (bit ``p`` set: page ``p``
+    free). Registers ``valid``, ``committed``, ``seqs`` and the bitmap are
+    reset (empty table, every page free); the other fields are don't-care
     while an entry is invalid and have no reset. The fields are stored as bit
     planes (``layer_b3`` holds bit 3 of every entry's ``layer``; ``seqs_b<s>``
     bit ``s`` of every ``seqs``): each per-entry match, multiplexer and update
     is then a few ``ENTRIES``-wide operations, for every entry at once.
+
+    The ``page`` field is not stored: under SPEC §4.2's allocation rule (the
+    lowest free entry and the lowest free page, taken together by an insert
+    and freed together by a commit or release) entry ``i`` always holds page
+    ``i``. By induction from reset: if every valid entry ``i`` holds page
+    ``i``, page ``j < min(ENTRIES, PAGES)`` is free exactly when entry ``j``
+    is, so the lowest free entry ``e`` and the lowest free page are the same
+    index, or ``e >= PAGES`` and no page is free (``NO_PAGE``). ``formal/``
+    proves the consequence on the registers (the bitmap is the complement of
+    ``valid``, pages ``>= ENTRIES`` stay free, no valid entry ``>= PAGES``),
+    and the testbench compares every lookup's and insert's page with
+    ``golden.kvcache``, which stores the field. Storing it would cost
+    ``ENTRIES x log2(PAGES)`` flip-flops and, for the bulk free, an
+    ``ENTRIES x PAGES`` decode (most of the block's area on an FPGA). The
+    per-entry view :attr:`page` is therefore the constant ``i``.
 
     Operations (SPEC §4.2), one per beat on ``op``, each one cycle whatever
     the number of entries it touches; the table state after the edge that
@@ -146,12 +161,11 @@ class KVPool(wiring.Component):
       with none are invalidated and their pages freed.
 
     A commit or release frees all its pages in the same edge: the vector of
-    freed entries is split by the page planes, most significant bit first,
-    into one mask per page value (a binary decode tree of ``ENTRIES``-wide
-    ANDs), and the OR of mask ``p`` frees page ``p`` (into the bitmap and the
-    result's ``freed``). Allocation and freeing move an entry and a page together, so
-    ``free_pages + valid_entries == PAGES`` holds at every clock edge (proved
-    in ``formal/``, with "no page held by two valid entries").
+    freed entries is the vector of freed pages (entry ``i`` holds page
+    ``i``), written into the bitmap and the result's ``freed``. Allocation and
+    freeing move an entry and a page together, so ``free_pages +
+    valid_entries == PAGES`` holds at every clock edge (proved in
+    ``formal/``, with "no page held by two valid entries").
 
     Errors (SPEC §4.3) leave the state unchanged and return ``error = 1`` and
     ``code`` (:class:`ErrorCode`), with ``golden.kvcache``'s precedence:
@@ -170,8 +184,8 @@ class KVPool(wiring.Component):
     selected entry as asked, and lookups then return the lowest-numbered one.
     The golden model raises ``ValueError`` (``KVErr.TWO_COMMITTED``) instead.
 
-    Lookups (two independent ports, ``draft`` and ``verify``): the page (OR of
-    the page planes under the one-hot of the first hit) of the lowest-numbered
+    Lookups (two independent ports, ``draft`` and ``verify``): the page (the
+    index, by an OR tree per bit, of the one-hot first hit) of the lowest-numbered
     valid entry with ``seqs[seq]``, ``layer``, ``pos`` and
     (``committed`` or ``view[owner]``); ``hit = 0, page = 0`` on a miss;
     ``error`` (and no hit) if ``seq >= SEQS``. A lookup sees the state before
@@ -276,11 +290,13 @@ class KVPool(wiring.Component):
         self.layer_p = planes("layer", LAYER_BITS)
         self.pos_p = planes("pos", POS_BITS)
         self.owner_p = planes("owner", idx_bits(N_NODES))
-        self.page_p = planes("page", idx_bits(PAGES))
         # per-entry views of the planes (for assertions and readers)
-        for name in ("seqs", "layer", "pos", "owner", "page"):
+        for name in ("seqs", "layer", "pos", "owner"):
             pl = getattr(self, f"{name}_p")
             setattr(self, name, [Cat(*[q[i] for q in pl]) for i in range(E)])
+        # entry i holds page i (see above); wide enough for every entry index,
+        # since an entry >= PAGES (which never becomes valid) has no page
+        self.page = [Const(i, idx_bits(max(E, PAGES))) for i in range(E)]
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -288,7 +304,8 @@ class KVPool(wiring.Component):
         EB, PGB = idx_bits(E), idx_bits(P)
         valid, committed, free_p = self.valid, self.committed, self.free_p
         seqs_p, layer_p, pos_p = self.seqs_p, self.layer_p, self.pos_p
-        owner_p, page_p = self.owner_p, self.page_p
+        owner_p = self.owner_p
+        EP = min(E, P)  # entries that can hold a page (entry i holds page i)
 
         def wide(bit: Value) -> Value:
             """A 1-bit value copied to every entry (a mux, not a replicate: Amaranth
@@ -330,13 +347,8 @@ class KVPool(wiring.Component):
             """The lowest set bit of ``vec``, one-hot (Kogge-Stone prefix OR)."""
             return net(m, vec & ~prefix_or_below(m, vec, f"{name}_below"), name, keep=True)
 
-        def field(oh: Value, pl: list[Signal], name: str) -> Signal:
-            """The field (planes ``pl``) of the entry one-hot ``oh``."""
-            return net(m, Cat(*[(oh & q).any() for q in pl]), name)
-
         # complemented planes, shared by every mux / decode node that needs them
         owner_n = [net(m, ~q, f"owner_n{b}") for b, q in enumerate(owner_p)]
-        page_n = [net(m, ~q, f"page_n{b}") for b, q in enumerate(page_p)]
 
         # ------------------------------------------------------------ lookup ports
         for port in ("draft", "verify"):
@@ -352,7 +364,7 @@ class KVPool(wiring.Component):
                 & (committed | select(qq.view, f"{port}_vis")),
                 f"{port}_hits",
             )
-            hit_page = field(first(hit_vec, f"{port}_first"), page_p, f"{port}_page")
+            hit_page = encode(first(hit_vec, f"{port}_first")[:EP], PGB, f"{port}_page")
             any_hit = hit_vec.any()
             m.d.comb += qp.ready.eq(~rp.valid | rp.ready)
             with m.If(qp.valid & qp.ready):
@@ -461,20 +473,8 @@ class KVPool(wiring.Component):
         fr = net(
             m, (spec & ~acc & wide(com_ok)) | (seen & ~others & wide(rel_ok)), "fr"
         )  # entries freed
-        # pages freed: split the freed entries by their page bits, MSB first, into
-        # one mask per page value (a binary decode tree of ENTRIES-wide ANDs), and
-        # OR each mask
-        masks: list[Value] = [fr]
-        for b in reversed(range(PGB)):
-            nxt = []
-            for k, mk in enumerate(masks):
-                for v in (0, 1):
-                    if ((2 * k + v) << b) < P:
-                        nxt.append(
-                            net(m, mk & (page_p[b] if v else page_n[b]), f"fr_{b}_{2 * k + v}")
-                        )
-            masks = nxt
-        freed = net(m, Cat(*[mk.any() for mk in masks[:P]]), "freed")
+        # pages freed: entry i holds page i
+        freed = net(m, fr[:EP] if EP == P else Cat(fr[:EP], Const(0, P - EP)), "freed")
         w_e = net(m, low_e & wide(ins_ok), "w_e")  # one-hot entry written by insert
         w_p = net(m, Mux(ins_ok, low_p, 0), "w_p")  # one-hot page taken by insert
         fork_add = net(m, shared & wide(fork_ok), "fork_add")
@@ -489,7 +489,6 @@ class KVPool(wiring.Component):
             *write(layer_p, o.layer),
             *write(pos_p, o.pos),
             *write(owner_p, o.owner),
-            *write(page_p, p_idx),
         ]
         for s_ in range(S):
             q = seqs_p[s_]

@@ -362,7 +362,6 @@ def read_table(dut, p: dict) -> tuple[list[tuple], int]:
         "layer": p["LAYER_BITS"],
         "pos": p["POS_BITS"],
         "owner": max(1, (p["N_NODES"] - 1).bit_length()),
-        "page": max(1, (p["PAGES"] - 1).bit_length()),
     }
     planes = {f: [int(getattr(dut, f"{f}_b{k}").value) for k in range(n)] for f, n in nb.items()}
 
@@ -374,7 +373,7 @@ def read_table(dut, p: dict) -> tuple[list[tuple], int]:
         if (valid >> i) & 1:
             out.append(
                 (i, bool((com >> i) & 1), get("seqs", i), get("layer", i), get("pos", i),
-                 get("owner", i), get("page", i))
+                 get("owner", i), i)
             )  # fmt: skip
     return out, int(dut.free_p.value)
 
@@ -909,7 +908,7 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 #: what the scoreboard reads besides the ports (a lean Verilator build: every
 #: other signal is Verilator's to optimise, see tb.toolchain.build)
-PUBLIC = ("valid", "committed", "free_p", "seqs_b*", "layer_b*", "pos_b*", "owner_b*", "page_b*")
+PUBLIC = ("valid", "committed", "free_p", "seqs_b*", "layer_b*", "pos_b*", "owner_b*")
 
 #: parameter sets: ENTRIES / PAGES in {16, 64, 256} x SEQS in {1, 8} (256 / 256 / 8 /
 #: 64: the defaults), plus odd sizes
