@@ -121,8 +121,12 @@ class KVPool(wiring.Component):
     ``seqs`` (``SEQS`` bits), ``layer``, ``pos`` and ``owner``, and the
     allocator's free-page bitmap of ``PAGES`` bits (bit ``p`` set: page ``p``
     free). Registers ``valid``, ``committed``, ``seqs`` and the bitmap are
-    reset (empty table, every page free); the other fields are don't-care
-    while an entry is invalid and have no reset. The fields are stored as bit
+    reset (empty table, every page free). Every field but ``valid`` is
+    don't-care while an entry is invalid (every use is gated by ``valid``):
+    ``layer``, ``pos`` and ``owner`` have no reset, and an insert beat writes
+    the fields of the entry it would take before its checks are known (a
+    rejected insert leaves that entry invalid; the table, its valid entries
+    and the bitmap, is unchanged). The fields are stored as bit
     planes (``layer_b3`` holds bit 3 of every entry's ``layer``; ``seqs_b<s>``
     bit ``s`` of every ``seqs``): each per-entry match, multiplexer and update
     is then a few ``ENTRIES``-wide operations, for every entry at once.
@@ -475,16 +479,26 @@ class KVPool(wiring.Component):
         )  # entries freed
         # pages freed: entry i holds page i
         freed = net(m, fr[:EP] if EP == P else Cat(fr[:EP], Const(0, P - EP)), "freed")
-        w_e = net(m, low_e & wide(ins_ok), "w_e")  # one-hot entry written by insert
+        # An insert beat writes the fields (and ``committed``, ``seqs``) of the
+        # lowest free entry whether or not the insert succeeds: they are
+        # don't-care while the entry is invalid, and only ``valid`` waits for
+        # the checks. The wide checks (a 256-entry compare and OR) then drive
+        # one plane, not all of them.
+        w_e = net(m, low_e & wide(ins_ok), "w_e")  # one-hot entry made valid by insert
+        w_f = net(m, low_e & wide(take & is_ins), "w_f")  # one-hot entry whose fields insert writes
         w_p = net(m, Mux(ins_ok, low_p, 0), "w_p")  # one-hot page taken by insert
         fork_add = net(m, shared & wide(fork_ok), "fork_add")
 
         def write(pl: list[Signal], value: Value) -> list:
-            return [q.eq((q & ~w_e) | (w_e & wide(value[b]))) for b, q in enumerate(pl)]
+            # a 2-to-1 multiplexer per bit (a flip-flop enable after synthesis)
+            return [
+                q.eq(Cat(*[Mux(w_f[i], value[b], q[i]) for i in range(E)]))
+                for b, q in enumerate(pl)
+            ]
 
         m.d.sync += [
             valid.eq((valid | w_e) & ~fr),
-            committed.eq((committed & ~w_e) | (w_e & wide(o.committed)) | keep),
+            committed.eq((committed & ~w_f) | (w_f & wide(o.committed)) | keep),
             free_p.eq((free_p & ~w_p) | freed),
             *write(layer_p, o.layer),
             *write(pos_p, o.pos),
@@ -493,7 +507,7 @@ class KVPool(wiring.Component):
         for s_ in range(S):
             q = seqs_p[s_]
             m.d.sync += q.eq(
-                ((q & ~w_e) | (w_e & wide(seq_oh[s_])) | (fork_add & wide(dst_oh[s_])))
+                ((q & ~w_f) | (w_f & wide(seq_oh[s_])) | (fork_add & wide(dst_oh[s_])))
                 & ~wide(rel_ok & seq_oh[s_])
             )
 
