@@ -351,6 +351,30 @@ class KVPool(wiring.Component):
             """The lowest set bit of ``vec``, one-hot (Kogge-Stone prefix OR)."""
             return net(m, vec & ~prefix_or_below(m, vec, f"{name}_below"), name, keep=True)
 
+        def first_index(vec: Value, width: int, name: str) -> Signal:
+            """Index (``width`` bits) of the lowest set bit of ``vec`` (0 if none), in two
+            levels of 16-wide groups: within every group its first bit and index, in
+            parallel with the first group that has a bit; then the chosen group's
+            index. Shallower than a ``len(vec)``-wide prefix OR and encoder."""
+            n = len(vec)
+            if n <= 32:
+                return encode(first(vec, name), width, name + "_idx")
+            gsz = 16
+            groups = [vec[k : k + gsz] for k in range(0, n, gsz)]
+            lb = idx_bits(gsz)
+            local = [
+                encode(first(g, f"{name}_g{j}"), lb, f"{name}_g{j}_idx")
+                for j, g in enumerate(groups)
+            ]
+            anys = net(m, Cat(*[g.any() for g in groups]), f"{name}_any")
+            gsel = first(anys, f"{name}_gsel")
+            lo = net(
+                m, or_tree([local[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(len(local))]),
+                f"{name}_lo",
+            )
+            hi = encode(gsel, max(1, idx_bits(len(groups))), f"{name}_hi")
+            return net(m, Cat(lo, hi)[:width], name + "_idx")
+
         # complemented planes, shared by every mux / decode node that needs them
         owner_n = [net(m, ~q, f"owner_n{b}") for b, q in enumerate(owner_p)]
 
@@ -368,7 +392,7 @@ class KVPool(wiring.Component):
                 & (committed | select(qq.view, f"{port}_vis")),
                 f"{port}_hits",
             )
-            hit_page = encode(first(hit_vec, f"{port}_first")[:EP], PGB, f"{port}_page")
+            hit_page = first_index(hit_vec[:EP], PGB, f"{port}_page")
             any_hit = hit_vec.any()
             m.d.comb += qp.ready.eq(~rp.valid | rp.ready)
             with m.If(qp.valid & qp.ready):
