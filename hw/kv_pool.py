@@ -189,7 +189,8 @@ class KVPool(wiring.Component):
     The golden model raises ``ValueError`` (``KVErr.TWO_COMMITTED``) instead.
 
     Lookups (two independent ports, ``draft`` and ``verify``): the page (the
-    index, by an OR tree per bit, of the one-hot first hit) of the lowest-numbered
+    index of the first hit, found in 16-entry groups: every group's first hit
+    and index in parallel with the first group that has one) of the lowest-numbered
     valid entry with ``seqs[seq]``, ``layer``, ``pos`` and
     (``committed`` or ``view[owner]``); ``hit = 0, page = 0`` on a miss;
     ``error`` (and no hit) if ``seq >= SEQS``. A lookup sees the state before
