@@ -347,6 +347,22 @@ def render_section(fp: dict) -> list[str]:
     return L
 
 
+def block_overrides(names: list[str], assignments: list[str]) -> dict[str, dict[str, object]]:
+    """Parameters of each block in ``names``: :func:`fpga_params` plus the ``NAME=VALUE``
+    ``assignments`` (``--set``) that block has; an assignment no block takes is an error."""
+    from hw import verilog
+
+    over = verilog._parse(assignments)
+    out = {}
+    for b in names:
+        known = verilog.block_params(b)
+        out[b] = {**fpga_params(b), **{k: v for k, v in over.items() if k in known}}
+    unused = [k for k in over if not any(k in verilog.block_params(b) for b in names)]
+    if unused:
+        raise SystemExit(f"--set: {', '.join(unused)} is not a parameter of {', '.join(names)}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from hw import verilog
 
@@ -358,15 +374,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pnr-timeout", type=float, default=1800.0, help="s per place and route")
     ap.add_argument("--force", action="store_true", help="ignore the cache")
     ap.add_argument("--blocks", default="", help="comma-separated subset of blocks")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter other than the default (repeatable; e.g. --set ENTRIES=128 "
+        "--set PAGES=128): the results are printed, the report keeps the default rows",
+    )
     args = ap.parse_args(argv)
     names = [b for b in args.blocks.split(",") if b] or list(verilog.BLOCKS)
     for b in names:
         if b not in verilog.BLOCKS:
             raise SystemExit(f"--blocks: {b!r} is not a block ({', '.join(verilog.BLOCKS)})")
+    params = block_overrides(names, args.set)
     t_all = time.monotonic()
     texts = {}
     for b in names:
-        texts[b] = synth.verilog_text(b, fpga_params(b))
+        texts[b] = synth.verilog_text(b, params[b])
     # smallest first
     names.sort(key=lambda b: len(texts[b]))
     print(f"ECP5 place and route of {len(names)} blocks ({args.jobs} in parallel)", flush=True)
@@ -393,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             done, pending = cf.wait(pending, timeout=60, return_when=cf.FIRST_COMPLETED)
             for f in done:
                 b = futs[f]
-                r = results[b] = f.result()
+                r = results[b] = {**f.result(), "params": params[b]}
                 how = "cached" if r["cached"] else "done"
                 if r["status"] == "ok":
                     print(
@@ -415,6 +440,15 @@ def main(argv: list[str] | None = None) -> int:
                     f"  ... {synth._fmt_s(now - t_all)} elapsed; running: {'; '.join(run)}",
                     flush=True,
                 )
+    if args.set:  # not the default parameters: printed, not put in the report
+        fp = {
+            "date": synth._now(),
+            "synth_timeout_s": args.synth_timeout,
+            "pnr_timeout_s": args.pnr_timeout,
+            "blocks": [{k: v for k, v in results[b].items() if k != "cached"} for b in names],
+        }
+        print("\n" + "\n".join(render_section(fp)))
+        return 0
     rep = synth.load_report()
     old = {r["block"]: r for r in rep.get("fpga", {}).get("blocks", [])}
     old.update({b: {k: v for k, v in r.items() if k != "cached"} for b, r in results.items()})

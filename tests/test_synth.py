@@ -267,6 +267,22 @@ def test_fpga_flow_choices() -> None:
     assert synth_fpga.fpga_params("tree_mask_gen") == {}
 
 
+def test_fpga_parameter_overrides() -> None:
+    """``--set``: each block takes the assignments it has, on top of its FPGA build's."""
+    got = synth_fpga.block_overrides(
+        ["kv_pool", "token_sampler"], ["ENTRIES=128", "PAGES=128", "LANES=2"]
+    )
+    assert got == {
+        "kv_pool": {"ENTRIES": 128, "PAGES": 128},
+        "token_sampler": {"TARGET": "fpga", "LANES": 2},
+    }
+    assert synth_fpga.block_overrides(["kv_pool"], []) == {"kv_pool": {}}
+    with pytest.raises(SystemExit, match="LANES is not a parameter of kv_pool"):
+        synth_fpga.block_overrides(["kv_pool"], ["LANES=2"])
+    with pytest.raises(SystemExit, match="expected NAME=VALUE"):
+        synth_fpga.block_overrides(["kv_pool"], ["ENTRIES"])
+
+
 def test_yosys_crash_is_a_failed_point_not_an_abort(monkeypatch, tmp_path) -> None:
     """A sweep goes on past a crashing point (the WASM Yosys on a 1024-entry pool)."""
 
