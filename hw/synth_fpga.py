@@ -349,18 +349,11 @@ def render_section(fp: dict) -> list[str]:
 
 def block_overrides(names: list[str], assignments: list[str]) -> dict[str, dict[str, object]]:
     """Parameters of each block in ``names``: :func:`fpga_params` plus the ``NAME=VALUE``
-    ``assignments`` (``--set``) that block has; an assignment no block takes is an error."""
+    ``assignments`` (``--set``) that block takes (:func:`hw.verilog.parse_overrides`)."""
     from hw import verilog
 
-    over = verilog._parse(assignments)
-    out = {}
-    for b in names:
-        known = verilog.block_params(b)
-        out[b] = {**fpga_params(b), **{k: v for k, v in over.items() if k in known}}
-    unused = [k for k in over if not any(k in verilog.block_params(b) for b in names)]
-    if unused:
-        raise SystemExit(f"--set: {', '.join(unused)} is not a parameter of {', '.join(names)}")
-    return out
+    over = verilog.parse_overrides(assignments, names)
+    return {b: {**fpga_params(b), **over[b]} for b in names}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,16 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["BLOCKS", "block_class", "block_params", "generate", "write", "lint", "main"]
+__all__ = [
+    "BLOCKS",
+    "block_class",
+    "block_params",
+    "parse_overrides",
+    "generate",
+    "write",
+    "lint",
+    "main",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "verilog"
@@ -97,22 +106,27 @@ def _parse(assignments: list[str]) -> dict[str, int]:
     return out
 
 
+def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[str, int]]:
+    """``NAME=VALUE`` ``assignments`` split by block: for each block of ``names``, the
+    ones it takes. Malformed ones, and ones no block of ``names`` takes, are errors."""
+    over = _parse(assignments)
+    out = {b: {k: v for k, v in over.items() if k in block_params(b)} for b in names}
+    unknown = set(over) - {k for p in out.values() for k in p}
+    if unknown:
+        raise SystemExit(
+            f"no block of {', '.join(names)} takes parameter(s) {', '.join(sorted(unknown))}"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hw.verilog", description=__doc__.splitlines()[0])
     ap.add_argument("params", nargs="*", help="NAME=VALUE parameter overrides")
     ap.add_argument("--lint", action="store_true", help="verilator --lint-only -Wall each file")
     args = ap.parse_args(argv)
-    overrides = _parse(args.params)
+    per_block = parse_overrides(args.params, list(BLOCKS))
     jobs: list[tuple[str, dict]] = [(b, {}) for b in BLOCKS]
-    if overrides:
-        for b in BLOCKS:
-            names = block_params(b)
-            applied = {k: v for k, v in overrides.items() if k in names}
-            if applied:
-                jobs.append((b, applied))
-        unknown = set(overrides) - {k for b in BLOCKS for k in block_params(b)}
-        if unknown:
-            raise SystemExit(f"no block takes parameter(s) {', '.join(sorted(unknown))}")
+    jobs += [(b, p) for b, p in per_block.items() if p]
     bad = 0
     for b, p in jobs:
         path = write(b, p)
