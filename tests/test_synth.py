@@ -260,8 +260,12 @@ def test_fpga_flow_choices() -> None:
     assert synth_fpga.lut_mapper("x" * synth_fpga.ABC9_MAX_BYTES) == "abc9"
     assert synth_fpga.lut_mapper("x" * (synth_fpga.ABC9_MAX_BYTES + 1)) == "abc"
     s9, s = synth_fpga._script("top", "abc9"), synth_fpga._script("top", "abc")
-    assert "synth_ecp5 -top top -json design.json" in s9 and "abc -lut 4" not in s9
-    assert "-run :map_luts" in s and "abc -lut 4" in s and "-run map_cells:json" in s
+    for script in (s9, s):
+        assert "-run :map_luts" in script and "-run map_cells:json" in script
+        assert "muxcover -mux4 -mux8 -nopartial" in script
+        assert f"techmap -map {synth_fpga.WIDE_MUX_MAP.name}" in script
+    assert "abc9 -W 300" in s9 and "abc -lut 4" not in s9
+    assert "abc -lut 4" in s and "abc9" not in s
     # the token sampler is built with its FPGA arithmetic, other blocks as they are
     assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
     assert synth_fpga.fpga_params("tree_mask_gen") == {}
@@ -298,3 +302,54 @@ def test_yosys_crash_is_a_failed_point_not_an_abort(monkeypatch, tmp_path) -> No
     assert again["cached"] and again["status"] == "failed"
     fits = synth.sweep_fits([{**r, "x": 8}])
     assert fits == {}
+
+
+#: a 64-, 8- and 3-to-1 multiplexer (``>>`` is a mux tree after ``techmap``)
+_MUX_GOLD = """
+module gold(input [63:0] d, input [5:0] s, output y, output z, output w);
+  assign y = d >> s;
+  assign z = d[7:0] >> s[2:0];
+  assign w = d[2:0] >> s[1:0];
+endmodule
+"""
+
+
+def _wide_mux_equivalence(map_text: str) -> str:
+    """Map ``_MUX_GOLD`` as ``hw.synth_fpga`` does (``muxcover``, then the wide-mux
+    techmap), flatten the ECP5 cells with Yosys' own simulation models and prove
+    it equal to the original by SAT; returns the mapped cell counts (raises
+    ``RuntimeError`` if the proof fails)."""
+    script = (
+        "read_verilog gold.v\n"
+        "copy gold gate\n"
+        "proc\n"
+        "techmap gate\n"
+        "opt gate\n"
+        "muxcover -mux4 -mux8 -nopartial gate\n"
+        f"techmap -map {synth_fpga.WIDE_MUX_MAP.name} gate\n"
+        "tee -q -o stat.txt stat gate\n"
+        "read_verilog -noblackbox +/lattice/common_sim.vh\n"
+        "hierarchy\n"
+        "proc\n"
+        "flatten gate\n"
+        "opt_clean\n"
+        "miter -equiv -flatten -make_assert gold gate miter\n"
+        "hierarchy -top miter\n"
+        "sat -verify -prove-asserts miter\n"
+    )
+    files = {"gold.v": _MUX_GOLD, synth_fpga.WIDE_MUX_MAP.name: map_text}
+    return depth.yosys(script, files, ["stat.txt"])["stat.txt"]
+
+
+def test_wide_mux_map_is_equivalent() -> None:
+    """The ECP5 wide-mux techmap (LUT4 + PFUMX + L6MUX21) computes the multiplexers
+    it replaces, proved with Yosys' ECP5 cell models; a wrong LUT table is caught."""
+    text = synth_fpga.WIDE_MUX_MAP.read_text()
+    stat = _wide_mux_equivalence(text)
+    for cell in ("LUT4", "PFUMX", "L6MUX21"):
+        assert cell in stat, stat
+    assert "$_MUX4_" not in stat and "$_MUX8_" not in stat
+    broken = text.replace("#(.INIT(16'hCACA))", "#(.INIT(16'hCAAC))", 1)
+    assert broken != text
+    with pytest.raises(RuntimeError):
+        _wide_mux_equivalence(broken)
