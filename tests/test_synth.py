@@ -262,10 +262,13 @@ def test_fpga_flow_choices() -> None:
     s9, s = synth_fpga._script("top", "abc9"), synth_fpga._script("top", "abc")
     for script in (s9, s):
         assert "-run :map_luts" in script and "-run map_cells:json" in script
-        assert "muxcover -mux4 -mux8 -nopartial" in script
-        assert f"techmap -map {synth_fpga.WIDE_MUX_MAP.name}" in script
+        assert "muxcover" not in script
     assert "abc9 -W 300" in s9 and "abc -lut 4" not in s9
     assert "abc -lut 4" in s and "abc9" not in s
+    w = synth_fpga._script("top", "abc", wide_mux=True)
+    assert "muxcover -mux4 -mux8 -nopartial" in w
+    assert w.index(f"techmap -map {synth_fpga.WIDE_MUX_MAP.name}") < w.index("abc -lut 4")
+    assert synth_fpga.WIDE_MUX_BLOCKS <= set(verilog.BLOCKS)
     # the token sampler is built with its FPGA arithmetic, other blocks as they are
     assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
     assert synth_fpga.fpga_params("tree_mask_gen") == {}
