@@ -87,36 +87,39 @@ WIDE_MUX_MAP = Path(__file__).with_name("ecp5_wide_mux.v")
 #: (:data:`WIDE_MUX_MAP`) before LUT mapping: those where wide multiplexers
 #: dominate (the KV pool's three ``N_NODES``-to-1 selects per entry, the mask
 #: generator's row read). Elsewhere ABC's own mapping merges the multiplexers
-#: with the logic around them, which measured faster (seed 1, 2026-11-25:
-#: accept_sampler 52.8 MHz without, 48.9 with; token_sampler 109 vs 99).
+#: with the logic around them (measured, seed 1, 2026-11-25: the token and
+#: acceptance samplers 99 and 49 MHz with the cover, 109 and 53 with
+#: synth_ecp5 as it is).
 WIDE_MUX_BLOCKS = frozenset({"kv_pool", "tree_mask_gen"})
 
 
 def _script(top: str, mapper: str = "abc9", wide_mux: bool = False) -> str:
-    """The Yosys script: ``synth_ecp5`` up to LUT mapping; with ``wide_mux``, mux
-    trees covered by 4- and 8-to-1 multiplexers built from LUT4 + PFUMX
-    (+ L6MUX21) (:data:`WIDE_MUX_MAP`; ``-nopartial``: Yosys 0.70's partial
-    covers, where a shared subtree feeds two inputs, left the first-level
-    select undefined although other inputs needed it, which
-    ``tests/test_synth.py`` caught); LUT mapping by ``synth_ecp5``'s own
-    ``abc9 -W 300`` or classic ``abc -lut 4``; then ``synth_ecp5``'s cell
-    mapping."""
-    lut = "abc9 -W 300\n" if mapper == "abc9" else "abc -lut 4\n"
-    cover = (
-        f"muxcover -mux4 -mux8 -nopartial\ntechmap -map {WIDE_MUX_MAP.name}\n" if wide_mux else ""
-    )
-    return (
-        "read_verilog design.v\n"
-        f"synth_ecp5 -top {top} -run :map_luts\n"
-        f"{cover}"
-        "check -latchonly -assert\n"
-        "techmap -map +/lattice/latches_map.v\n"
-        f"{lut}"
-        "clean\n"
-        f"synth_ecp5 -top {top} -run map_cells:json\n"
-        "write_json design.json\n"
-        "tee -q -o stat.json stat -json\n"
-    )
+    """The Yosys script: ``synth_ecp5`` as it is (``abc9`` mapper, no ``wide_mux``),
+    or its steps with LUT mapping by classic ``abc -lut 4`` (``mapper="abc"``)
+    and/or, with ``wide_mux``, the mux trees covered first by 4- and 8-to-1
+    multiplexers built from LUT4 + PFUMX (+ L6MUX21) (:data:`WIDE_MUX_MAP`;
+    ``-nopartial``: Yosys 0.70's partial covers, where a shared subtree feeds
+    two inputs, left the first-level select undefined although other inputs
+    needed it, which ``tests/test_synth.py`` caught)."""
+    if mapper == "abc9" and not wide_mux:
+        synth = f"synth_ecp5 -top {top} -json design.json\n"
+    else:  # synth_lattice's script, map_luts' abc9 kept or replaced by classic abc
+        cover = (
+            f"muxcover -mux4 -mux8 -nopartial\ntechmap -map {WIDE_MUX_MAP.name}\n"
+            if wide_mux
+            else ""
+        )
+        synth = (
+            f"synth_ecp5 -top {top} -run :map_luts\n"
+            f"{cover}"
+            "check -latchonly -assert\n"
+            "techmap -map +/lattice/latches_map.v\n"
+            f"{'abc9 -W 300' if mapper == 'abc9' else 'abc -lut 4'}\n"
+            "clean\n"
+            f"synth_ecp5 -top {top} -run map_cells:json\n"
+            "write_json design.json\n"
+        )
+    return "read_verilog design.v\n" + synth + "tee -q -o stat.json stat -json\n"
 
 
 def _tool(name: str) -> str:

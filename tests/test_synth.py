@@ -260,14 +260,14 @@ def test_fpga_flow_choices() -> None:
     assert synth_fpga.lut_mapper("x" * synth_fpga.ABC9_MAX_BYTES) == "abc9"
     assert synth_fpga.lut_mapper("x" * (synth_fpga.ABC9_MAX_BYTES + 1)) == "abc"
     s9, s = synth_fpga._script("top", "abc9"), synth_fpga._script("top", "abc")
-    for script in (s9, s):
-        assert "-run :map_luts" in script and "-run map_cells:json" in script
-        assert "muxcover" not in script
-    assert "abc9 -W 300" in s9 and "abc -lut 4" not in s9
-    assert "abc -lut 4" in s and "abc9" not in s
+    assert "synth_ecp5 -top top -json design.json" in s9 and "abc -lut 4" not in s9
+    assert "-run :map_luts" in s and "abc -lut 4" in s and "-run map_cells:json" in s
+    assert "muxcover" not in s9 + s and "abc9" not in s
     w = synth_fpga._script("top", "abc", wide_mux=True)
     assert "muxcover -mux4 -mux8 -nopartial" in w
     assert w.index(f"techmap -map {synth_fpga.WIDE_MUX_MAP.name}") < w.index("abc -lut 4")
+    w9 = synth_fpga._script("top", "abc9", wide_mux=True)
+    assert w9.index("muxcover") < w9.index("abc9 -W 300") < w9.index("-run map_cells:json")
     assert synth_fpga.WIDE_MUX_BLOCKS <= set(verilog.BLOCKS)
     # the token sampler is built with its FPGA arithmetic, other blocks as they are
     assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
