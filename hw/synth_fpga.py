@@ -92,6 +92,9 @@ WIDE_MUX_MAP = Path(__file__).with_name("ecp5_wide_mux.v")
 #: synth_ecp5 as it is).
 WIDE_MUX_BLOCKS = frozenset({"kv_pool", "tree_mask_gen"})
 
+#: the Yosys commands of the wide-multiplexer cover (before LUT mapping)
+WIDE_MUX_COVER = f"muxcover -mux4 -mux8 -nopartial\ntechmap -map {WIDE_MUX_MAP.name}\n"
+
 
 def _script(top: str, mapper: str = "abc9", wide_mux: bool = False) -> str:
     """The Yosys script: ``synth_ecp5`` as it is (``abc9`` mapper, no ``wide_mux``),
@@ -104,11 +107,7 @@ def _script(top: str, mapper: str = "abc9", wide_mux: bool = False) -> str:
     if mapper == "abc9" and not wide_mux:
         synth = f"synth_ecp5 -top {top} -json design.json\n"
     else:  # synth_lattice's script, map_luts' abc9 kept or replaced by classic abc
-        cover = (
-            f"muxcover -mux4 -mux8 -nopartial\ntechmap -map {WIDE_MUX_MAP.name}\n"
-            if wide_mux
-            else ""
-        )
+        cover = WIDE_MUX_COVER if wide_mux else ""
         synth = (
             f"synth_ecp5 -top {top} -run :map_luts\n"
             f"{cover}"
