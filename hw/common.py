@@ -173,10 +173,14 @@ def prefix_add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
     return net(m, p0 ^ carry, f"{name}_sum")
 
 
-def popcount(m: Module, vec: Value, name: str) -> Signal:
+def popcount(m: Module, vec: Value, name: str, *, cin: Value | None = None) -> Signal:
     """Number of set bits of ``vec`` (``bits_for(len(vec))`` wide): a Wallace tree of
     full adders (each ``XOR3`` / majority as named signals) down to two rows, then
-    :func:`prefix_add`. About ``2 * log1.5(n / 2) + 2 + log2(log2(n))`` levels."""
+    :func:`prefix_add`. About ``2 * log1.5(n / 2) + 2 + log2(log2(n))`` levels.
+
+    ``cin`` (1 bit) is added as the final adder's carry-in, its last input: a
+    late bit costs no levels on the tree's paths (the result must still fit
+    the width)."""
     n = len(vec)
     width = bits_for(n)
     cols: list[list[Value]] = [[vec[k] for k in range(n)]] + [[] for _ in range(width)]
@@ -197,4 +201,8 @@ def popcount(m: Module, vec: Value, name: str) -> Signal:
     cols = cols[:width]
     row_a = Cat(*[c[0] if len(c) > 0 else Const(0, 1) for c in cols])
     row_b = Cat(*[c[1] if len(c) > 1 else Const(0, 1) for c in cols])
-    return prefix_add(m, row_a, row_b, width, f"{name}_add")
+    if cin is None:
+        return prefix_add(m, row_a, row_b, width, f"{name}_add")
+    # a + b + cin == (Cat(cin, a) + Cat(cin, b)) >> 1: bit 0 generates the carry
+    s = prefix_add(m, Cat(cin, row_a), Cat(cin, row_b), width + 1, f"{name}_add")
+    return net(m, s[1:], f"{name}_sum")

@@ -287,6 +287,12 @@ class KVPool(wiring.Component):
         self.valid = Signal(E)
         self.committed = Signal(E)
         self.free_p = Signal(P, init=(1 << P) - 1)
+        # the insert taken at the last edge, resolved in this cycle (see elaborate)
+        self.pend_r = Signal()
+        self.pend_e = Signal(E)
+        # the architectural state: the registers with the pending insert resolved
+        self.valid_now = Signal(E)
+        self.free_now = Signal(P)
 
         def planes(name: str, n: int, reset: bool = False) -> list[Signal]:
             return [Signal(E, name=f"{name}_b{b}", reset_less=not reset) for b in range(n)]
@@ -382,22 +388,64 @@ class KVPool(wiring.Component):
             hi = encode(gsel, max(1, idx_bits(len(groups))), f"{name}_hi")
             return net(m, Cat(lo, hi)[:width], name + "_idx")
 
+        # ------------------------------------------------------------ pending insert
+        # An insert's two wide checks (``seq`` already sees the key committed; a
+        # speculative duplicate exists) are reduced to one bit per group of
+        # ``G`` entries at the edge that takes it (E0), and the groups' OR is
+        # finished in the next cycle, where the insert is resolved (``ins_ok``
+        # or ``ins_rej``). Between E0 and E1 the insert is *pending*: its fields
+        # are in the planes, its page is reserved (cleared in ``free_p`` at E0,
+        # given back at E1 if rejected) and its ``valid`` bit is set at E1 if
+        # accepted. Everything that reads the table in that cycle (lookups, the
+        # next operation, the counts) reads the architectural state
+        # ``valid_now`` / ``free_now``, the registers with the pending insert
+        # resolved: the behaviour is that of an insert that took effect at E0
+        # (SPEC §6), while the wide OR and the broadcast of its outcome fall in
+        # different cycles.
+        G = 16
+        NG = (E + G - 1) // G
+        pend_r, pend_e = self.pend_r, self.pend_e
+        pend_seq = Signal(idx_bits(S), reset_less=True)  # its fields (also in the planes)
+        pend_com = Signal(reset_less=True)
+        pend_key = Signal(self.LAYER_BITS + self.POS_BITS, reset_less=True)
+        pend_own = Signal(idx_bits(N), reset_less=True)
+        ck_com = Signal(NG, reset_less=True)  # per group: an entry seen committed at the key
+        ck_dup = Signal(NG, reset_less=True)  # per group: a speculative duplicate
+        ck_pcom = Signal(reset_less=True)  # the same, against the insert pending then
+        ck_pdup = Signal(reset_less=True)
+        seen_com = net(m, ck_com.any() | ck_pcom, "seen_com")
+        spec_dup = net(m, ck_dup.any() | ck_pdup, "spec_dup")
+        ins_ok = net(m, pend_r & ~seen_com & ~spec_dup, "ins_ok")  # 0 if none pending
+        ins_rej = net(m, pend_r & (seen_com | spec_dup), "ins_rej")
+        pend_ep = pend_e[:P] if E >= P else Cat(pend_e, Const(0, P - E))  # its page
+        m.d.comb += [
+            self.valid_now.eq(valid | (pend_e & wide(ins_ok))),
+            self.free_now.eq(free_p | (pend_ep & Mux(ins_rej, Const((1 << P) - 1, P), 0))),
+        ]
+        valid_now, free_now = self.valid_now, self.free_now
+
         # ------------------------------------------------------------ lookup ports
         for port in ("draft", "verify"):
             qp, rp = getattr(self, f"{port}_q"), getattr(self, f"{port}_r")
             qq = qp.payload
             q_seq_ok = qq.seq < S
-            hit_vec = net(
+            s_vec = net(
                 m,
-                valid
-                & seq_vec(qq.seq, f"{port}_sbit")
+                seq_vec(qq.seq, f"{port}_sbit")
                 & match(layer_p, qq.layer, f"{port}_lay")
                 & match(pos_p, qq.pos, f"{port}_pos")
                 & (committed | select(qq.view, f"{port}_vis")),
-                f"{port}_hits",
+                f"{port}_match",
             )
-            hit_page = first_index(hit_vec[:EP], PGB, f"{port}_page")
-            any_hit = hit_vec.any()
+            # hits without and with the pending insert's entry, resolved last
+            hit_b = net(m, valid & s_vec, f"{port}_hits")
+            hit_w = net(m, (valid | pend_e) & s_vec, f"{port}_hitsp")
+            hit_page = Mux(
+                ins_ok,
+                first_index(hit_w[:EP], PGB, f"{port}_pagep"),
+                first_index(hit_b[:EP], PGB, f"{port}_page"),
+            )
+            any_hit = Mux(ins_ok, hit_w.any(), hit_b.any())
             m.d.comb += qp.ready.eq(~rp.valid | rp.ready)
             with m.If(qp.valid & qp.ready):
                 m.d.sync += [
@@ -413,6 +461,8 @@ class KVPool(wiring.Component):
         o = self.op.payload
         r1_valid = Signal()
         r1 = Signal(result_layout(E, P))
+        r1_chk = Signal()  # r1 is an insert past its range checks
+        r1_go = Signal()  # ... and there was a free entry and page: it was pending
         res_free = ~self.res.valid | self.res.ready
         move = net(m, r1_valid & res_free, "move")
         m.d.comb += self.op.ready.eq(~r1_valid | move)
@@ -429,55 +479,73 @@ class KVPool(wiring.Component):
         dst_oh = onehot(o.dst, S, "dst_oh")
         sbit = seq_vec(o.seq, "sbit")
         dbit = seq_vec(o.dst, "dbit")
+        okey = Cat(o.layer, o.pos)
         key = net(m, match(layer_p, o.layer, "lay") & match(pos_p, o.pos, "pos"), "key")
+        # the pending insert's entry, as the per-entry vectors see it (its seqs
+        # are one-hot pend_seq, its committed bit pend_com)
+        p_seq = net(m, ins_ok & (pend_seq == o.seq), "p_seq")
+        p_dst = net(m, ins_ok & (pend_seq == o.dst), "p_dst")
 
-        # insert conditions and allocation (lowest free entry, lowest free page)
+        # insert: its conflict checks, reduced per group here and finished next cycle
         own_eq = match(owner_p, o.owner, "own_eq")
-        seen_com = net(m, (valid & committed & sbit & key).any(), "seen_com")
-        spec_dup = net(m, (valid & sbit & key & own_eq).any() & ~o.committed, "spec_dup")
+        conf_com = net(m, valid & committed & sbit & key, "conf_com")
+        conf_dup = net(m, valid & sbit & key & own_eq, "conf_dup")
+
+        def groups(vec: Value) -> Value:
+            return Cat(*[vec[k : k + G].any() for k in range(0, E, G)])
+
+        p_key = net(m, p_seq & (pend_key == okey), "p_key")
+        pc_com = p_key & pend_com
+        pc_dup = p_key & ~pend_com & (pend_own == o.owner) & ~o.committed
+        # allocation: the lowest free entry (its page is the same index), without
+        # and with the pending insert's entry taken
         free_e = net(m, ~valid, "free_e")
-        low_e = first(free_e, "low_e")
-        low_p = first(free_p, "low_p")
-        any_e = net(m, free_e.any(), "any_e")
-        any_p = net(m, free_p.any(), "any_p")
-        e_idx = encode(low_e, EB, "e_idx")
-        p_idx = encode(low_p, PGB, "p_idx")
+        free_e2 = net(m, free_e & ~pend_e, "free_e2")
+        low1 = first(free_e, "low1")
+        low2 = first(free_e2, "low2")
+        low_e = net(m, Mux(ins_ok, low2, low1), "low_e")
+        any_e = net(m, Mux(ins_ok, free_e2.any(), free_e.any()), "any_e")
+        any_p = net(m, free_p.any() | ins_rej, "any_p")
+        e_idx = net(m, Mux(ins_ok, encode(low2, EB, "e_idx2"), encode(low1, EB, "e_idx1")), "e_idx")
 
         # commit: keep / drop among seq's speculative entries
-        spec = net(m, valid & ~committed & sbit, "spec")
+        spec = net(m, valid_now & ~committed & sbit, "spec")
+        spec_any = (valid & ~committed & sbit).any() | (p_seq & ~pend_com)
         acc = select(o.accept, "acc")
         # fork: committed entries src sees
-        shared = net(m, valid & committed & sbit, "shared")
+        shared = net(m, valid_now & committed & sbit, "shared")
+        shared_any = (valid & committed & sbit).any() | (p_seq & pend_com)
         # release: entries seq sees, and those no other sequence sees
-        seen = net(m, valid & sbit, "seen")
+        seen = net(m, valid_now & sbit, "seen")
+        seen_any = (valid & sbit).any() | p_seq
         others = net(m, or_tree([seqs_p[s] & wide(~seq_oh[s]) for s in range(S)]), "others")
-        dst_busy = net(m, (valid & dbit).any(), "dst_busy")
+        dst_busy = net(m, (valid & dbit).any() | p_dst, "dst_busy")
 
         # error checks per opcode, in golden.kvcache's precedence: the first wins
+        # (an insert's SEEN_COMMITTED and SPEC_DUP, between OWNER_RANGE and
+        # TABLE_FULL, are added to the result next cycle)
         checks = {
             Op.INSERT: [
                 (~seq_ok, ErrorCode.SEQ_RANGE),
                 (~own_ok, ErrorCode.OWNER_RANGE),
-                (seen_com, ErrorCode.SEEN_COMMITTED),
-                (spec_dup, ErrorCode.SPEC_DUP),
                 (~any_e, ErrorCode.TABLE_FULL),
                 (~any_p, ErrorCode.NO_PAGE),
             ],
             Op.COMMIT: [
                 (~seq_ok, ErrorCode.SEQ_RANGE),
-                (~spec.any(), ErrorCode.NO_SPEC),
+                (~spec_any, ErrorCode.NO_SPEC),
                 (~o.accept[0], ErrorCode.ROOT_CLEAR),
             ],
             Op.FORK: [
                 (~seq_ok, ErrorCode.SEQ_RANGE),
                 (~dst_ok, ErrorCode.DST_RANGE),
                 (o.seq == o.dst, ErrorCode.SAME_SEQ),
-                (~shared.any(), ErrorCode.SRC_EMPTY),
+                (~shared_any, ErrorCode.SRC_EMPTY),
                 (dst_busy, ErrorCode.DST_BUSY),
             ],
             Op.RELEASE: [
                 (~seq_ok, ErrorCode.SEQ_RANGE),
-                (~seen.any(), ErrorCode.NOTHING_SEEN),
+                (~seen_any, ErrorCode.NOTHING_SEEN),
             ],
         }
         code = Signal(ErrorCode)
@@ -492,11 +560,8 @@ class KVPool(wiring.Component):
         # (no speculative entry / nothing seen) needs no error gating: the set
         # it acts on is empty then. This keeps the wide reductions off the
         # bulk-free path.
-        ins_ok = net(
-            m,
-            take & is_ins & seq_ok & own_ok & ~seen_com & ~spec_dup & any_e & any_p,
-            "ins_ok",
-        )
+        ins_chk = net(m, take & is_ins & seq_ok & own_ok, "ins_chk")
+        ins_go = net(m, ins_chk & any_e & any_p, "ins_go")  # pending at the next cycle
         com_ok = net(m, take & is_com & seq_ok & o.accept[0], "com_ok")
         rel_ok = net(m, take & is_rel & seq_ok, "rel_ok")
         fork_ok = net(m, take & is_fork & seq_ok & dst_ok & (o.seq != o.dst) & ~dst_busy, "fork_ok")
@@ -510,11 +575,9 @@ class KVPool(wiring.Component):
         # An insert beat writes the fields (and ``committed``, ``seqs``) of the
         # lowest free entry whether or not the insert succeeds: they are
         # don't-care while the entry is invalid, and only ``valid`` waits for
-        # the checks. The wide checks (a 256-entry compare and OR) then drive
-        # one plane, not all of them.
-        w_e = net(m, low_e & wide(ins_ok), "w_e")  # one-hot entry made valid by insert
+        # the checks (next cycle, above).
         w_f = net(m, low_e & wide(take & is_ins), "w_f")  # one-hot entry whose fields insert writes
-        w_p = net(m, Mux(ins_ok, low_p, 0), "w_p")  # one-hot page taken by insert
+        w_p = net(m, Mux(ins_go, low_e[:P] if E >= P else Cat(low_e, Const(0, P - E)), 0), "w_p")
         fork_add = net(m, shared & wide(fork_ok), "fork_add")
 
         def write(pl: list[Signal], value: Value) -> list:
@@ -525,12 +588,18 @@ class KVPool(wiring.Component):
             ]
 
         m.d.sync += [
-            valid.eq((valid | w_e) & ~fr),
+            valid.eq(valid_now & ~fr),
             committed.eq((committed & ~w_f) | (w_f & wide(o.committed)) | keep),
-            free_p.eq((free_p & ~w_p) | freed),
+            free_p.eq((free_now & ~w_p) | freed),
             *write(layer_p, o.layer),
             *write(pos_p, o.pos),
             *write(owner_p, o.owner),
+            pend_r.eq(ins_go),
+            pend_e.eq(low_e & wide(ins_go)),
+            pend_seq.eq(o.seq),
+            pend_com.eq(o.committed),
+            pend_key.eq(okey),
+            pend_own.eq(o.owner),
         ]
         for s_ in range(S):
             q = seqs_p[s_]
@@ -540,41 +609,60 @@ class KVPool(wiring.Component):
             )
 
         # ------------------------------------------------------------ result pipeline
-        # stage 1 (r1): the operation's own results, registered at the take edge;
+        # stage 1 (r1): the operation's own results, registered at the take edge
+        # (an insert's are completed in r1's first cycle, from the group bits);
         # stage 2 (res): + the counts, which are population counts of the state
         # after the operation (no other operation is taken while r1 waits).
-        n_free = popcount(m, free_p, "pc_free")
-        n_valid = popcount(m, valid, "pc_valid")
+        n_free = popcount(m, free_p, "pc_free", cin=ins_rej)
+        n_valid = popcount(m, valid, "pc_valid", cin=ins_ok)
         err = net(m, code != ErrorCode.NONE, "err")
         with m.If(take):
             m.d.sync += [
                 r1_valid.eq(1),
+                r1_chk.eq(ins_chk),
+                r1_go.eq(ins_go),
                 r1.op.eq(o.op),
-                r1.error.eq(err),
                 r1.code.eq(code),
-                r1.page.eq(Mux(ins_ok, p_idx, 0)),
-                r1.entry.eq(Mux(ins_ok, e_idx, 0)),
+                r1.page.eq(e_idx),
+                r1.entry.eq(e_idx),
                 r1.freed.eq(freed),
+                ck_com.eq(groups(conf_com)),
+                ck_dup.eq(groups(conf_dup) & Mux(o.committed, 0, (1 << NG) - 1)),
+                ck_pcom.eq(pc_com),
+                ck_pdup.eq(pc_dup),
             ]
         with m.Elif(move):
             m.d.sync += r1_valid.eq(0)
+        r1_ok = r1_go & ~seen_com & ~spec_dup
+        code_f = Mux(
+            r1_chk & seen_com,
+            ErrorCode.SEEN_COMMITTED,
+            Mux(r1_chk & spec_dup, ErrorCode.SPEC_DUP, r1.code),
+        )
         with m.If(move):
             m.d.sync += [
                 self.res.valid.eq(1),
                 self.res.payload.eq(r1),
+                self.res.payload.error.eq(code_f != ErrorCode.NONE),
+                self.res.payload.code.eq(code_f),
+                self.res.payload.page.eq(Mux(r1_ok, r1.page, 0)),
+                self.res.payload.entry.eq(Mux(r1_ok, r1.entry, 0)),
                 self.res.payload.free_pages.eq(n_free),
                 self.res.payload.valid_entries.eq(n_valid),
             ]
         with m.Elif(self.res.ready):
             m.d.sync += self.res.valid.eq(0)
 
+        error_r = Signal()
         m.d.sync += [
             self.free_pages.eq(n_free),
             self.valid_entries.eq(n_valid),
-            self.error.eq(
+            error_r.eq(
                 (take & err)
                 | (self.draft_q.valid & self.draft_q.ready & (self.draft_q.payload.seq >= S))
                 | (self.verify_q.valid & self.verify_q.ready & (self.verify_q.payload.seq >= S))
             ),
         ]
+        # an insert rejected by its conflict checks is known one cycle after its take
+        m.d.comb += self.error.eq(error_r | ins_rej)
         return m

@@ -354,9 +354,11 @@ class Scoreboard:
 # ----------------------------------------------------------------------------- RTL state
 def read_table(dut, p: dict) -> tuple[list[tuple], int]:
     """The RTL's valid entries ``(i, committed, seqs, layer, pos, owner, page)`` and
-    its free-page bitmap, from the registers (the fields are stored as bit planes:
+    its free-page bitmap, from the architectural state (``valid_now``, ``free_now``:
+    the registers with an insert pending from the last edge resolved) and the
+    registers (the fields are stored as bit planes:
     ``<field>_b<k>`` holds bit ``k`` of that field of every entry)."""
-    valid, com = int(dut.valid.value), int(dut.committed.value)
+    valid, com = int(dut.valid_now.value), int(dut.committed.value)
     nb = {
         "seqs": p["SEQS"],
         "layer": p["LAYER_BITS"],
@@ -375,7 +377,7 @@ def read_table(dut, p: dict) -> tuple[list[tuple], int]:
                 (i, bool((com >> i) & 1), get("seqs", i), get("layer", i), get("pos", i),
                  get("owner", i), i)
             )  # fmt: skip
-    return out, int(dut.free_p.value)
+    return out, int(dut.free_now.value)
 
 
 def golden_table(bt: BlockTable) -> tuple[list[tuple], int]:
@@ -673,6 +675,97 @@ if cocotb is not None:
         b.check_table()
         b.finish("prefix_sharing")
 
+    @cocotb.test()
+    async def pending_insert(dut) -> None:
+        """An insert's conflict checks finish in the cycle after its take, where the
+        insert is *pending* (``hw.kv_pool``): every operation and lookup of that
+        cycle must see it resolved. Back-to-back pairs (insert, then an operation
+        that depends on it, with a lookup of the new key in the same cycle), each
+        checked against the golden model: a duplicate of the pending insert, a
+        key it holds committed, the entry a rejected insert leaves free, a
+        commit / fork / release / busy ``dst`` that involves it, and the last
+        free entry or page taken (or not) by it."""
+        b = Bench(dut)
+        p, tb = b.p, b.tb
+        await b.start()
+        seqs, n_k = p["SEQS"], [0]
+
+        def key() -> tuple[int, int]:
+            n_k[0] += 1
+            return unique_key(p, n_k[0], 1)
+
+        def pair(first: dict, then: dict, probe: tuple | None = None) -> None:
+            """``first``, then ``then`` in the next cycle with, on both lookup
+            ports, a query of ``probe`` (default: the first's key) in that cycle."""
+            kind1, kind2 = first.pop("op"), then.pop("op")
+            b.send(kind1, **first)
+            b.send(kind2, **then)
+            s, layer, ps = probe or (first.get("seq", 0), first.get("layer", 0), first.get("pos", 0))
+            for port in (0, 1):
+                b.query(port, 0, 0, 0)  # in the first's cycle
+                b.query(port, s, layer, ps, 0b11)  # in the next one
+
+        o1 = 2 % p["N_NODES"]
+        for rnd in range(3):
+            s, s2 = rnd % seqs, (rnd + 1) % seqs
+            la, pa = key()
+            lb, pb = key()
+            ins = {"op": Op.INSERT, "seq": s, "layer": la, "pos": pa, "owner": 1}
+            # a speculative duplicate of the pending insert: SPEC_DUP
+            pair(dict(ins), dict(ins))
+            # a committed key, then a speculative and a committed insert of it
+            com = {"op": Op.INSERT, "seq": s, "layer": lb, "pos": pb, "committed": 1}
+            pair(dict(com), {**com, "committed": 0, "owner": o1})
+            pair({**com, "owner": 1}, dict(com))
+            # a rejected insert, then one that takes the entry it left free
+            lc, pc = key()
+            pair(dict(ins), {"op": Op.INSERT, "seq": s, "layer": lc, "pos": pc, "owner": o1})
+            # commit right after a speculative insert: keep it (owner 0) or drop it
+            ld, pd = key()
+            spec = {"op": Op.INSERT, "seq": s, "layer": ld, "pos": pd, "owner": 0}
+            pair(dict(spec), {"op": Op.COMMIT, "seq": s, "accept": 0b1})
+            le, pe = key()
+            pair({**spec, "layer": le, "pos": pe, "owner": 1}, {"op": Op.COMMIT, "seq": s, "accept": 1})
+            if seqs > 1:
+                # fork from a sequence whose only committed entry is pending
+                b.send(Op.RELEASE, seq=s)
+                b.send(Op.RELEASE, seq=s2)
+                lf, pf = key()
+                pair({**com, "layer": lf, "pos": pf}, {"op": Op.FORK, "seq": s, "dst": s2})
+                # fork into a sequence whose only entry is pending: DST_BUSY
+                b.send(Op.RELEASE, seq=s2)
+                lg, pg = key()
+                pair({**com, "seq": s2, "layer": lg, "pos": pg}, {"op": Op.FORK, "seq": s, "dst": s2})
+            # release a sequence right after its insert
+            lh, ph = key()
+            pair({**spec, "layer": lh, "pos": ph}, {"op": Op.RELEASE, "seq": s})
+            b.send(Op.RELEASE, seq=s2)
+            await b.drain()
+            b.check_table()
+        # the last free entry / page: taken by an accepted pending insert (the next
+        # one finds the table full), or left by a rejected one (the next one gets it)
+        cap = min(p["ENTRIES"], p["PAGES"])
+        for k in range(cap - 1):
+            layer, ps = unique_key(p, k)
+            b.send(Op.INSERT, seq=k % seqs, layer=layer, pos=ps, owner=k % p["N_NODES"])
+        lx, px = key()
+        last = {"op": Op.INSERT, "seq": 0, "layer": lx, "pos": px, "owner": 1}
+        ly, py = key()
+        pair(dict(last), {**last, "layer": ly, "pos": py})
+        for k in range(2):  # free the last one: a rejected insert, then the table is full
+            b.send(Op.RELEASE, seq=0)
+            lz, pz = key()
+            pair({**last, "seq": 1 % seqs, "layer": lz, "pos": pz}, dict(last))
+        await b.drain()
+        b.check_table()
+        codes = {r["code"] for _c, r in b.res.received}
+        need = {ErrorCode.SPEC_DUP, ErrorCode.SEEN_COMMITTED}
+        need |= {ErrorCode.TABLE_FULL if p["ENTRIES"] <= p["PAGES"] else ErrorCode.NO_PAGE}
+        if seqs > 1:
+            need.add(ErrorCode.DST_BUSY)
+        assert {c.value for c in need} <= codes, f"seed {tb.seed}: codes {sorted(codes)}"
+        b.finish("pending_insert")
+
     def unique_key(p: dict, k: int, layer_base: int = 0) -> tuple[int, int]:
         """The ``k``-th distinct ``(layer, pos)``, layers from ``layer_base`` up."""
         per = 1 << p["POS_BITS"]
@@ -782,7 +875,7 @@ if cocotb is not None:
         await b.random_ops(800)
         await tb.reset()  # the scoreboard resets the model with the RTL
         await ReadOnly()
-        assert int(dut.valid.value) == 0 and int(dut.free_p.value) == (1 << p["PAGES"]) - 1
+        assert int(dut.valid_now.value) == 0 and int(dut.free_now.value) == (1 << p["PAGES"]) - 1
         await FallingEdge(tb.clk)
         await b.random_ops(800)
         b.check_table()
@@ -908,7 +1001,7 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 #: what the scoreboard reads besides the ports (a lean Verilator build: every
 #: other signal is Verilator's to optimise, see tb.toolchain.build)
-PUBLIC = ("valid", "committed", "free_p", "seqs_b*", "layer_b*", "pos_b*", "owner_b*")
+PUBLIC = ("valid_now", "committed", "free_now", "seqs_b*", "layer_b*", "pos_b*", "owner_b*")
 
 #: parameter sets: ENTRIES / PAGES in {16, 64, 256} x SEQS in {1, 8} (256 / 256 / 8 /
 #: 64: the defaults), plus odd sizes
