@@ -348,9 +348,7 @@ class KVPool(wiring.Component):
             bit select (a mux tree after synthesis), so that an FPGA flow can cover
             it with its wide multiplexers (``hw.synth_fpga``: 8-to-1 in two
             slices)."""
-            return net(
-                m, Cat(*[vec.bit_select(per_entry(owner_p, i), 1) for i in range(E)]), name
-            )
+            return net(m, Cat(*[vec.bit_select(per_entry(owner_p, i), 1) for i in range(E)]), name)
 
         def encode(oh: Value, width: int, name: str) -> Signal:
             """Index of the one set bit of ``oh`` (0 if none)."""
@@ -382,7 +380,8 @@ class KVPool(wiring.Component):
             anys = net(m, Cat(*[g.any() for g in groups]), f"{name}_any")
             gsel = first(anys, f"{name}_gsel")
             lo = net(
-                m, or_tree([local[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(len(local))]),
+                m,
+                or_tree([local[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(len(local))]),
                 f"{name}_lo",
             )
             hi = encode(gsel, max(1, idx_bits(len(groups))), f"{name}_hi")

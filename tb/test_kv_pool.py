@@ -694,16 +694,23 @@ if cocotb is not None:
             n_k[0] += 1
             return unique_key(p, n_k[0], 1)
 
-        def pair(first: dict, then: dict, probe: tuple | None = None) -> None:
-            """``first``, then ``then`` in the next cycle with, on both lookup
-            ports, a query of ``probe`` (default: the first's key) in that cycle."""
-            kind1, kind2 = first.pop("op"), then.pop("op")
-            b.send(kind1, **first)
-            b.send(kind2, **then)
-            s, layer, ps = probe or (first.get("seq", 0), first.get("layer", 0), first.get("pos", 0))
+        sent, probes = [0], []  # beats queued on each source; (op, query) in one cycle
+
+        def solo(kind: Op, query: tuple = (0, 0, 0), **fields) -> None:
+            """An operation and, in the same cycle on both lookup ports, ``query``
+            (the three sources stay in step: every operation comes with a query)."""
+            b.send(kind, **fields)
             for port in (0, 1):
-                b.query(port, 0, 0, 0)  # in the first's cycle
-                b.query(port, s, layer, ps, 0b11)  # in the next one
+                b.query(port, *query, 0b11)
+            sent[0] += 1
+
+        def pair(first: dict, then: dict) -> None:
+            """``first``, then ``then`` in the next cycle with, on both lookup
+            ports, a query of the first's key in that cycle."""
+            f, t = dict(first), dict(then)
+            solo(f.pop("op"), **f)
+            probes.append(sent[0])
+            solo(t.pop("op"), (f.get("seq", 0), f["layer"], f["pos"]), **t)
 
         o1 = 2 % p["N_NODES"]
         for rnd in range(3):
@@ -725,39 +732,44 @@ if cocotb is not None:
             spec = {"op": Op.INSERT, "seq": s, "layer": ld, "pos": pd, "owner": 0}
             pair(dict(spec), {"op": Op.COMMIT, "seq": s, "accept": 0b1})
             le, pe = key()
-            pair({**spec, "layer": le, "pos": pe, "owner": 1}, {"op": Op.COMMIT, "seq": s, "accept": 1})
+            drop = {"op": Op.COMMIT, "seq": s, "accept": 1}
+            pair({**spec, "layer": le, "pos": pe, "owner": 1}, drop)
             if seqs > 1:
                 # fork from a sequence whose only committed entry is pending
-                b.send(Op.RELEASE, seq=s)
-                b.send(Op.RELEASE, seq=s2)
+                solo(Op.RELEASE, seq=s)
+                solo(Op.RELEASE, seq=s2)
                 lf, pf = key()
                 pair({**com, "layer": lf, "pos": pf}, {"op": Op.FORK, "seq": s, "dst": s2})
                 # fork into a sequence whose only entry is pending: DST_BUSY
-                b.send(Op.RELEASE, seq=s2)
+                solo(Op.RELEASE, seq=s2)
                 lg, pg = key()
-                pair({**com, "seq": s2, "layer": lg, "pos": pg}, {"op": Op.FORK, "seq": s, "dst": s2})
+                fork = {"op": Op.FORK, "seq": s, "dst": s2}
+                pair({**com, "seq": s2, "layer": lg, "pos": pg}, fork)
             # release a sequence right after its insert
             lh, ph = key()
             pair({**spec, "layer": lh, "pos": ph}, {"op": Op.RELEASE, "seq": s})
-            b.send(Op.RELEASE, seq=s2)
+            solo(Op.RELEASE, seq=s2)
             await b.drain()
             b.check_table()
         # the last free entry / page: taken by an accepted pending insert (the next
-        # one finds the table full), or left by a rejected one (the next one gets it)
+        # one finds none), or left by a rejected one (the next one takes it)
         cap = min(p["ENTRIES"], p["PAGES"])
         for k in range(cap - 1):
             layer, ps = unique_key(p, k)
-            b.send(Op.INSERT, seq=k % seqs, layer=layer, pos=ps, owner=k % p["N_NODES"])
-        lx, px = key()
-        last = {"op": Op.INSERT, "seq": 0, "layer": lx, "pos": px, "owner": 1}
-        ly, py = key()
-        pair(dict(last), {**last, "layer": ly, "pos": py})
-        for k in range(2):  # free the last one: a rejected insert, then the table is full
-            b.send(Op.RELEASE, seq=0)
-            lz, pz = key()
-            pair({**last, "seq": 1 % seqs, "layer": lz, "pos": pz}, dict(last))
+            solo(Op.INSERT, seq=k % seqs, layer=layer, pos=ps, owner=k % p["N_NODES"], committed=1)
+        la, pa = key()
+        last = {"op": Op.INSERT, "seq": 0, "layer": la, "pos": pa, "owner": 1}
+        lb, pb = key()
+        pair(dict(last), {**last, "layer": lb, "pos": pb})
+        solo(Op.COMMIT, seq=0, accept=1)  # drops the last one (seq 0's only speculative)
+        l0, p0 = unique_key(p, 0)  # committed for seq 0: SEEN_COMMITTED
+        pair({**last, "layer": l0, "pos": p0}, dict(last))
         await b.drain()
         b.check_table()
+        for k in probes:  # the probe and the operation after the insert: one cycle
+            assert b.op.sent[k][0] == b.qs[0].sent[k][0] == b.qs[1].sent[k][0], (
+                f"probe {k} out of step"
+            )
         codes = {r["code"] for _c, r in b.res.received}
         need = {ErrorCode.SPEC_DUP, ErrorCode.SEEN_COMMITTED}
         need |= {ErrorCode.TABLE_FULL if p["ENTRIES"] <= p["PAGES"] else ErrorCode.NO_PAGE}
