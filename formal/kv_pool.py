@@ -8,7 +8,10 @@ is free, proved by SymbiYosys (``yowasp-sby``, Yosys' ``smtbmc`` with the
 * ``prove``: k-induction, the properties hold in every reachable state;
 * ``bmc``: bounded model check from reset, ``BMC_DEPTH`` cycles.
 
-Properties, asserted every cycle after the first reset:
+Properties, asserted every cycle after the first reset on the architectural
+state ``valid_now`` / ``free_now`` (the registers ``valid`` / ``free_p`` with
+the insert pending from the last edge resolved, see :class:`hw.kv_pool.KVPool`;
+written ``valid`` / ``free_p`` below):
 
 1. ``popcount(free_p) + popcount(valid) == PAGES`` (no leak, no double
    allocation);
@@ -24,7 +27,10 @@ Properties, asserted every cycle after the first reset:
    never change while it is valid, and it stops being valid only by
    the release of its last sequence;
 5. its ``seqs`` changes only by a fork (adding ``dst``) or a release
-   (removing ``seq``).
+   (removing ``seq``);
+6. on the registers: no insert pending, or one entry, invalid, below
+   ``PAGES``, whose page is reserved (cleared in the bitmap), so that 1-3
+   hold whichever way it resolves.
 
 ``run(..., negate=True)`` asserts a false property instead (``free_pages +
 valid_entries == PAGES + 1``) to show the flow does find failures.
@@ -38,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from amaranth import Cat, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth import Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 from amaranth.lib.wiring import In
@@ -93,6 +99,8 @@ class KVPoolFormal(Elaboratable):
             m.d.comb += Assume(ResetSignal())
         live = started
 
+        # the architectural state (the registers with a pending insert resolved)
+        valid, free = d.valid_now, d.free_now
         # previous-cycle copies (a "past" that Amaranth 0.5 no longer provides)
         p_valid = Signal(E, reset_less=True)
         p_com = Signal(E, reset_less=True)
@@ -105,7 +113,7 @@ class KVPoolFormal(Elaboratable):
         p_dst = Signal(len(d.op.payload.dst), reset_less=True)
         p_live = Signal(reset_less=True)
         m.d.sync += [
-            p_valid.eq(d.valid),
+            p_valid.eq(valid),
             p_com.eq(d.committed),
             p_take.eq(d.op.valid & d.op.ready),
             p_op.eq(d.op.payload.op),
@@ -119,8 +127,8 @@ class KVPoolFormal(Elaboratable):
                 p_seqs[i].eq(d.seqs[i]),
             ]
 
-        n_free = sum(d.free_p[k] for k in range(P))
-        n_valid = sum(d.valid[k] for k in range(E))
+        n_free = sum(free[k] for k in range(P))
+        n_valid = sum(valid[k] for k in range(E))
         with m.If(live):
             # 1. no leak
             if self.negate:
@@ -130,13 +138,22 @@ class KVPoolFormal(Elaboratable):
             # 2. no page held twice
             for i in range(E):
                 for j in range(i + 1, E):
-                    m.d.comb += Assert(~(d.valid[i] & d.valid[j] & (d.page[i] == d.page[j])))
+                    m.d.comb += Assert(~(valid[i] & valid[j] & (d.page[i] == d.page[j])))
             # 3. bitmap == pages not held by a valid entry
             for k in range(P):
-                held = Cat(*[d.valid[i] & (d.page[i] == k) for i in range(E)]).any()
-                m.d.comb += Assert(d.free_p[k] == ~held)
+                held = Cat(*[valid[i] & (d.page[i] == k) for i in range(E)]).any()
+                m.d.comb += Assert(free[k] == ~held)
             for i in range(E):
-                m.d.comb += Assert(~d.valid[i] | (d.page[i] < P))
+                m.d.comb += Assert(~valid[i] | (d.page[i] < P))
+            # 6. the pending insert (hw.kv_pool): none, or one entry, invalid, below
+            #    PAGES, whose page is reserved (out of the bitmap): what makes 1-3
+            #    inductive on the architectural state, whichever way it resolves
+            pe = d.pend_e
+            m.d.comb += Assert(Mux(d.pend_r, (pe != 0) & ((pe & (pe - 1)) == 0), pe == 0))
+            for i in range(E):
+                with m.If(pe[i]):
+                    m.d.comb += Assert(~d.valid[i])
+                    m.d.comb += Assert(~d.free_p[i] if i < P else Const(0, 1))  # below PAGES
         with m.If(live & p_live):
             for i in range(E):
                 was = p_valid[i] & p_com[i]
@@ -145,7 +162,7 @@ class KVPoolFormal(Elaboratable):
                 last_release = p_take & (p_op == Op.RELEASE) & (p_seqs[i] == one[: d.SEQS])
                 with m.If(was):
                     # 4. unchanged while valid; invalid only by its last sequence's release
-                    with m.If(d.valid[i]):
+                    with m.If(valid[i]):
                         m.d.comb += Assert(d.committed[i] & (fields == p_fields[i]))
                     with m.Else():
                         m.d.comb += Assert(last_release)
@@ -154,7 +171,7 @@ class KVPoolFormal(Elaboratable):
                     seq_oh = one[: d.SEQS]
                     fork = p_take & (p_op == Op.FORK)
                     rel = p_take & (p_op == Op.RELEASE)
-                    with m.If(d.valid[i]):
+                    with m.If(valid[i]):
                         m.d.comb += Assert(
                             (d.seqs[i] == p_seqs[i])
                             | (fork & (d.seqs[i] == (p_seqs[i] | dst_oh)))
@@ -243,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     bad = 0
     for config, over in CONFIGS.items():
-        print(f"KV pool formal, configuration {({**CONFIG, **over})}", flush=True)
+        print(f"KV pool formal, configuration { ({**CONFIG, **over}) }", flush=True)
         for task, (ok, dt, log) in run(tuple(args.tasks), config=config).items():
             print(f"  {task:<6} {'PASS' if ok else 'FAIL'}  {dt:6.1f} s", flush=True)
             if not ok:

@@ -9,7 +9,8 @@ before an operation taken in the same cycle), and a monitor checks:
 
 * every result (error code, page, entry, freed pages, counts after the
   operation) and every lookup reply;
-* every cycle, the status counts: ``free_pages + valid_entries == PAGES``
+* every cycle, the ``error`` pulse (one cycle after an operation or query
+  with an error) and the status counts: ``free_pages + valid_entries == PAGES``
   (leak check) and both equal to the golden counts one cycle earlier;
 * every :data:`STATE_EVERY` operations and at the end, the whole table
   (``valid``, ``committed``, ``seqs``, ``layer``, ``pos``, ``owner``,
@@ -285,6 +286,7 @@ class Scoreboard:
         self.mismatches: list[str] = []
         self.leaks = 0
         self.prev_counts = model.counts()
+        self.err_next = False  # the error pulse due in the next cycle
         self.dut = tb.dut
         res_sink.on_beat = self._on_res
         for k, s in enumerate(r_sinks):
@@ -325,7 +327,12 @@ class Scoreboard:
         if self.dut.rst.value == 1:  # synchronous reset: the table empties
             self.model.reset()
             self.prev_counts = self.model.counts()
+            self.err_next = False
             return
+        # the error pulse: one cycle after an operation or query with an error
+        if int(self.dut.error.value) != self.err_next:
+            self.fail(f"error output {int(self.dut.error.value)}, expected {int(self.err_next)}")
+        self.err_next = False
         # status registers: the counts of the state one cycle earlier
         fp, ve = int(self.dut.free_pages.value), int(self.dut.valid_entries.value)
         if fp + ve != self.p["PAGES"]:
@@ -339,12 +346,16 @@ class Scoreboard:
             while self.seen_q[k] < len(src.sent):
                 c, q = src.sent[self.seen_q[k]]
                 self.seen_q[k] += 1
-                self.exp_r[k].append((c, q, self.model.query(q)))
+                exp = self.model.query(q)
+                self.err_next |= bool(exp["error"])
+                self.exp_r[k].append((c, q, exp))
         while self.seen_ops < len(self.op_src.sent):
             c, o = self.op_src.sent[self.seen_ops]
             self.seen_ops += 1
             assert c == cyc
-            self.exp_res.append((c, o, self.model.op(o)))
+            exp = self.model.op(o)
+            self.err_next |= bool(exp["error"])
+            self.exp_res.append((c, o, exp))
 
     @property
     def pending(self) -> bool:
