@@ -137,9 +137,10 @@ class KVPool(wiring.Component):
     ``i``. By induction from reset: if every valid entry ``i`` holds page
     ``i``, page ``j < min(ENTRIES, PAGES)`` is free exactly when entry ``j``
     is, so the lowest free entry ``e`` and the lowest free page are the same
-    index, or ``e >= PAGES`` and no page is free (``NO_PAGE``). ``formal/``
-    proves the consequence on the registers (the bitmap is the complement of
-    ``valid``, pages ``>= ENTRIES`` stay free, no valid entry ``>= PAGES``),
+    index, or ``e >= PAGES`` and no page is free (``NO_PAGE``): one priority
+    encoder serves both. ``formal/`` proves the consequence (the bitmap is
+    the complement of ``valid``, pages ``>= ENTRIES`` stay free, no valid
+    entry ``>= PAGES``),
     and the testbench compares every lookup's and insert's page with
     ``golden.kvcache``, which stores the field. Storing it would cost
     ``ENTRIES x log2(PAGES)`` flip-flops and, for the bulk free, an
@@ -148,13 +149,14 @@ class KVPool(wiring.Component):
 
     Operations (SPEC §4.2), one per beat on ``op``, each one cycle whatever
     the number of entries it touches; the table state after the edge that
-    takes the beat is the state after the operation:
+    takes the beat is the state after the operation (the *architectural*
+    state :attr:`valid_now` / :attr:`free_now`, see "pending insert"):
 
     * ``INSERT(seq, layer, pos, owner, committed)``: the lowest free entry and
-      the lowest free page (tree priority encoders: a Kogge-Stone prefix OR
-      gives the one-hot write enables, an OR tree per index bit the indices)
-      become an entry seen by ``seq`` only; ``page`` / ``entry`` in the
-      result. One per cycle, sustained.
+      its page (a tree priority encoder: a Kogge-Stone prefix OR gives the
+      one-hot write enables, an OR tree per index bit the index) become an
+      entry seen by ``seq`` only; ``page`` / ``entry`` in the result. One per
+      cycle, sustained.
     * ``COMMIT(seq, accept)``: every speculative entry of ``seq`` whose
       ``owner`` bit is set in ``accept`` becomes committed, every other one is
       invalidated and its page freed (``accept[owner]`` for every entry: a
@@ -170,6 +172,26 @@ class KVPool(wiring.Component):
     freeing move an entry and a page together, so ``free_pages +
     valid_entries == PAGES`` holds at every clock edge (proved in
     ``formal/``, with "no page held by two valid entries").
+
+    Pending insert. An insert's two wide checks (``seq`` already sees the key
+    committed; a speculative duplicate exists: a key match over every entry
+    and an ``ENTRIES``-wide OR, then a broadcast of the outcome to every
+    entry) would be one long path. They are split at a register: the edge
+    that takes the insert (E0) stores one OR per group of 16 entries, writes
+    the entry's fields and reserves its page (clears it in ``free_p``); the
+    next cycle ORs the groups and resolves the insert: accepted, ``valid`` is
+    set at E1; rejected, the page returns to the bitmap at E1. In that cycle
+    everything that reads the table (both lookup ports, the operation taken
+    then, the counts, the ``error`` pulse) reads :attr:`valid_now` and
+    :attr:`free_now`, the registers with the insert resolved, and forwards the
+    pending entry where a reduction needs it (from a copy of its fields, so
+    the resolution enters those paths at their end: a lookup computes its
+    first hit with and without the entry and picks one). Seen from the ports
+    this is an insert that took effect at E0 (SPEC §6), and the wide OR and
+    the broadcast of its result are in different cycles. ``formal/`` proves
+    the invariants on the architectural state and that a pending entry is
+    invalid, below ``PAGES`` and its page reserved; ``tb/test_kv_pool.py``'s
+    ``pending_insert`` runs every operation and a lookup right after one.
 
     Errors (SPEC §4.3) leave the state unchanged and return ``error = 1`` and
     ``code`` (:class:`ErrorCode`), with ``golden.kvcache``'s precedence:
@@ -247,6 +269,17 @@ class KVPool(wiring.Component):
     error : Out(1)
         One-cycle pulse the cycle after an operation or a query with an
         error is taken.
+
+    Attributes
+    ----------
+    valid, committed, free_p : Signal
+        The registers (``valid`` and ``free_p`` lag the architectural state
+        while an insert is pending).
+    valid_now, free_now : Signal
+        The architectural ``valid`` / free-page bitmap: the registers with
+        the pending insert (if any) resolved.
+    pend_r, pend_e : Signal
+        An insert is pending; its entry, one-hot (0 if none).
     """
 
     def __init__(

@@ -756,7 +756,8 @@ if cocotb is not None:
                 lg, pg = key()
                 fork = {"op": Op.FORK, "seq": s, "dst": s2}
                 pair({**com, "seq": s2, "layer": lg, "pos": pg}, fork)
-            # release a sequence right after its insert
+            # release a sequence right after its only entry's insert
+            solo(Op.RELEASE, seq=s)
             lh, ph = key()
             pair({**spec, "layer": lh, "pos": ph}, {"op": Op.RELEASE, "seq": s})
             solo(Op.RELEASE, seq=s2)
