@@ -738,6 +738,8 @@ if cocotb is not None:
             # a rejected insert, then one that takes the entry it left free
             lc, pc = key()
             pair(dict(ins), {"op": Op.INSERT, "seq": s, "layer": lc, "pos": pc, "owner": o1})
+            # a rejected insert, then no insert: its page is free again
+            pair(dict(ins), {"op": Op.RELEASE, "seq": s2})
             # commit right after a speculative insert: keep it (owner 0) or drop it
             ld, pd = key()
             spec = {"op": Op.INSERT, "seq": s, "layer": ld, "pos": pd, "owner": 0}
