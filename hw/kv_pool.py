@@ -124,9 +124,10 @@ class KVPool(wiring.Component):
     reset (empty table, every page free). Every field but ``valid`` is
     don't-care while an entry is invalid (every use is gated by ``valid``):
     ``layer``, ``pos`` and ``owner`` have no reset, and an insert beat writes
-    the fields of the entry it would take before its checks are known (a
-    rejected insert leaves that entry invalid; the table, its valid entries
-    and the bitmap, is unchanged). The fields are stored as bit
+    its fields into every free entry (the one it takes among them), before its
+    checks are known and without waiting for the priority encoder (a rejected
+    insert leaves every one of them invalid; the table, its valid entries and
+    the bitmap, is unchanged). The fields are stored as bit
     planes (``layer_b3`` holds bit 3 of every entry's ``layer``; ``seqs_b<s>``
     bit ``s`` of every ``seqs``): each per-entry match, multiplexer and update
     is then a few ``ENTRIES``-wide operations, for every entry at once.
@@ -178,7 +179,8 @@ class KVPool(wiring.Component):
     and an ``ENTRIES``-wide OR, then a broadcast of the outcome to every
     entry) would be one long path. They are split at a register: the edge
     that takes the insert (E0) stores one OR per group of 16 entries, writes
-    the entry's fields and reserves its page (clears it in ``free_p``); the
+    its fields (into every free entry, above) and reserves its page (clears
+    it in ``free_p``); the
     next cycle ORs the groups and resolves the insert: accepted, ``valid`` is
     set at E1; rejected, the page returns to the bitmap at E1. In that cycle
     everything that reads the table (both lookup ports, the operation taken
@@ -604,11 +606,13 @@ class KVPool(wiring.Component):
         )  # entries freed
         # pages freed: entry i holds page i
         freed = net(m, fr[:EP] if EP == P else Cat(fr[:EP], Const(0, P - EP)), "freed")
-        # An insert beat writes the fields (and ``committed``, ``seqs``) of the
-        # lowest free entry whether or not the insert succeeds: they are
-        # don't-care while the entry is invalid, and only ``valid`` waits for
-        # the checks (next cycle, above).
-        w_f = net(m, low_e & wide(take & is_ins), "w_f")  # one-hot entry whose fields insert writes
+        # An insert beat writes its fields (and ``committed``, ``seqs``) into
+        # every free entry, whether or not it succeeds: they are don't-care
+        # while an entry is invalid, so the one it takes gets them, and neither
+        # the priority encoder nor the checks are on the path to the planes
+        # (only ``valid`` waits, for the checks, next cycle: above). A pending
+        # insert's entry is not free (``valid_now``) if it is accepted.
+        w_f = net(m, ~valid_now & wide(take & is_ins), "w_f")  # entries whose fields it writes
         w_p = net(m, Mux(ins_go, low_e[:P] if E >= P else Cat(low_e, Const(0, P - E)), 0), "w_p")
         fork_add = net(m, shared & wide(fork_ok), "fork_add")
 
