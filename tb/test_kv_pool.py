@@ -778,7 +778,15 @@ if cocotb is not None:
         solo(Op.COMMIT, seq=0, accept=1)  # drops the last one (seq 0's only speculative)
         l0, p0 = unique_key(p, 0)  # committed for seq 0: SEEN_COMMITTED
         pair({**last, "layer": l0, "pos": p0}, dict(last))
+        # full again: a conflict outranks TABLE_FULL / NO_PAGE (golden precedence)
+        solo(Op.INSERT, seq=0, layer=l0, pos=p0, owner=1)  # SEEN_COMMITTED
+        solo(Op.INSERT, seq=0, layer=la, pos=pa, owner=1)  # SPEC_DUP
+        solo(Op.INSERT, seq=0, layer=la, pos=pa, owner=1, committed=1)  # full: no dup check
         await b.drain()
+        tail = [r["code"] for _c, r in b.res.received[-3:]]
+        full = ErrorCode.TABLE_FULL if p["ENTRIES"] <= p["PAGES"] else ErrorCode.NO_PAGE
+        want = [ErrorCode.SEEN_COMMITTED.value, ErrorCode.SPEC_DUP.value, full.value]
+        assert tail == want, f"seed {tb.seed}: {tail} != {want}"
         b.check_table()
         for k in probes:  # the probe and the operation after the insert: one cycle
             assert b.op.sent[k][0] == b.qs[0].sent[k][0] == b.qs[1].sent[k][0], (
