@@ -152,9 +152,14 @@ def prefix_or_below(m: Module, vec: Value, name: str) -> Signal:
     return cur
 
 
-def prefix_add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
-    """``(a + b) mod 2**width`` as a Kogge-Stone adder in gates (``2 + log2(width)``
-    levels; Yosys' ``$alu`` mapping ends up a ripple chain after ``abc``)."""
+def prefix_add(
+    m: Module, a: Value, b: Value, width: int, name: str, *, cin: Value | None = None
+) -> Signal:
+    """``(a + b + cin) mod 2**width`` as a Kogge-Stone adder in gates (``2 + log2(width)``
+    levels; Yosys' ``$alu`` mapping ends up a ripple chain after ``abc``). The
+    carry-in joins bit 0's generate (``g0 | p0 & cin``), two levels after the
+    operands' bit 0: no later than the high bits when those come out of a
+    deeper tree, as in :func:`popcount`."""
     a, b = a.as_unsigned(), b.as_unsigned()
     g = [a[k] & b[k] if k < len(a) and k < len(b) else Const(0, 1) for k in range(width)]
     p = [
@@ -162,6 +167,8 @@ def prefix_add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
         for k in range(width)
     ]
     p0 = net(m, Cat(*p), f"{name}_p")
+    if cin is not None:
+        g[0] = g[0] | (p0[0] & cin)
     gg, pp = net(m, Cat(*g), f"{name}_g0"), p0
     s, lv = 1, 1
     while s < width:
@@ -169,18 +176,19 @@ def prefix_add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
         p_new = pp & (pp << s)[:width]
         gg, pp = net(m, g_new, f"{name}_g{lv}"), net(m, p_new, f"{name}_q{lv}")
         s, lv = s * 2, lv + 1
-    carry = Cat(Const(0, 1), gg[: width - 1])
+    carry = Cat(Const(0, 1) if cin is None else cin, gg[: width - 1])
     return net(m, p0 ^ carry, f"{name}_sum")
 
 
-def popcount(m: Module, vec: Value, name: str, *, cin: Value | None = None) -> Signal:
+def popcount(m: Module, vec: Value, name: str, *, late: Value | None = None) -> Signal:
     """Number of set bits of ``vec`` (``bits_for(len(vec))`` wide): a Wallace tree of
     full adders (each ``XOR3`` / majority as named signals) down to two rows, then
     :func:`prefix_add`. About ``2 * log1.5(n / 2) + 2 + log2(log2(n))`` levels.
 
-    ``cin`` (1 bit) is added as the final adder's carry-in, its last input: a
-    late bit costs no levels on the tree's paths (the result must still fit
-    the width)."""
+    ``late`` (1 bit) is added to the count (the result must still fit the
+    width) as the final adder's carry-in: the units column, which only sheds
+    carries, leaves the tree long before the high ones, so a bit that arrives
+    a few levels late lengthens no path."""
     n = len(vec)
     width = bits_for(n)
     cols: list[list[Value]] = [[vec[k] for k in range(n)]] + [[] for _ in range(width)]
@@ -201,8 +209,4 @@ def popcount(m: Module, vec: Value, name: str, *, cin: Value | None = None) -> S
     cols = cols[:width]
     row_a = Cat(*[c[0] if len(c) > 0 else Const(0, 1) for c in cols])
     row_b = Cat(*[c[1] if len(c) > 1 else Const(0, 1) for c in cols])
-    if cin is None:
-        return prefix_add(m, row_a, row_b, width, f"{name}_add")
-    # a + b + cin == (Cat(cin, a) + Cat(cin, b)) >> 1: bit 0 generates the carry
-    s = prefix_add(m, Cat(cin, row_a), Cat(cin, row_b), width + 1, f"{name}_add")
-    return net(m, s[1:], f"{name}_sum")
+    return prefix_add(m, row_a, row_b, width, f"{name}_add", cin=late)

@@ -649,8 +649,8 @@ class KVPool(wiring.Component):
         # (an insert's are completed in r1's first cycle, from the group bits);
         # stage 2 (res): + the counts, which are population counts of the state
         # after the operation (no other operation is taken while r1 waits).
-        n_free = popcount(m, free_p, "pc_free", cin=ins_rej)
-        n_valid = popcount(m, valid, "pc_valid", cin=ins_ok)
+        n_free = popcount(m, free_p, "pc_free", late=ins_rej)
+        n_valid = popcount(m, valid, "pc_valid", late=ins_ok)
         err = net(m, code != ErrorCode.NONE, "err")
         with m.If(take):
             m.d.sync += [

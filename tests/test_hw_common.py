@@ -6,7 +6,15 @@ import pytest
 from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.common import check_param, idx_bits, mux_tree, or_tree, priority_highest, priority_lowest
+from hw.common import (
+    check_param,
+    idx_bits,
+    mux_tree,
+    or_tree,
+    popcount,
+    priority_highest,
+    priority_lowest,
+)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 64])
@@ -49,3 +57,30 @@ def test_check_param() -> None:
     for bad in (3, 2000, True, 6.0, "64"):
         with pytest.raises(ValueError, match="N_NODES = "):
             check_param("N_NODES", bad, 4, 1024)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 40, 255])
+def test_popcount_late(n: int) -> None:
+    """``popcount`` with and without the ``late`` bit (the final adder's carry-in)."""
+    m = Module()
+    vec, late = Signal(n), Signal()
+    outs = [popcount(m, vec, "pc")]
+    outs.append(popcount(m, vec, "pl", late=late))
+    rng = random.Random(n)
+
+    async def bench(ctx) -> None:
+        cases = [0, (1 << n) - 1, 1, 1 << (n - 1)] + [rng.randrange(1 << n) for _ in range(100)]
+        for x in cases:
+            for lb in (0, 1):
+                if x == (1 << n) - 1 and lb and n + 1 >= 1 << len(outs[0]):
+                    continue  # the sum does not fit the width
+                ctx.set(vec, x)
+                ctx.set(late, lb)
+                want = x.bit_count()
+                assert ctx.get(outs[0]) == want, (n, x)
+                for o in outs[1:]:
+                    assert ctx.get(o) == want + lb, (n, x, lb)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
