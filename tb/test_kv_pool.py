@@ -15,10 +15,13 @@ before an operation taken in the same cycle), and a monitor checks:
 * every :data:`STATE_EVERY` operations and at the end, the whole table
   (``valid``, ``committed``, ``seqs``, ``layer``, ``pos``, ``owner``,
   ``page`` of every valid entry, and the free-page bitmap) read from the RTL's
-  registers: a committed entry the RTL lost or changed is a mismatch.
+  registers (``valid_now`` / ``free_now``: with a pending insert resolved): a
+  committed entry the RTL lost or changed is a mismatch.
 
 Directed tests: a whole speculative step through the verifier's view masks,
-prefix sharing, fill to full and overflow, every error class of SPEC §4.3
+prefix sharing, every operation and a lookup in the cycle right after an
+insert (while it is pending, ``pending_insert``), fill to full and overflow,
+every error class of SPEC §4.3
 with the table unchanged, reset in the middle of a run, the SPEC §6 cycle
 counts, and what the RTL does with a commit the golden model rejects as
 leaving two committed entries at one position (documented deviation).
