@@ -139,16 +139,22 @@ def mux_tree(items: list[Value], sel: Value) -> Value:
     return level[0]
 
 
-def prefix_or_below(m: Module, vec: Value, name: str) -> Signal:
+def prefix_or_below(m: Module, vec: Value, name: str, *, radix: int = 2) -> Signal:
     """``out[i] = vec[0] | ... | vec[i - 1]`` (``out[0] = 0``): a Kogge-Stone prefix OR,
-    ``ceil(log2(len(vec)))`` levels. ``vec & ~out`` is the lowest set bit, one-hot."""
+    ``ceil(log_radix(len(vec)))`` levels of ``radix``-input ORs (each level kept
+    as a boundary). ``vec & ~out`` is the lowest set bit, one-hot. ``radix=4``
+    has the same gate depth and half the levels of LUTs: on an FPGA each level
+    is one LUT4 per bit."""
+    if radix not in (2, 4):
+        raise ValueError(f"radix = {radix!r}: must be 2 or 4")
     n = len(vec)
     cur = net(m, Cat(Const(0, 1), vec[: n - 1]), f"{name}_0")
     s, lv = 1, 1
     while s < n:
+        terms = [cur] + [(cur << (k * s))[:n] for k in range(1, radix)]
         # kept: else ABC's area recovery folds the prefix back into an OR chain
-        cur = net(m, cur | (cur << s)[:n], f"{name}_{lv}", keep=True)
-        s, lv = s * 2, lv + 1
+        cur = net(m, or_tree(terms), f"{name}_{lv}", keep=True)
+        s, lv = s * radix, lv + 1
     return cur
 
 

@@ -394,8 +394,9 @@ class KVPool(wiring.Component):
             return net(m, Cat(*bits), name)
 
         def first(vec: Value, name: str) -> Signal:
-            """The lowest set bit of ``vec``, one-hot (Kogge-Stone prefix OR)."""
-            return net(m, vec & ~prefix_or_below(m, vec, f"{name}_below"), name, keep=True)
+            """The lowest set bit of ``vec``, one-hot (radix-4 Kogge-Stone prefix OR)."""
+            below = prefix_or_below(m, vec, f"{name}_below", radix=4)
+            return net(m, vec & ~below, name, keep=True)
 
         def first_index(vec: Value, width: int, name: str) -> Signal:
             """Index (``width`` bits) of the lowest set bit of ``vec`` (0 if none), in two

@@ -12,6 +12,7 @@ from hw.common import (
     mux_tree,
     or_tree,
     popcount,
+    prefix_or_below,
     priority_highest,
     priority_lowest,
 )
@@ -81,6 +82,27 @@ def test_popcount_late(n: int) -> None:
                 for o in outs[1:]:
                     assert ctx.get(o) == want + lb, (n, x, lb)
 
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("radix", [2, 4])
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 17, 64])
+def test_prefix_or_below(n: int, radix: int) -> None:
+    m = Module()
+    vec = Signal(n)
+    out = prefix_or_below(m, vec, "b", radix=radix)
+    rng = random.Random(n * radix)
+
+    async def bench(ctx) -> None:
+        for x in [0, (1 << n) - 1, 1 << (n - 1)] + [rng.randrange(1 << n) for _ in range(100)]:
+            ctx.set(vec, x)
+            want = sum(1 << i for i in range(n) if x & ((1 << i) - 1))
+            assert ctx.get(out) == want, (n, radix, x)
+
+    with pytest.raises(ValueError, match="radix = 3"):
+        prefix_or_below(m, vec, "c", radix=3)
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
