@@ -270,7 +270,8 @@ class KVPool(wiring.Component):
         Status: the counts of the state one cycle earlier.
     error : Out(1)
         One-cycle pulse the cycle after an operation or a query with an
-        error is taken.
+        error is taken (a register, ORed with the pending insert's rejection,
+        which is decoded from registers: no path from an input).
 
     Attributes
     ----------
@@ -541,7 +542,7 @@ class KVPool(wiring.Component):
         low_e = net(m, Mux(ins_ok, low2, low1), "low_e")
         any_e = net(m, Mux(ins_ok, free_e2.any(), free_e.any()), "any_e")
         any_p = net(m, free_p.any() | ins_rej, "any_p")
-        e_idx = net(m, Mux(ins_ok, encode(low2, EB, "e_idx2"), encode(low1, EB, "e_idx1")), "e_idx")
+        e_idx = encode(low_e, EB, "e_idx")  # to r1 only: no need to resolve it late
 
         # commit: keep / drop among seq's speculative entries
         spec = net(m, valid_now & ~committed & sbit, "spec")
