@@ -9,7 +9,8 @@
 #   make soak    KV pool: 1,000,000 random operations against golden (not in make test)
 #   make formal  KV pool: SymbiYosys proofs of the SPEC §4.3 invariants
 #   make synth       generic Yosys: cells, transistors, 5 nm area, logic depth -> build/reports/synth.{json,md}
-#   make synth-fpga  ECP5 85k place and route: LUT4/FF/carry/DSP/BRAM, Fmax (slow; SYNTH_JOBS at a time)
+#   make synth-fpga  ECP5 85k place and route: LUT4/FF/carry/DSP/BRAM, Fmax (slow; SYNTH_JOBS at a time;
+#                    SEEDS=1,2,3: one place and route per seed, median Fmax)
 #   make synth-sweep generic metrics over N_NODES / LANES / ENTRIES=PAGES, PNGs and fitted growth
 #   make lint    ruff
 
@@ -68,7 +69,7 @@ synth: $(STAMP)
 	$(VPY) -m hw.synth --jobs $(SYNTH_JOBS)
 
 synth-fpga: $(STAMP)
-	$(VPY) -m hw.synth_fpga --jobs $(SYNTH_JOBS)
+	$(VPY) -m hw.synth_fpga --jobs $(SYNTH_JOBS) $(if $(SEEDS),--seeds $(SEEDS))
 
 synth-sweep: $(STAMP)
 	$(VPY) -m hw.synth --sweep --jobs $(SYNTH_JOBS)

