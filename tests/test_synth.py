@@ -272,7 +272,6 @@ def test_fpga_flow_choices() -> None:
     assert synth_fpga.WIDE_MUX_BLOCKS <= set(verilog.BLOCKS)
     # the token sampler is built with its FPGA arithmetic, other blocks as they are
     assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
-    assert synth_fpga.fpga_params("kv_pool") == {"TARGET": "fpga"}
     assert synth_fpga.fpga_params("tree_mask_gen") == {}
 
 
@@ -282,10 +281,10 @@ def test_fpga_parameter_overrides() -> None:
         ["kv_pool", "token_sampler"], ["ENTRIES=128", "PAGES=128", "LANES=2"]
     )
     assert got == {
-        "kv_pool": {"TARGET": "fpga", "ENTRIES": 128, "PAGES": 128},
+        "kv_pool": {"ENTRIES": 128, "PAGES": 128},
         "token_sampler": {"TARGET": "fpga", "LANES": 2},
     }
-    assert synth_fpga.block_overrides(["kv_pool"], []) == {"kv_pool": {"TARGET": "fpga"}}
+    assert synth_fpga.block_overrides(["kv_pool"], []) == {"kv_pool": {}}
     with pytest.raises(SystemExit, match="no block of kv_pool takes parameter.s. LANES"):
         synth_fpga.block_overrides(["kv_pool"], ["LANES=2"])
     with pytest.raises(SystemExit, match="expected NAME=VALUE"):
