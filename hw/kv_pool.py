@@ -19,15 +19,8 @@ from hw.common import (
     prefix_or_below,
 )
 
-#: implementation styles (``TARGET``), see :class:`KVPool`
-TARGETS = ("asic", "fpga")
-
-#: entries per replica of a registered decision (``TARGET="fpga"``)
-REPLICA = 16
-
 __all__ = [
     "KVPool",
-    "TARGETS",
     "Op",
     "ErrorCode",
     "op_layout",
@@ -261,22 +254,6 @@ class KVPool(wiring.Component):
         ``1 .. 16`` (default 5).
     POS_BITS : int
         ``1 .. 32`` (default 17).
-    TARGET : str
-        ``"asic"`` (default): as above, SPEC §6's cycle counts. ``"fpga"``:
-        the same results, operations and error classes, built so that every
-        net reaching all the entries starts at a register next to them (on
-        an ECP5 such a net costs 9-14 ns of routing at 256 entries): the
-        decisions an operation broadcasts (the pending insert's outcome, with
-        its checks reduced over the whole table at the take edge; whether a
-        port takes a beat; the fork's ``dst`` check, read from registered
-        per-sequence "sees an entry" bits) are registers replicated once per
-        ``REPLICA`` (16) entries, with names ending ``_rep_g<n>``
-        (``hw.synth_fpga`` marks them ``keep``, or Yosys would merge them),
-        and a lookup takes **two** cycles (the first hit of every 16-entry
-        group registered, the group chosen in the second). Deviation from
-        SPEC §6 ("KV lookup: 1 cycle"): the lookup's latency is 2, one query
-        per cycle per port still; a lookup still sees the state of the cycle
-        it is taken in. Operations keep SPEC §6's counts.
 
     Members
     -------
@@ -317,11 +294,7 @@ class KVPool(wiring.Component):
         N_NODES: int = 64,
         LAYER_BITS: int = 5,
         POS_BITS: int = 17,
-        TARGET: str = "asic",
     ) -> None:
-        if TARGET not in TARGETS:
-            raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
-        self.TARGET = TARGET
         self.ENTRIES = check_param("ENTRIES", ENTRIES, 2, 4096)
         self.PAGES = check_param("PAGES", PAGES, 2, 4096)
         self.SEQS = check_param("SEQS", SEQS, 1, 64)
@@ -356,16 +329,6 @@ class KVPool(wiring.Component):
         # the architectural state: the registers with the pending insert resolved
         self.valid_now = Signal(E)
         self.free_now = Signal(P)
-        self.r1_valid = Signal()  # the result pipeline's first stage holds a beat
-        self.ins_ok = Signal()  # the pending insert is accepted / rejected (this cycle)
-        self.ins_rej = Signal()
-        # TARGET="fpga": the registered decisions, one per REPLICA entries
-        nr = (E + REPLICA - 1) // REPLICA if TARGET == "fpga" else 0
-        self.ok_rep = [Signal(name=f"ins_ok_rep_g{g}") for g in range(nr)]
-        self.rej_rep = [Signal(name=f"ins_rej_rep_g{g}") for g in range(nr)]
-        self.busy_rep = [Signal(S, name=f"busy_rep_g{g}") for g in range(nr)]
-        self.r1v_rep = [Signal(name=f"r1v_rep_g{g}") for g in range(nr)]
-        self.resv_rep = [Signal(name=f"resv_rep_g{g}") for g in range(nr)]
 
         def planes(name: str, n: int, reset: bool = False) -> list[Signal]:
             return [Signal(E, name=f"{name}_b{b}", reset_less=not reset) for b in range(n)]
@@ -475,13 +438,8 @@ class KVPool(wiring.Component):
         # resolved: the behaviour is that of an insert that took effect at E0
         # (SPEC §6), while the wide OR and the broadcast of its outcome fall in
         # different cycles.
-        fpga = self.TARGET == "fpga"
-        # FPGA: the checks are reduced over the whole table at the take edge (one
-        # group), and the outcome is registered again, once per REPLICA entries
-        G = E if fpga else 16
+        G = 16
         NG = (E + G - 1) // G
-        R = REPLICA
-        NR = (E + R - 1) // R
         pend_r, pend_e = self.pend_r, self.pend_e
         pend_seq = Signal(idx_bits(S), reset_less=True)  # its fields (also in the planes)
         pend_com = Signal(reset_less=True)
@@ -493,23 +451,12 @@ class KVPool(wiring.Component):
         ck_pdup = Signal(reset_less=True)
         seen_com = net(m, ck_com.any() | ck_pcom, "seen_com")
         spec_dup = net(m, ck_dup.any() | ck_pdup, "spec_dup")
-        ins_ok, ins_rej = self.ins_ok, self.ins_rej
-        m.d.comb += [
-            ins_ok.eq(pend_r & ~seen_com & ~spec_dup),  # 0 if none pending
-            ins_rej.eq(pend_r & (seen_com | spec_dup)),
-        ]
+        ins_ok = net(m, pend_r & ~seen_com & ~spec_dup, "ins_ok")  # 0 if none pending
+        ins_rej = net(m, pend_r & (seen_com | spec_dup), "ins_rej")
         pend_ep = pend_e[:P] if E >= P else Cat(pend_e, Const(0, P - E))  # its page
-        if fpga:
-            # the outcome, registered per REPLICA entries at the take edge (below)
-            ok_rep, rej_rep = self.ok_rep, self.rej_rep
-            ok_vec = Cat(*[ok_rep[i // R] for i in range(E)])
-            rej_pvec = Cat(*[rej_rep[min(i, E - 1) // R] for i in range(P)])
-        else:
-            ok_vec = wide(ins_ok)
-            rej_pvec = Mux(ins_rej, Const((1 << P) - 1, P), 0)
         m.d.comb += [
-            self.valid_now.eq(valid | (pend_e & ok_vec)),
-            self.free_now.eq(free_p | (pend_ep & rej_pvec)),
+            self.valid_now.eq(valid | (pend_e & wide(ins_ok))),
+            self.free_now.eq(free_p | (pend_ep & Mux(ins_rej, Const((1 << P) - 1, P), 0))),
         ]
         valid_now, free_now = self.valid_now, self.free_now
 
@@ -526,43 +473,6 @@ class KVPool(wiring.Component):
                 & (committed | select(qq.view, f"{port}_vis")),
                 f"{port}_match",
             )
-            if fpga:
-                # two stages: every 16-entry group's first hit registered (s1), then
-                # the first group that has one (the reply register)
-                gs = 16
-                hit_v = net(m, valid_now[:EP] & s_vec[:EP], f"{port}_hits")
-                ng = (EP + gs - 1) // gs
-                lb = idx_bits(gs)
-                s1_valid = Signal(name=f"{port}_s1_valid")
-                s1_ok = Signal(name=f"{port}_s1_ok")
-                s1_any = Signal(ng, name=f"{port}_s1_any")
-                s1_loc = [Signal(lb, name=f"{port}_s1_loc{j}") for j in range(ng)]
-                s1_move = ~rp.valid | rp.ready
-                m.d.comb += qp.ready.eq(~s1_valid | s1_move)
-                with m.If(qp.valid & qp.ready):
-                    m.d.sync += [s1_valid.eq(1), s1_ok.eq(q_seq_ok)]
-                    for j in range(ng):
-                        gv = hit_v[j * gs : (j + 1) * gs]
-                        m.d.sync += [
-                            s1_any[j].eq(gv.any()),
-                            s1_loc[j].eq(encode(first(gv, f"{port}_g{j}"), lb, f"{port}_g{j}_i")),
-                        ]
-                with m.Elif(s1_move):
-                    m.d.sync += s1_valid.eq(0)
-                gsel = first(s1_any, f"{port}_gsel")
-                lo = or_tree([s1_loc[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(ng)])
-                hi = encode(gsel, max(1, idx_bits(ng)), f"{port}_hi")
-                hit2 = s1_any.any() & s1_ok
-                with m.If(s1_valid & s1_move):
-                    m.d.sync += [
-                        rp.valid.eq(1),
-                        rp.payload.hit.eq(hit2),
-                        rp.payload.page.eq(Mux(hit2, Cat(lo, hi)[:PGB], 0)),
-                        rp.payload.error.eq(~s1_ok),
-                    ]
-                with m.Elif(rp.ready):
-                    m.d.sync += rp.valid.eq(0)
-                continue
             # hits without and with the pending insert's entry, resolved last
             hit_b = net(m, valid & s_vec, f"{port}_hits")
             hit_w = net(m, (valid | pend_e) & s_vec, f"{port}_hitsp")
@@ -585,7 +495,7 @@ class KVPool(wiring.Component):
 
         # ------------------------------------------------------------ operation decode
         o = self.op.payload
-        r1_valid = self.r1_valid
+        r1_valid = Signal()
         r1 = Signal(result_layout(E, P))
         r1_chk = Signal()  # r1 is an insert past its range checks
         r1_go = Signal()  # ... and there was a free entry and page: it was pending
@@ -593,19 +503,6 @@ class KVPool(wiring.Component):
         move = net(m, r1_valid & res_free, "move")
         m.d.comb += self.op.ready.eq(~r1_valid | move)
         take = net(m, self.op.valid & self.op.ready, "take")
-        if fpga:
-            # whether the op port takes a beat, per REPLICA entries: r1_valid and
-            # res.valid replicated (their next values), ready = ~r1 | ~res | res.ready
-            r1v_rep, resv_rep = self.r1v_rep, self.resv_rep
-            r1v_next = Mux(take, 1, Mux(move, 0, r1_valid))
-            resv_next = Mux(move, 1, Mux(self.res.ready, 0, self.res.valid))
-            m.d.sync += [x.eq(r1v_next) for x in r1v_rep] + [x.eq(resv_next) for x in resv_rep]
-            take_g = [
-                self.op.valid & (~r1v_rep[g] | ~resv_rep[g] | self.res.ready) for g in range(NR)
-            ]
-            take_vec = net(m, Cat(*[take_g[i // R] for i in range(E)]), "take_vec")
-        else:
-            take_vec = wide(take)
 
         is_ins = o.op == Op.INSERT
         is_com = o.op == Op.COMMIT
@@ -642,10 +539,7 @@ class KVPool(wiring.Component):
         free_e2 = net(m, free_e & ~pend_e, "free_e2")
         low1 = first(free_e, "low1")
         low2 = first(free_e2, "low2")
-        if fpga:  # ins_ok per REPLICA entries
-            low_e = net(m, (low2 & ok_vec) | (low1 & ~ok_vec), "low_e")
-        else:
-            low_e = net(m, Mux(ins_ok, low2, low1), "low_e")
+        low_e = net(m, Mux(ins_ok, low2, low1), "low_e")
         any_e = net(m, Mux(ins_ok, free_e2.any(), free_e.any()), "any_e")
         any_p = net(m, free_p.any() | ins_rej, "any_p")
         e_idx = encode(low_e, EB, "e_idx")  # to r1 only: no need to resolve it late
@@ -661,17 +555,7 @@ class KVPool(wiring.Component):
         seen = net(m, valid_now & sbit, "seen")
         seen_any = (valid & sbit).any() | p_seq
         others = net(m, or_tree([seqs_p[s] & wide(~seq_oh[s]) for s in range(S)]), "others")
-        if fpga:
-            # "sequence s sees a valid entry", registered (from the next state, below)
-            # per REPLICA entries; the pending insert's entry is added as p_dst is
-            busy_rep = self.busy_rep
-            busy_g = [
-                busy_rep[g].bit_select(o.dst, 1) | (ok_rep[g] & (pend_seq == o.dst))
-                for g in range(NR)
-            ]
-            dst_busy = net(m, busy_g[0], "dst_busy")
-        else:
-            dst_busy = net(m, (valid & dbit).any() | p_dst, "dst_busy")
+        dst_busy = net(m, (valid & dbit).any() | p_dst, "dst_busy")
 
         # error checks per opcode, in golden.kvcache's precedence: the first wins
         # (an insert's SEEN_COMMITTED and SPEC_DUP, between OWNER_RANGE and
@@ -718,20 +602,10 @@ class KVPool(wiring.Component):
         rel_ok = net(m, take & is_rel & seq_ok, "rel_ok")
         fork_ok = net(m, take & is_fork & seq_ok & dst_ok & (o.seq != o.dst) & ~dst_busy, "fork_ok")
 
-        if fpga:  # per entry: the operation's enables (take_vec: the beat is taken)
-            com_c = is_com & seq_ok & o.accept[0]
-            rel_c = is_rel & seq_ok
-            keep = net(m, spec & acc & take_vec & wide(com_c), "keep")
-            fr = net(
-                m, take_vec & ((spec & ~acc & wide(com_c)) | (seen & ~others & wide(rel_c))), "fr"
-            )  # entries freed
-            rel_s = [take_vec & wide(rel_c & seq_oh[s_]) for s_ in range(S)]
-        else:
-            keep = net(m, spec & acc & wide(com_ok), "keep")
-            fr = net(
-                m, (spec & ~acc & wide(com_ok)) | (seen & ~others & wide(rel_ok)), "fr"
-            )  # entries freed
-            rel_s = [wide(rel_ok & seq_oh[s_]) for s_ in range(S)]
+        keep = net(m, spec & acc & wide(com_ok), "keep")
+        fr = net(
+            m, (spec & ~acc & wide(com_ok)) | (seen & ~others & wide(rel_ok)), "fr"
+        )  # entries freed
         # pages freed: entry i holds page i
         freed = net(m, fr[:EP] if EP == P else Cat(fr[:EP], Const(0, P - EP)), "freed")
         # An insert beat writes its fields (and ``committed``, ``seqs``) into
@@ -740,23 +614,9 @@ class KVPool(wiring.Component):
         # the priority encoder nor the checks are on the path to the planes
         # (only ``valid`` waits, for the checks, next cycle: above). A pending
         # insert's entry is not free (``valid_now``) if it is accepted.
-        w_f = net(m, ~valid_now & take_vec & wide(is_ins), "w_f")  # the fields written
-        if fpga:
-            # the entry (and page) taken, without the wide "any free entry / page"
-            # reductions: low_e is 0 when no entry is free, and an entry >= PAGES
-            # is the lowest free one only when no page is free
-            ins_c = is_ins & seq_ok & own_ok
-            go = net(m, low_e[:EP] & take_vec[:EP] & Mux(ins_c, (1 << EP) - 1, 0), "go")
-            go_e = Cat(go, Const(0, E - EP)) if E > EP else go
-            w_p = net(m, Cat(go, Const(0, P - EP)) if P > EP else go, "w_p")
-            fork_vec = Cat(*[busy_g[i // R] for i in range(E)])
-            fork_c = is_fork & seq_ok & dst_ok & (o.seq != o.dst)
-            fork_add = net(m, shared & take_vec & ~fork_vec & wide(fork_c), "fork_add")
-        else:
-            go_e = low_e & wide(ins_go)
-            lp = low_e[:P] if E >= P else Cat(low_e, Const(0, P - E))
-            w_p = net(m, Mux(ins_go, lp, 0), "w_p")
-            fork_add = net(m, shared & wide(fork_ok), "fork_add")
+        w_f = net(m, ~valid_now & wide(take & is_ins), "w_f")  # entries whose fields it writes
+        w_p = net(m, Mux(ins_go, low_e[:P] if E >= P else Cat(low_e, Const(0, P - E)), 0), "w_p")
+        fork_add = net(m, shared & wide(fork_ok), "fork_add")
 
         def write(pl: list[Signal], value: Value) -> list:
             # a 2-to-1 multiplexer per bit (a flip-flop enable after synthesis)
@@ -773,32 +633,18 @@ class KVPool(wiring.Component):
             *write(pos_p, o.pos),
             *write(owner_p, o.owner),
             pend_r.eq(ins_go),
-            pend_e.eq(go_e),
+            pend_e.eq(low_e & wide(ins_go)),
             pend_seq.eq(o.seq),
             pend_com.eq(o.committed),
             pend_key.eq(okey),
             pend_own.eq(o.owner),
         ]
-        seqs_next = []
         for s_ in range(S):
             q = seqs_p[s_]
-            nxt = net(
-                m,
+            m.d.sync += q.eq(
                 ((q & ~w_f) | (w_f & wide(seq_oh[s_])) | (fork_add & wide(dst_oh[s_])))
-                & ~rel_s[s_],
-                f"seqs_next{s_}",
+                & ~wide(rel_ok & seq_oh[s_])
             )
-            seqs_next.append(nxt)
-            m.d.sync += q.eq(nxt)
-        if fpga:
-            valid_next = valid_now & ~fr
-            busy_next = Cat(*[(valid_next & seqs_next[s_]).any() for s_ in range(S)])
-            m.d.sync += [x.eq(busy_next) for x in busy_rep]
-            # the insert taken now: its outcome, from the whole table, per REPLICA entries
-            dup_c = conf_dup.any() & ~o.committed
-            bad = conf_com.any() | pc_com | dup_c | pc_dup
-            m.d.sync += [x.eq(ins_go & ~bad) for x in ok_rep]
-            m.d.sync += [x.eq(ins_go & bad) for x in rej_rep]
 
         # ------------------------------------------------------------ result pipeline
         # stage 1 (r1): the operation's own results, registered at the take edge

@@ -446,27 +446,3 @@ def test_place_and_route_seed_timeout(monkeypatch, tmp_path) -> None:
         log=lambda *a, **k: None,
     )
     assert r["status"] == "pnr timeout" and r["seed"] == 2 and r["limit_s"] == 5
-
-
-_REPLICAS = """
-module rep(input clk, input a, input b, output [3:0] y);
-  reg x_rep_g0, x_rep_g1, u, v;
-  always @(posedge clk) begin x_rep_g0 <= a & b; x_rep_g1 <= a & b; u <= a; v <= a; end
-  assign y = {x_rep_g0, x_rep_g1, u, v};
-endmodule
-"""
-
-
-@pytest.mark.parametrize("replicas", [False, True])
-def test_replicated_registers_kept(replicas: bool) -> None:
-    """``hw.synth_fpga`` keeps the flip-flops a block replicates on purpose (names
-    ``*_rep_g<n>``) apart, where Yosys would merge identical ones (``u`` / ``v``
-    are merged either way)."""
-    assert synth_fpga.has_replicas(_REPLICAS) and not synth_fpga.has_replicas("module m;")
-    s = synth_fpga._script("rep", "abc", replicas=replicas)
-    assert (synth_fpga.KEEP_REPLICAS in s) == replicas
-    if replicas:
-        assert s.index(synth_fpga.KEEP_REPLICAS) < s.index("synth_ecp5")
-    st = json.loads(depth.yosys(s, {"design.v": _REPLICAS}, ["stat.json"])["stat.json"])
-    ffs = st["modules"]["\\rep"]["num_cells_by_type"].get("TRELLIS_FF", 0)
-    assert ffs == (3 if replicas else 2), ffs
