@@ -322,7 +322,10 @@ def place_and_route(
                 return _store(cfile, res)
             run.update(_parse_report(json.loads(Path(d, f"report{seed}.json").read_text())))
             ach = [f["achieved"] for f in run["fmax"].values() if f.get("achieved")]
-            run["fmax_mhz"] = round(min(ach), 1) if ach else 0.0
+            if not ach:  # nothing to rank the seed by: not a 0 MHz result
+                res.update(status="failed", seed=seed, error="no achieved Fmax in the report")
+                return _store(cfile, res)
+            run["fmax_mhz"] = round(min(ach), 1)
             run["critical_path_log"] = _critical_path_log(r.stdout + r.stderr)
             runs.append(run)
             if len(seeds) > 1:

@@ -374,7 +374,7 @@ def test_seeds_parsed_and_median_run() -> None:
         synth_fpga.median_run([])
 
 
-def _fake_tools(calls: list, fmax: dict[int, float], hang: int | None = None):
+def _fake_tools(calls: list, fmax: dict[int, float | None], hang: int | None = None):
     """A stand-in for ``subprocess.run``: Yosys writes an empty netlist and its
     statistics, nextpnr a report whose Fmax depends on ``--seed`` (``hang``:
     that seed times out)."""
@@ -391,6 +391,8 @@ def _fake_tools(calls: list, fmax: dict[int, float], hang: int | None = None):
             if seed == hang:
                 raise subprocess.TimeoutExpired(args, kw["timeout"])
             rep = {"fmax": {"clk": {"achieved": fmax[seed], "constraint": 50.0}}}
+            if fmax[seed] is None:  # a report without an achieved frequency
+                rep = {"fmax": {}}
             Path(cwd, args[args.index("--report") + 1]).write_text(json.dumps(rep))
         return subprocess.CompletedProcess(args, 0, "", "")
 
@@ -446,3 +448,20 @@ def test_place_and_route_seed_timeout(monkeypatch, tmp_path) -> None:
         log=lambda *a, **k: None,
     )
     assert r["status"] == "pnr timeout" and r["seed"] == 2 and r["limit_s"] == 5
+
+
+def test_place_and_route_seed_without_fmax(monkeypatch, tmp_path) -> None:
+    """A seed whose report has no achieved Fmax fails the block (not a 0 MHz median)."""
+    monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
+    calls: list = []
+    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, {1: 40.0, 2: None}))
+    r = synth_fpga.place_and_route(
+        "kv_pool",
+        "module kv_pool; endmodule",
+        mhz=50,
+        synth_timeout=60,
+        pnr_timeout=60,
+        seeds=(1, 2),
+        log=lambda *a, **k: None,
+    )
+    assert r["status"] == "failed" and r["seed"] == 2 and "Fmax" in r["error"]
