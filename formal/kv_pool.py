@@ -30,7 +30,13 @@ written ``valid`` / ``free_p`` below):
    (removing ``seq``);
 6. on the registers: no insert pending, or one entry, invalid, below
    ``PAGES``, whose page is reserved (cleared in the bitmap), so that 1-3
-   hold whichever way it resolves.
+   hold whichever way it resolves;
+7. ``TARGET="fpga"``: every replicated register equals what it replicates
+   (the pending insert's check bits, ``r1_valid``, ``res.valid``), every
+   group's copy of "group ``j`` has a valid entry seen by ``s``" equals that
+   fact on the ``valid`` and ``seqs`` registers, and the pending entry's
+   index register points at it, so that the replicas act as the single
+   decision would.
 
 ``run(..., negate=True)`` asserts a false property instead (``free_pages +
 valid_entries == PAGES + 1``) to show the flow does find failures.
@@ -49,7 +55,7 @@ from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 from amaranth.lib.wiring import In
 
-from hw.kv_pool import KVPool, Op
+from hw.kv_pool import GROUP, KVPool, Op
 
 __all__ = ["KVPoolFormal", "CONFIG", "run", "main"]
 
@@ -64,6 +70,9 @@ CONFIGS = {
     "e8p8": {},
     "e6p4": {"ENTRIES": 6, "PAGES": 4},
     "e4p6": {"ENTRIES": 4, "PAGES": 6},
+    # TARGET="fpga": the same invariants, and 7
+    "e8p8_fpga": {"TARGET": "fpga"},
+    "e6p4_fpga": {"ENTRIES": 6, "PAGES": 4, "TARGET": "fpga"},
 }
 BMC_DEPTH = 12
 PROVE_DEPTH = 1
@@ -72,7 +81,7 @@ PROVE_DEPTH = 1
 class KVPoolFormal(Elaboratable):
     """The KV pool with the §4.3 invariants as assertions; all inputs free."""
 
-    def __init__(self, *, negate: bool = False, **params: int) -> None:
+    def __init__(self, *, negate: bool = False, **params: int | str) -> None:
         self.dut = KVPool(**{**CONFIG, **params})
         self.negate = negate
 
@@ -154,6 +163,23 @@ class KVPoolFormal(Elaboratable):
                 with m.If(pe[i]):
                     m.d.comb += Assert(~d.valid[i])
                     m.d.comb += Assert(~d.free_p[i] if i < P else Const(0, 1))  # below PAGES
+            # 7. TARGET="fpga": the replicas equal what they replicate
+            G = GROUP
+            for g in range(len(d.r1v_rep)):
+                m.d.comb += [
+                    Assert(d.ckc_rep[g] == d.ck_com),
+                    Assert(d.ckd_rep[g] == d.ck_dup),
+                    Assert(d.r1v_rep[g] == d.r1_valid),
+                    Assert(d.resv_rep[g] == d.res.valid),
+                ]
+                for j in range(len(d.r1v_rep)):
+                    sl = slice(j * G, min(E, (j + 1) * G))
+                    for s in range(d.SEQS):
+                        sees = (d.valid[sl] & d.seqs_p[s][sl]).any()
+                        m.d.comb += Assert(d.busy_rep[g][j * d.SEQS + s] == sees)
+            if d.TARGET == "fpga":  # the pending entry's index
+                with m.If(d.pend_r):
+                    m.d.comb += Assert(pe.bit_select(d.pend_i, 1))
         with m.If(live & p_live):
             for i in range(E):
                 was = p_valid[i] & p_com[i]

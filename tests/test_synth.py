@@ -272,6 +272,7 @@ def test_fpga_flow_choices() -> None:
     assert synth_fpga.WIDE_MUX_BLOCKS <= set(verilog.BLOCKS)
     # the token sampler is built with its FPGA arithmetic, other blocks as they are
     assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
+    assert synth_fpga.fpga_params("kv_pool") == {"TARGET": "fpga"}
     assert synth_fpga.fpga_params("tree_mask_gen") == {}
 
 
@@ -281,10 +282,10 @@ def test_fpga_parameter_overrides() -> None:
         ["kv_pool", "token_sampler"], ["ENTRIES=128", "PAGES=128", "LANES=2"]
     )
     assert got == {
-        "kv_pool": {"ENTRIES": 128, "PAGES": 128},
+        "kv_pool": {"TARGET": "fpga", "ENTRIES": 128, "PAGES": 128},
         "token_sampler": {"TARGET": "fpga", "LANES": 2},
     }
-    assert synth_fpga.block_overrides(["kv_pool"], []) == {"kv_pool": {}}
+    assert synth_fpga.block_overrides(["kv_pool"], []) == {"kv_pool": {"TARGET": "fpga"}}
     with pytest.raises(SystemExit, match="no block of kv_pool takes parameter.s. LANES"):
         synth_fpga.block_overrides(["kv_pool"], ["LANES=2"])
     with pytest.raises(SystemExit, match="expected NAME=VALUE"):
@@ -465,3 +466,27 @@ def test_place_and_route_seed_without_fmax(monkeypatch, tmp_path) -> None:
         log=lambda *a, **k: None,
     )
     assert r["status"] == "failed" and r["seed"] == 2 and "Fmax" in r["error"]
+
+
+_REPLICAS = """
+module rep(input clk, input a, input b, output [3:0] y);
+  reg x_rep_g0, x_rep_g1, u, v;
+  always @(posedge clk) begin x_rep_g0 <= a & b; x_rep_g1 <= a & b; u <= a; v <= a; end
+  assign y = {x_rep_g0, x_rep_g1, u, v};
+endmodule
+"""
+
+
+@pytest.mark.parametrize("replicas", [False, True])
+def test_replicated_registers_kept(replicas: bool) -> None:
+    """``hw.synth_fpga`` keeps the flip-flops a block replicates on purpose (names
+    ``*_rep_g<n>``) apart, where Yosys would merge identical ones (``u`` / ``v``
+    are merged either way)."""
+    assert synth_fpga.has_replicas(_REPLICAS) and not synth_fpga.has_replicas("module m;")
+    s = synth_fpga._script("rep", "abc", replicas=replicas)
+    assert (synth_fpga.KEEP_REPLICAS in s) == replicas
+    if replicas:
+        assert s.index(synth_fpga.KEEP_REPLICAS) < s.index("synth_ecp5")
+    st = json.loads(depth.yosys(s, {"design.v": _REPLICAS}, ["stat.json"])["stat.json"])
+    ffs = st["modules"]["\\rep"]["num_cells_by_type"].get("TRELLIS_FF", 0)
+    assert ffs == (3 if replicas else 2), ffs
