@@ -73,6 +73,7 @@ CONFIGS = {
     # TARGET="fpga": the same invariants, and 7
     "e8p8_fpga": {"TARGET": "fpga"},
     "e6p4_fpga": {"ENTRIES": 6, "PAGES": 4, "TARGET": "fpga"},
+    "e20p18_fpga": {"ENTRIES": 20, "PAGES": 18, "TARGET": "fpga"},  # two groups
 }
 BMC_DEPTH = 12
 PROVE_DEPTH = 1
@@ -162,6 +163,11 @@ class KVPoolFormal(Elaboratable):
             for i in range(E):
                 with m.If(pe[i]):
                     m.d.comb += Assert(~d.valid[i])
+                    # its fields are in the planes and in the pending copies
+                    m.d.comb += Assert(d.seqs[i] == (Const(1, d.SEQS) << d.pend_seq)[: d.SEQS])
+                    m.d.comb += Assert(d.committed[i] == d.pend_com)
+                    m.d.comb += Assert(Cat(d.layer[i], d.pos[i]) == d.pend_key)
+                    m.d.comb += Assert(d.owner[i] == d.pend_own)
                     m.d.comb += Assert(~d.free_p[i] if i < P else Const(0, 1))  # below PAGES
             # 7. TARGET="fpga": the replicas equal what they replicate
             G = GROUP
@@ -171,6 +177,7 @@ class KVPoolFormal(Elaboratable):
                     Assert(d.ckd_rep[g] == d.ck_dup),
                     Assert(d.r1v_rep[g] == d.r1_valid),
                     Assert(d.resv_rep[g] == d.res.valid),
+                    Assert(d.pok_rep[g] == (d.pend_r & ~d.ck_pcom & ~d.ck_pdup)),
                 ]
                 for j in range(len(d.r1v_rep)):
                     sl = slice(j * G, min(E, (j + 1) * G))

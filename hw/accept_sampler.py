@@ -272,9 +272,7 @@ class AcceptSampler(wiring.Component):
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += res_valid.eq(0)
 
-        _, rem_idx = _prio_tree(
-            m, rem, [Const(k, B) for k in range(N)], highest=False, name="rem"
-        )
+        _, rem_idx = _prio_tree(m, rem, [Const(k, B) for k in range(N)], highest=False, name="rem")
         # clear the lowest set bit: keep the bits with a set bit below them
         # (a log-depth prefix OR; ``rem & (rem - 1)`` maps to a long carry chain)
         rem_next = Signal(N)

@@ -232,7 +232,8 @@ class KVPool(wiring.Component):
     Latency (SPEC §6), with no backpressure:
 
     * lookup: a query taken at edge E0 has its reply valid from E0 (registered),
-      i.e. one cycle; one query per cycle per port;
+      i.e. one cycle (``TARGET="fpga"``: from E1, two cycles); one query per
+      cycle per port;
     * every operation: takes effect at the edge that takes its beat (E0; a
       lookup or operation in the next cycle sees it); one operation per cycle
       sustained (inserts included);
@@ -263,6 +264,30 @@ class KVPool(wiring.Component):
         ``1 .. 16`` (default 5).
     POS_BITS : int
         ``1 .. 32`` (default 17).
+    TARGET : str
+        ``"asic"`` (default): as above, SPEC §6's cycle counts. ``"fpga"``:
+        the same operations, results, error classes and lookups, with the
+        lookup's latency **2** (a deviation from SPEC §6's "KV lookup: 1
+        cycle"; one query per cycle per port still, and a lookup still sees
+        the state of the cycle it is taken in), built so that no net that
+        decides an operation has to reach every entry. On an ECP5 such a
+        net costs 9-14 ns of routing at 256 entries, and the ``"asic"``
+        build has several per cycle (34 MHz). Every decision that gates the
+        entries' writes is made once per group of :data:`GROUP` (16)
+        entries, from registers that group owns: its copies of the pending
+        insert's check bits (``ckc_rep_g<g>``, ``ckd_rep_g<g>``,
+        ``pok_rep_g<g>``), of whether the op port takes a beat
+        (``r1v_rep_g<g>``, ``resv_rep_g<g>``: ``r1_valid`` and ``res.valid``)
+        and of "group ``j`` has a valid entry seen by sequence ``s``" for
+        every ``j`` and ``s`` (``busy_rep_g<g>``, the fork's ``dst`` check,
+        updated every cycle from the next state). A lookup registers every
+        group's first hit and whether the pending insert's entry matches
+        (its outcome is known by then), and picks the lower in its second
+        cycle. The wide reductions left (the result's error codes, the
+        allocation's index, the counts) end in registers. ``hw.synth_fpga``
+        marks the ``*_rep_g*`` flip-flops ``keep`` (Yosys would merge
+        identical ones); ``formal/`` proves every copy equal to what it
+        copies.
 
     Members
     -------
@@ -292,6 +317,12 @@ class KVPool(wiring.Component):
         the pending insert (if any) resolved.
     pend_r, pend_e : Signal
         An insert is pending; its entry, one-hot (0 if none).
+    pend_seq, pend_com, pend_key, pend_own : Signal
+        The pending insert's fields (also in its entry's planes).
+    ck_com, ck_dup, ck_pcom, ck_pdup : Signal
+        Its check bits: per group of 16 entries, an entry ``seq`` sees
+        committed at the key / a speculative duplicate; the same against the
+        insert pending before it.
     """
 
     def __init__(
@@ -345,16 +376,27 @@ class KVPool(wiring.Component):
         self.r1_valid = Signal()  # the result pipeline's first stage holds a beat
         self.ins_ok = Signal()  # the pending insert is accepted / rejected (this cycle)
         self.ins_rej = Signal()
-        self.ck_com = Signal((E + GROUP - 1) // GROUP, reset_less=True)  # its check bits
-        self.ck_dup = Signal((E + GROUP - 1) // GROUP, reset_less=True)
+        # (reset with their copies in the FPGA build, so that the copies stay equal)
+        fpga = TARGET == "fpga"
+        self.ck_com = Signal((E + GROUP - 1) // GROUP, reset_less=not fpga)  # its check bits
+        self.ck_dup = Signal((E + GROUP - 1) // GROUP, reset_less=not fpga)
+        self.ck_pcom = Signal(reset_less=True)
+        self.pend_seq = Signal(idx_bits(S), reset_less=True)  # its fields
+        self.pend_com = Signal(reset_less=True)
+        self.pend_key = Signal(LAYER_BITS + POS_BITS, reset_less=True)
+        self.pend_own = Signal(idx_bits(N_NODES), reset_less=True)
+        self.ck_pdup = Signal(reset_less=True)
         # TARGET="fpga": registers replicated once per GROUP entries (names *_rep_g<n>)
         ng = (E + GROUP - 1) // GROUP if TARGET == "fpga" else 0
-        self.ckc_rep = [Signal(ng, name=f"ckc_rep_g{g}", reset_less=True) for g in range(ng)]
-        self.ckd_rep = [Signal(ng, name=f"ckd_rep_g{g}", reset_less=True) for g in range(ng)]
+        self.ckc_rep = [Signal(ng, name=f"ckc_rep_g{g}") for g in range(ng)]
+        self.ckd_rep = [Signal(ng, name=f"ckd_rep_g{g}") for g in range(ng)]
         self.r1v_rep = [Signal(name=f"r1v_rep_g{g}") for g in range(ng)]  # = r1_valid
         self.resv_rep = [Signal(name=f"resv_rep_g{g}") for g in range(ng)]  # = res.valid
         # busy_rep[g][j * SEQS + s]: group j has a valid entry seen by sequence s
         self.busy_rep = [Signal(ng * S, name=f"busy_rep_g{g}") for g in range(ng)]
+        # pok_rep[g] = pend_r & ~ck_pcom & ~ck_pdup (an insert pending, not rejected by
+        # the insert pending before it)
+        self.pok_rep = [Signal(name=f"pok_rep_g{g}") for g in range(ng)]
         self.pend_i = Signal(idx_bits(E))  # the pending entry's index
 
         def planes(name: str, n: int, reset: bool = False) -> list[Signal]:
@@ -486,14 +528,12 @@ class KVPool(wiring.Component):
         G = GROUP
         NG = (E + G - 1) // G
         pend_r, pend_e = self.pend_r, self.pend_e
-        pend_seq = Signal(idx_bits(S), reset_less=True)  # its fields (also in the planes)
-        pend_com = Signal(reset_less=True)
-        pend_key = Signal(self.LAYER_BITS + self.POS_BITS, reset_less=True)
-        pend_own = Signal(idx_bits(N), reset_less=True)
+        # its fields (also in the planes)
+        pend_seq, pend_com = self.pend_seq, self.pend_com
+        pend_key, pend_own = self.pend_key, self.pend_own
         ck_com = self.ck_com  # per group: an entry seen committed at the key
         ck_dup = self.ck_dup  # per group: a speculative duplicate
-        ck_pcom = Signal(reset_less=True)  # the same, against the insert pending then
-        ck_pdup = Signal(reset_less=True)
+        ck_pcom, ck_pdup = self.ck_pcom, self.ck_pdup  # the same, against the one pending then
         seen_com = net(m, ck_com.any() | ck_pcom, "seen_com")
         spec_dup = net(m, ck_dup.any() | ck_pdup, "spec_dup")
         ins_ok, ins_rej = self.ins_ok, self.ins_rej
@@ -509,14 +549,15 @@ class KVPool(wiring.Component):
             ok_g = [
                 net(
                     m,
-                    pend_r & ~(self.ckc_rep[g].any() | ck_pcom | self.ckd_rep[g].any() | ck_pdup),
+                    self.pok_rep[g] & ~(self.ckc_rep[g].any() | self.ckd_rep[g].any()),
                     f"ins_ok_g{g}",
                 )
                 for g in range(NG)
             ]
-            rej_g = [net(m, pend_r & ~ok_g[g], f"ins_rej_g{g}") for g in range(NG)]
             ok_vec = Cat(*[ok_g[i // G] for i in range(E)])
-            rej_pvec = Cat(*[rej_g[min(i, E - 1) // G] for i in range(P)])
+            # (a pending entry's page is given back if the insert is rejected: pend_ep
+            # is set only while one is pending)
+            rej_pvec = Cat(*[~ok_g[min(i, E - 1) // G] for i in range(P)])
         else:
             ok_vec = wide(ins_ok)
             rej_pvec = Mux(ins_rej, Const((1 << P) - 1, P), 0)
@@ -817,6 +858,7 @@ class KVPool(wiring.Component):
             *write(pos_p, o.pos),
             *write(owner_p, o.owner),
             pend_r.eq(ins_go),
+            *[x.eq(ins_go & ~pc_com & ~pc_dup) for x in self.pok_rep],
             pend_e.eq(go_e),
             pend_seq.eq(o.seq),
             pend_com.eq(o.committed),
@@ -833,14 +875,29 @@ class KVPool(wiring.Component):
             # "group j has a valid entry seen by s" after the operation, copied into
             # every group: the entries that stay valid (an insert's entry is
             # pending then, not valid), and the fork's additions last
-            v_next = net(m, valid_now & ~fr, "v_next")
+            # (the valid registers' entries: fr_b, the entries freed, from valid
+            # rather than valid_now; the pending insert's entry, if accepted and
+            # not freed now, added; the outcome of either insert enters last)
+            spec_b = valid & ~committed & sbit
+            fr_b = take_vec & (
+                (spec_b & ~acc & wide(com_c)) | (valid & sbit & ~others & wide(rel_c))
+            )
+            v_b = net(m, valid & ~fr_b, "v_b")
+            p_acc = o.accept.bit_select(pend_own, 1)
+            p_fr = net(
+                m, (pend_seq == o.seq) & ((com_c & ~pend_com & ~p_acc) | rel_c), "p_fr"
+            )  # freed if the beat is taken
+            p_oh = onehot(pend_seq, S, "p_oh")
+            p_shared = net(m, pend_com & (pend_seq == o.seq), "p_shared")  # a fork's src sees it
             bnext = []
             for j in range(NG):
                 sl = slice(j * G, min(E, (j + 1) * G))
-                sh_j = shared[sl].any()
+                p_here = pend_e[sl].any() & ok_g[j]  # the pending entry, accepted, is here
+                sh_j = (valid & committed & sbit)[sl].any() | (p_here & p_shared)
+                p_in = p_here & ~(take_g[j] & p_fr)
                 for s_ in range(S):
-                    stay = (seqs_p[s_][sl] & v_next[sl] & ~rel_s[s_][sl]).any()
-                    bnext.append(stay | (fork_g[j] & dst_oh[s_] & sh_j))
+                    stay = (seqs_p[s_][sl] & v_b[sl] & ~rel_s[s_][sl]).any()
+                    bnext.append(stay | (p_in & p_oh[s_]) | (fork_g[j] & dst_oh[s_] & sh_j))
             bnext_v = net(m, Cat(*bnext), "busy_next")
             m.d.sync += [x.eq(bnext_v) for x in self.busy_rep]
 

@@ -25,8 +25,9 @@ def test_mask_gen_builds_at_1024_nodes(tmp_path) -> None:
     assert ok, messages
 
 
-def test_token_sampler_fpga_variant_lints(tmp_path) -> None:
-    path = verilog.write("token_sampler", {"TARGET": "fpga"}, out=tmp_path)
+@pytest.mark.parametrize("block", ["token_sampler", "kv_pool"])
+def test_fpga_variant_lints(block: str, tmp_path) -> None:
+    path = verilog.write(block, {"TARGET": "fpga"}, out=tmp_path)
     ok, messages = verilog.lint(path)
     assert ok, messages
 
