@@ -177,8 +177,12 @@ class KVPoolFormal(Elaboratable):
                     Assert(d.ckd_rep[g] == d.ck_dup),
                     Assert(d.r1v_rep[g] == d.r1_valid),
                     Assert(d.resv_rep[g] == d.res.valid),
-                    Assert(d.pok_rep[g] == (d.pend_r & ~d.ck_pcom & ~d.ck_pdup)),
+                    Assert(~d.pend_r | (d.pok_rep[g] == (~d.ck_pcom & ~d.ck_pdup))),
                 ]
+            for port, (s1v, rpv) in d.lk_rep.items():
+                rp = getattr(d, f"{port}_r")
+                for x, y in zip(s1v, rpv, strict=True):
+                    m.d.comb += [Assert(x == d.s1_valid[port]), Assert(y == rp.valid)]
                 for j in range(len(d.r1v_rep)):
                     sl = slice(j * G, min(E, (j + 1) * G))
                     for s in range(d.SEQS):

@@ -394,9 +394,20 @@ class KVPool(wiring.Component):
         self.resv_rep = [Signal(name=f"resv_rep_g{g}") for g in range(ng)]  # = res.valid
         # busy_rep[g][j * SEQS + s]: group j has a valid entry seen by sequence s
         self.busy_rep = [Signal(ng * S, name=f"busy_rep_g{g}") for g in range(ng)]
-        # pok_rep[g] = pend_r & ~ck_pcom & ~ck_pdup (an insert pending, not rejected by
+        # pok_rep[g] = ~ck_pcom & ~ck_pdup while an insert is pending (not rejected by
         # the insert pending before it)
         self.pok_rep = [Signal(name=f"pok_rep_g{g}") for g in range(ng)]
+        # the lookup ports' first stage holds a query; per port, copies of it and of
+        # the reply's valid, one per group of the entries that can hold a page
+        self.s1_valid = {port: Signal(name=f"{port}_s1_valid") for port in ("draft", "verify")}
+        ngp = (min(E, PAGES) + GROUP - 1) // GROUP if TARGET == "fpga" else 0
+        self.lk_rep = {
+            port: (
+                [Signal(name=f"{port}_s1v_rep_g{g}") for g in range(ngp)],
+                [Signal(name=f"{port}_rpv_rep_g{g}") for g in range(ngp)],
+            )
+            for port in ("draft", "verify")
+        }
         self.pend_i = Signal(idx_bits(E))  # the pending entry's index
 
         def planes(name: str, n: int, reset: bool = False) -> list[Signal]:
@@ -588,7 +599,7 @@ class KVPool(wiring.Component):
                 lb = idx_bits(G)
                 ng = (EP + G - 1) // G
                 hit_v = net(m, valid[:EP] & s_vec[:EP], f"{port}_hits")
-                s1_valid = Signal(name=f"{port}_s1_valid")
+                s1_valid = self.s1_valid[port]
                 s1_ok = Signal(name=f"{port}_s1_ok")
                 s1_any = Signal(ng, name=f"{port}_s1_any")
                 s1_loc = [Signal(lb, name=f"{port}_s1_loc{j}") for j in range(ng)]
@@ -604,21 +615,30 @@ class KVPool(wiring.Component):
                 )
                 s1_move = ~rp.valid | rp.ready
                 m.d.comb += qp.ready.eq(~s1_valid | s1_move)
-                with m.If(qp.valid & qp.ready):
+                q_take = qp.valid & qp.ready
+                with m.If(q_take):
                     m.d.sync += [
                         s1_valid.eq(1),
                         s1_ok.eq(q_seq_ok),
                         s1_pend.eq(p_hit),
                         s1_pi.eq(self.pend_i[:PGB]),
                     ]
-                    for j in range(ng):
-                        gv = hit_v[j * G : (j + 1) * G]
+                with m.Elif(s1_move):
+                    m.d.sync += s1_valid.eq(0)
+                # every group's stage-1 registers load whenever the stage can take a
+                # query (s1_valid says whether one came), from that group's copies
+                # of s1_valid and the reply's valid
+                s1v_rep, rpv_rep = self.lk_rep[port]
+                s1v_next = Mux(q_take, 1, Mux(s1_move, 0, s1_valid))
+                rpv_next = Mux(s1_valid & s1_move, 1, Mux(rp.ready, 0, rp.valid))
+                m.d.sync += [x.eq(s1v_next) for x in s1v_rep] + [x.eq(rpv_next) for x in rpv_rep]
+                for j in range(ng):
+                    gv = hit_v[j * G : (j + 1) * G]
+                    with m.If(~s1v_rep[j] | ~rpv_rep[j] | rp.ready):
                         m.d.sync += [
                             s1_any[j].eq(gv.any()),
                             s1_loc[j].eq(encode(first(gv, f"{port}_g{j}"), lb, f"{port}_g{j}_i")),
                         ]
-                with m.Elif(s1_move):
-                    m.d.sync += s1_valid.eq(0)
                 gsel = first(s1_any, f"{port}_gsel")
                 lo = or_tree([s1_loc[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(ng)])
                 hi = encode(gsel, max(1, idx_bits(ng)), f"{port}_hi")
@@ -807,7 +827,7 @@ class KVPool(wiring.Component):
                 or_tree(
                     [self.busy_rep[g][j * S : (j + 1) * S].bit_select(o.dst, 1) for j in range(NG)]
                 )
-                | (ok_g[g] & (pend_seq == o.dst))
+                | (pend_r & ok_g[g] & (pend_seq == o.dst))
                 for g in range(NG)
             ]
             fork_g = [net(m, take_g[g] & fork_c & ~busy_g[g], f"fork_ok_g{g}") for g in range(NG)]
@@ -858,7 +878,8 @@ class KVPool(wiring.Component):
             *write(pos_p, o.pos),
             *write(owner_p, o.owner),
             pend_r.eq(ins_go),
-            *[x.eq(ins_go & ~pc_com & ~pc_dup) for x in self.pok_rep],
+            # (not ANDed with ins_go: every use of ok_g is gated by the pending entry)
+            *[x.eq(~pc_com & ~pc_dup) for x in self.pok_rep],
             pend_e.eq(go_e),
             pend_seq.eq(o.seq),
             pend_com.eq(o.committed),
