@@ -896,29 +896,31 @@ class KVPool(wiring.Component):
             # "group j has a valid entry seen by s" after the operation, copied into
             # every group: the entries that stay valid (an insert's entry is
             # pending then, not valid), and the fork's additions last
-            # (the valid registers' entries: fr_b, the entries freed, from valid
-            # rather than valid_now; the pending insert's entry, if accepted and
-            # not freed now, added; the outcome of either insert enters last)
-            spec_b = valid & ~committed & sbit
-            fr_b = take_vec & (
-                (spec_b & ~acc & wide(com_c)) | (valid & sbit & ~others & wide(rel_c))
+            # (frx: the entries the operation frees if they are valid, so that the
+            # valid registers' entries and the pending insert's entry, whose outcome
+            # enters last, are reduced apart, each within its group; the fork's
+            # additions last too)
+            frx = net(
+                m,
+                take_vec
+                & ((~committed & sbit & ~acc & wide(com_c)) | (sbit & ~others & wide(rel_c))),
+                "frx",
             )
-            v_b = net(m, valid & ~fr_b, "v_b")
-            p_acc = o.accept.bit_select(pend_own, 1)
-            p_fr = net(
-                m, (pend_seq == o.seq) & ((com_c & ~pend_com & ~p_acc) | rel_c), "p_fr"
-            )  # freed if the beat is taken
             p_oh = onehot(pend_seq, S, "p_oh")
-            p_shared = net(m, pend_com & (pend_seq == o.seq), "p_shared")  # a fork's src sees it
             bnext = []
             for j in range(NG):
                 sl = slice(j * G, min(E, (j + 1) * G))
-                p_here = pend_e[sl].any() & ok_g[j]  # the pending entry, accepted, is here
-                sh_j = (valid & committed & sbit)[sl].any() | (p_here & p_shared)
-                p_in = p_here & ~(take_g[j] & p_fr)
+                # the pending entry, accepted and not freed now, is here
+                p_in = (pend_e & ~frx)[sl].any() & ok_g[j]
+                sh_j = (valid & committed & sbit)[sl].any() | (
+                    (pend_e & committed & sbit)[sl].any() & ok_g[j]
+                )
                 for s_ in range(S):
-                    stay = (seqs_p[s_][sl] & v_b[sl] & ~rel_s[s_][sl]).any()
-                    bnext.append(stay | (p_in & p_oh[s_]) | (fork_g[j] & dst_oh[s_] & sh_j))
+                    stay = (seqs_p[s_][sl] & valid[sl] & ~frx[sl]).any()
+                    bnext.append(
+                        ((stay | (p_in & p_oh[s_])) & ~rel_s[s_][j * G])
+                        | (fork_g[j] & dst_oh[s_] & sh_j)
+                    )
             bnext_v = net(m, Cat(*bnext), "busy_next")
             m.d.sync += [x.eq(bnext_v) for x in self.busy_rep]
 
