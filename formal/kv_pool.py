@@ -169,6 +169,12 @@ class KVPoolFormal(Elaboratable):
                     m.d.comb += Assert(Cat(d.layer[i], d.pos[i]) == d.pend_key)
                     m.d.comb += Assert(d.owner[i] == d.pend_own)
                     m.d.comb += Assert(~d.free_p[i] if i < P else Const(0, 1))  # below PAGES
+            # a speculative entry is seen by exactly one sequence (its inserter's: a
+            # fork adds only to committed entries)
+            for i in range(E):
+                sq = d.seqs[i]
+                with m.If(d.valid[i] & ~d.committed[i]):
+                    m.d.comb += Assert((sq != 0) & ((sq & (sq - 1)) == 0))
             # 7. TARGET="fpga": the replicas equal what they replicate
             G = GROUP
             for g in range(len(d.r1v_rep)):
@@ -179,15 +185,22 @@ class KVPoolFormal(Elaboratable):
                     Assert(d.resv_rep[g] == d.res.valid),
                     Assert(~d.pend_r | (d.pok_rep[g] == (~d.ck_pcom & ~d.ck_pdup))),
                 ]
-            for port, (s1v, rpv) in d.lk_rep.items():
-                rp = getattr(d, f"{port}_r")
-                for x, y in zip(s1v, rpv, strict=True):
-                    m.d.comb += [Assert(x == d.s1_valid[port]), Assert(y == rp.valid)]
+            for g in range(len(d.r1v_rep)):
                 for j in range(len(d.r1v_rep)):
                     sl = slice(j * G, min(E, (j + 1) * G))
                     for s in range(d.SEQS):
                         sees = (d.valid[sl] & d.seqs_p[s][sl]).any()
-                        m.d.comb += Assert(d.busy_rep[g][j * d.SEQS + s] == sees)
+                        m.d.comb += Assert(
+                            (d.last_seq == s) | (d.busy_rep[g][j * d.SEQS + s] == sees)
+                        )
+                        with m.If(d.last_seq == s):
+                            m.d.comb += Assert(d.busyx[j] == sees)
+                    with m.If(d.last_seq >= d.SEQS):
+                        m.d.comb += Assert(~d.busyx[j])
+            for port, (s1v, rpv) in d.lk_rep.items():
+                rp = getattr(d, f"{port}_r")
+                for x, y in zip(s1v, rpv, strict=True):
+                    m.d.comb += [Assert(x == d.s1_valid[port]), Assert(y == rp.valid)]
             if d.TARGET == "fpga":  # the pending entry's index
                 with m.If(d.pend_r):
                     m.d.comb += Assert(pe.bit_select(d.pend_i, 1))

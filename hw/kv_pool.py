@@ -393,7 +393,11 @@ class KVPool(wiring.Component):
         self.r1v_rep = [Signal(name=f"r1v_rep_g{g}") for g in range(ng)]  # = r1_valid
         self.resv_rep = [Signal(name=f"resv_rep_g{g}") for g in range(ng)]  # = res.valid
         # busy_rep[g][j * SEQS + s]: group j has a valid entry seen by sequence s
+        # for every s but last_seq (the operation's seq of the last cycle); busyx[j]:
+        # group j has a valid entry seen by last_seq
         self.busy_rep = [Signal(ng * S, name=f"busy_rep_g{g}") for g in range(ng)]
+        self.busyx = Signal(ng)
+        self.last_seq = Signal(idx_bits(S))
         # pok_rep[g] = ~ck_pcom & ~ck_pdup while an insert is pending (not rejected by
         # the insert pending before it)
         self.pok_rep = [Signal(name=f"pok_rep_g{g}") for g in range(ng)]
@@ -823,9 +827,19 @@ class KVPool(wiring.Component):
             # the fork's dst check, per group: from the group's copy of every
             # group's "sees a valid entry" bits, and the pending insert's entry
             fork_c = is_fork & seq_ok & dst_ok & (o.seq != o.dst)
+            # (for dst == the last cycle's seq, whose entries that cycle's commit or
+            # release may have freed, from the groups' own busyx bits instead)
+            x_last = net(m, (o.dst == self.last_seq) & self.busyx.any(), "x_last")
             busy_g = [
-                or_tree(
-                    [self.busy_rep[g][j * S : (j + 1) * S].bit_select(o.dst, 1) for j in range(NG)]
+                Mux(
+                    o.dst == self.last_seq,
+                    x_last,
+                    or_tree(
+                        [
+                            self.busy_rep[g][j * S : (j + 1) * S].bit_select(o.dst, 1)
+                            for j in range(NG)
+                        ]
+                    ),
                 )
                 | (pend_r & ok_g[g] & (pend_seq == o.dst))
                 for g in range(NG)
@@ -896,32 +910,38 @@ class KVPool(wiring.Component):
             # "group j has a valid entry seen by s" after the operation, copied into
             # every group: the entries that stay valid (an insert's entry is
             # pending then, not valid), and the fork's additions last
-            # (frx: the entries the operation frees if they are valid, so that the
-            # valid registers' entries and the pending insert's entry, whose outcome
-            # enters last, are reduced apart, each within its group; the fork's
-            # additions last too)
+            # (every sequence but the operation's own, whose entries a commit or
+            # release frees: its copies are don't-care, and its bit of every group,
+            # busyx, stays in the group; the pending insert's entry, whose outcome
+            # enters last, and the fork's additions last)
+            p_oh = onehot(pend_seq, S, "p_oh")
+            bnext = []
+            for j in range(NG):
+                sl = slice(j * G, min(E, (j + 1) * G))
+                p_in = pend_e[sl].any() & ok_g[j]  # the pending entry, accepted, is here
+                sh_j = (valid & committed & sbit)[sl].any() | (
+                    (pend_e & committed & sbit)[sl].any() & ok_g[j]
+                )
+                for s_ in range(S):
+                    stay = (seqs_p[s_][sl] & valid[sl]).any()
+                    bnext.append(stay | (p_in & p_oh[s_]) | (fork_g[j] & dst_oh[s_] & sh_j))
+            bnext_v = net(m, Cat(*bnext), "busy_next")
+            # busyx[j]: group j has a valid entry seen by seq after the operation (frx:
+            # the entries it frees if they are valid)
             frx = net(
                 m,
                 take_vec
                 & ((~committed & sbit & ~acc & wide(com_c)) | (sbit & ~others & wide(rel_c))),
                 "frx",
             )
-            p_oh = onehot(pend_seq, S, "p_oh")
-            bnext = []
+            p_seq_eq = net(m, pend_seq == o.seq, "p_seq_eq")
+            bx = []
             for j in range(NG):
                 sl = slice(j * G, min(E, (j + 1) * G))
-                # the pending entry, accepted and not freed now, is here
-                p_in = (pend_e & ~frx)[sl].any() & ok_g[j]
-                sh_j = (valid & committed & sbit)[sl].any() | (
-                    (pend_e & committed & sbit)[sl].any() & ok_g[j]
-                )
-                for s_ in range(S):
-                    stay = (seqs_p[s_][sl] & valid[sl] & ~frx[sl]).any()
-                    bnext.append(
-                        ((stay | (p_in & p_oh[s_])) & ~rel_s[s_][j * G])
-                        | (fork_g[j] & dst_oh[s_] & sh_j)
-                    )
-            bnext_v = net(m, Cat(*bnext), "busy_next")
+                stay = (sbit[sl] & valid[sl] & ~frx[sl]).any()
+                p_x = (pend_e & ~frx)[sl].any() & ok_g[j] & p_seq_eq
+                bx.append((stay | p_x) & ~(take_g[j] & rel_c))
+            m.d.sync += [self.busyx.eq(Cat(*bx)), self.last_seq.eq(o.seq)]
             m.d.sync += [x.eq(bnext_v) for x in self.busy_rep]
 
         ck_com_d = net(m, groups(conf_com), "ck_com_d")
