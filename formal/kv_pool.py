@@ -190,8 +190,9 @@ class KVPoolFormal(Elaboratable):
                     sl = slice(j * G, min(E, (j + 1) * G))
                     for s in range(d.SEQS):
                         sees = (d.valid[sl] & d.seqs_p[s][sl]).any()
+                        fk = Mux(d.last_dst == s, d.fkx[j], 0)
                         m.d.comb += Assert(
-                            (d.last_seq == s) | (d.busy_rep[g][j * d.SEQS + s] == sees)
+                            (d.last_seq == s) | ((d.busy_rep[g][j * d.SEQS + s] | fk) == sees)
                         )
                         with m.If(d.last_seq == s):
                             m.d.comb += Assert(d.busyx[j] == sees)

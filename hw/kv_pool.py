@@ -398,6 +398,9 @@ class KVPool(wiring.Component):
         self.busy_rep = [Signal(ng * S, name=f"busy_rep_g{g}") for g in range(ng)]
         self.busyx = Signal(ng)
         self.last_seq = Signal(idx_bits(S))
+        # fkx[j]: the last cycle's fork added last_dst to an entry of group j
+        self.fkx = Signal(ng)
+        self.last_dst = Signal(idx_bits(S))
         # pok_rep[g] = ~ck_pcom & ~ck_pdup while an insert is pending (not rejected by
         # the insert pending before it)
         self.pok_rep = [Signal(name=f"pok_rep_g{g}") for g in range(ng)]
@@ -829,7 +832,9 @@ class KVPool(wiring.Component):
             fork_c = is_fork & seq_ok & dst_ok & (o.seq != o.dst)
             # (for dst == the last cycle's seq, whose entries that cycle's commit or
             # release may have freed, from the groups' own busyx bits instead)
+            # and for dst == the last cycle's dst, the groups that fork added it to)
             x_last = net(m, (o.dst == self.last_seq) & self.busyx.any(), "x_last")
+            f_last = net(m, (o.dst == self.last_dst) & self.fkx.any(), "f_last")
             busy_g = [
                 Mux(
                     o.dst == self.last_seq,
@@ -839,7 +844,8 @@ class KVPool(wiring.Component):
                             self.busy_rep[g][j * S : (j + 1) * S].bit_select(o.dst, 1)
                             for j in range(NG)
                         ]
-                    ),
+                    )
+                    | f_last,
                 )
                 | (pend_r & ok_g[g] & (pend_seq == o.dst))
                 for g in range(NG)
@@ -913,19 +919,21 @@ class KVPool(wiring.Component):
             # (every sequence but the operation's own, whose entries a commit or
             # release frees: its copies are don't-care, and its bit of every group,
             # busyx, stays in the group; the pending insert's entry, whose outcome
-            # enters last, and the fork's additions last)
+            # enters last; without a fork's additions, which stay in the group too,
+            # fkx, for the next cycle, after which the copies have them)
             p_oh = onehot(pend_seq, S, "p_oh")
             bnext = []
             for j in range(NG):
                 sl = slice(j * G, min(E, (j + 1) * G))
                 p_in = pend_e[sl].any() & ok_g[j]  # the pending entry, accepted, is here
-                sh_j = (valid & committed & sbit)[sl].any() | (
-                    (pend_e & committed & sbit)[sl].any() & ok_g[j]
-                )
                 for s_ in range(S):
                     stay = (seqs_p[s_][sl] & valid[sl]).any()
-                    bnext.append(stay | (p_in & p_oh[s_]) | (fork_g[j] & dst_oh[s_] & sh_j))
+                    bnext.append(stay | (p_in & p_oh[s_]))
             bnext_v = net(m, Cat(*bnext), "busy_next")
+            m.d.sync += [
+                self.fkx.eq(Cat(*[fork_add[j * G : (j + 1) * G].any() for j in range(NG)])),
+                self.last_dst.eq(o.dst),
+            ]
             # busyx[j]: group j has a valid entry seen by seq after the operation (frx:
             # the entries it frees if they are valid)
             frx = net(
