@@ -81,9 +81,7 @@ def _plan(shape) -> tuple:
     if isinstance(shape, data.StructLayout):
         plan = (
             "s",
-            tuple(
-                (name, f.offset, (1 << f.width) - 1, _plan(f.shape)) for name, f in shape
-            ),
+            tuple((name, f.offset, (1 << f.width) - 1, _plan(f.shape)) for name, f in shape),
         )
     elif isinstance(shape, data.ArrayLayout):
         w = _width(shape.elem_shape)
@@ -329,7 +327,6 @@ def random_tree(rng: random.Random, n_max: int) -> list[int]:
     return [-1] + [rng.randint(0, i - 1) for i in range(1, n)]
 
 
-
 def random_step(
     rng: random.Random, n_max: int, prob_bits: int, token_bits: int
 ) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -353,6 +350,7 @@ def random_step(
             pt.append(rng.randint(0, full)), qt.append(rng.randint(0, full))
     tok = [0] + [rng.randrange(1 << token_bits) for _ in range(1, n)]
     return par, tok, pt, qt
+
 
 # ----------------------------------------------------------------------------- reports
 def params() -> dict:

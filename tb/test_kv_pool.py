@@ -20,7 +20,9 @@ before an operation taken in the same cycle), and a monitor checks:
 
 Directed tests: a whole speculative step through the verifier's view masks,
 prefix sharing, every operation and a lookup in the cycle right after an
-insert (while it is pending, ``pending_insert``), fill to full and overflow,
+insert (while it is pending, ``pending_insert``), forks right after the
+operation that filled or emptied their ``dst`` (``back_to_back_fork``),
+fill to full and overflow,
 every error class of SPEC §4.3
 with the table unchanged, reset in the middle of a run, the SPEC §6 cycle
 counts, and what the RTL does with a commit the golden model rejects as
@@ -802,6 +804,60 @@ if cocotb is not None:
             need.add(ErrorCode.DST_BUSY)
         assert {c.value for c in need} <= codes, f"seed {tb.seed}: codes {sorted(codes)}"
         b.finish("pending_insert")
+
+    @cocotb.test()
+    async def back_to_back_fork(dut) -> None:
+        """A fork's ``dst`` check in the cycle right after an operation that changed
+        whether ``dst`` sees an entry (``TARGET="fpga"`` reads it from per-group
+        copies of the last cycle's state, with that cycle's sequence and fork
+        target kept apart): a fork into the ``dst`` the last fork filled
+        (DST_BUSY), and into a sequence a commit or a release just emptied (it
+        succeeds). Each pair in consecutive cycles, checked against golden."""
+        b = Bench(dut)
+        p = b.p
+        await b.start()
+        if p["SEQS"] < 3:
+            b.finish("back_to_back_fork")
+            return
+        n_k = [0]
+
+        def key() -> tuple[int, int]:
+            n_k[0] += 1
+            return unique_key(p, n_k[0], 1)
+
+        def ins(seq: int, committed: int, owner: int = 1) -> None:
+            la, pa = key()
+            b.send(Op.INSERT, seq=seq, layer=la, pos=pa, owner=owner, committed=committed)
+
+        async def pair(first: tuple, then: tuple) -> None:
+            """``first`` and ``then`` in consecutive cycles, then the whole table
+            compared (a fork applied despite its error would show there)."""
+            for kind, fields in (first, then):
+                b.send(kind, **fields)
+            await b.drain()
+            b.check_table()
+
+        for rnd in range(3):
+            s0, s1, s2 = rnd % 3, (rnd + 1) % 3, (rnd + 2) % 3
+            ins(s0, 1)
+            ins(s2, 1)
+            # fork s0 -> s1, then s2 -> s1 the next cycle: DST_BUSY
+            await pair((Op.FORK, {"seq": s0, "dst": s1}), (Op.FORK, {"seq": s2, "dst": s1}))
+            # release s1, then fork into it the next cycle: accepted
+            await pair((Op.RELEASE, {"seq": s1}), (Op.FORK, {"seq": s0, "dst": s1}))
+            b.send(Op.RELEASE, seq=s1)
+            # s1's only entry speculative, dropped by a commit, then a fork into s1
+            ins(s1, 0, owner=1)
+            await pair((Op.COMMIT, {"seq": s1, "accept": 1}), (Op.FORK, {"seq": s0, "dst": s1}))
+            # and kept by a commit: the fork right after is DST_BUSY
+            b.send(Op.RELEASE, seq=s1)
+            ins(s1, 0, owner=0)
+            await pair((Op.COMMIT, {"seq": s1, "accept": 1}), (Op.FORK, {"seq": s2, "dst": s1}))
+            for s in range(3):
+                b.send(Op.RELEASE, seq=s)
+        codes = [r["code"] for _c, r in b.res.received]
+        assert codes.count(ErrorCode.DST_BUSY.value) == 6, f"seed {b.tb.seed}: {codes}"
+        b.finish("back_to_back_fork")
 
     def unique_key(p: dict, k: int, layer_base: int = 0) -> tuple[int, int]:
         """The ``k``-th distinct ``(layer, pos)``, layers from ``layer_base`` up."""

@@ -161,9 +161,7 @@ def build(
                 vlt = bdir / "public.vlt"
                 vlt.write_text(
                     "`verilator_config\n"
-                    + "".join(
-                        f'public_flat_rw -module "{toplevel}" -var "{n}"\n' for n in names
-                    )
+                    + "".join(f'public_flat_rw -module "{toplevel}" -var "{n}"\n' for n in names)
                 )
                 srcs.append(str(vlt))
             runner = _runner(lean)
