@@ -393,14 +393,7 @@ class KVPool(wiring.Component):
         self.r1v_rep = [Signal(name=f"r1v_rep_g{g}") for g in range(ng)]  # = r1_valid
         self.resv_rep = [Signal(name=f"resv_rep_g{g}") for g in range(ng)]  # = res.valid
         # busy_rep[g][j * SEQS + s]: group j has a valid entry seen by sequence s
-        # for every s but last_seq (the operation's seq of the last cycle); busyx[j]:
-        # group j has a valid entry seen by last_seq
         self.busy_rep = [Signal(ng * S, name=f"busy_rep_g{g}") for g in range(ng)]
-        self.busyx = Signal(ng)
-        self.last_seq = Signal(idx_bits(S))
-        # fkx[j]: the last cycle's fork added last_dst to an entry of group j
-        self.fkx = Signal(ng)
-        self.last_dst = Signal(idx_bits(S))
         # pok_rep[g] = ~ck_pcom & ~ck_pdup while an insert is pending (not rejected by
         # the insert pending before it)
         self.pok_rep = [Signal(name=f"pok_rep_g{g}") for g in range(ng)]
@@ -830,22 +823,9 @@ class KVPool(wiring.Component):
             # the fork's dst check, per group: from the group's copy of every
             # group's "sees a valid entry" bits, and the pending insert's entry
             fork_c = is_fork & seq_ok & dst_ok & (o.seq != o.dst)
-            # (for dst == the last cycle's seq, whose entries that cycle's commit or
-            # release may have freed, from the groups' own busyx bits instead)
-            # and for dst == the last cycle's dst, the groups that fork added it to)
-            x_last = net(m, (o.dst == self.last_seq) & self.busyx.any(), "x_last")
-            f_last = net(m, (o.dst == self.last_dst) & self.fkx.any(), "f_last")
             busy_g = [
-                Mux(
-                    o.dst == self.last_seq,
-                    x_last,
-                    or_tree(
-                        [
-                            self.busy_rep[g][j * S : (j + 1) * S].bit_select(o.dst, 1)
-                            for j in range(NG)
-                        ]
-                    )
-                    | f_last,
+                or_tree(
+                    [self.busy_rep[g][j * S : (j + 1) * S].bit_select(o.dst, 1) for j in range(NG)]
                 )
                 | (pend_r & ok_g[g] & (pend_seq == o.dst))
                 for g in range(NG)
@@ -916,40 +896,30 @@ class KVPool(wiring.Component):
             # "group j has a valid entry seen by s" after the operation, copied into
             # every group: the entries that stay valid (an insert's entry is
             # pending then, not valid), and the fork's additions last
-            # (every sequence but the operation's own, whose entries a commit or
-            # release frees: its copies are don't-care, and its bit of every group,
-            # busyx, stays in the group; the pending insert's entry, whose outcome
-            # enters last; without a fork's additions, which stay in the group too,
-            # fkx, for the next cycle, after which the copies have them)
+            # (the valid registers' entries: fr_b, the entries freed, from valid
+            # rather than valid_now; the pending insert's entry, if accepted and
+            # not freed now, added; the outcome of either insert enters last)
+            spec_b = valid & ~committed & sbit
+            fr_b = take_vec & (
+                (spec_b & ~acc & wide(com_c)) | (valid & sbit & ~others & wide(rel_c))
+            )
+            v_b = net(m, valid & ~fr_b, "v_b")
+            p_acc = o.accept.bit_select(pend_own, 1)
+            p_fr = net(
+                m, (pend_seq == o.seq) & ((com_c & ~pend_com & ~p_acc) | rel_c), "p_fr"
+            )  # freed if the beat is taken
             p_oh = onehot(pend_seq, S, "p_oh")
+            p_shared = net(m, pend_com & (pend_seq == o.seq), "p_shared")  # a fork's src sees it
             bnext = []
             for j in range(NG):
                 sl = slice(j * G, min(E, (j + 1) * G))
-                p_in = pend_e[sl].any() & ok_g[j]  # the pending entry, accepted, is here
+                p_here = pend_e[sl].any() & ok_g[j]  # the pending entry, accepted, is here
+                sh_j = (valid & committed & sbit)[sl].any() | (p_here & p_shared)
+                p_in = p_here & ~(take_g[j] & p_fr)
                 for s_ in range(S):
-                    stay = (seqs_p[s_][sl] & valid[sl]).any()
-                    bnext.append(stay | (p_in & p_oh[s_]))
+                    stay = (seqs_p[s_][sl] & v_b[sl] & ~rel_s[s_][sl]).any()
+                    bnext.append(stay | (p_in & p_oh[s_]) | (fork_g[j] & dst_oh[s_] & sh_j))
             bnext_v = net(m, Cat(*bnext), "busy_next")
-            m.d.sync += [
-                self.fkx.eq(Cat(*[fork_add[j * G : (j + 1) * G].any() for j in range(NG)])),
-                self.last_dst.eq(o.dst),
-            ]
-            # busyx[j]: group j has a valid entry seen by seq after the operation (frx:
-            # the entries it frees if they are valid)
-            frx = net(
-                m,
-                take_vec
-                & ((~committed & sbit & ~acc & wide(com_c)) | (sbit & ~others & wide(rel_c))),
-                "frx",
-            )
-            p_seq_eq = net(m, pend_seq == o.seq, "p_seq_eq")
-            bx = []
-            for j in range(NG):
-                sl = slice(j * G, min(E, (j + 1) * G))
-                stay = (sbit[sl] & valid[sl] & ~frx[sl]).any()
-                p_x = (pend_e & ~frx)[sl].any() & ok_g[j] & p_seq_eq
-                bx.append((stay | p_x) & ~(take_g[j] & rel_c))
-            m.d.sync += [self.busyx.eq(Cat(*bx)), self.last_seq.eq(o.seq)]
             m.d.sync += [x.eq(bnext_v) for x in self.busy_rep]
 
         ck_com_d = net(m, groups(conf_com), "ck_com_d")
