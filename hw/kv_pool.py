@@ -283,8 +283,10 @@ class KVPool(wiring.Component):
         updated every cycle from the next state). A lookup registers every
         group's first hit and whether the pending insert's entry matches
         (its outcome is known by then), and picks the lower in its second
-        cycle. The wide reductions left (the result's error codes, the
-        allocation's index, the counts) end in registers. ``hw.synth_fpga``
+        cycle; its first stage loads from per-group copies of the port's
+        state (``<port>_s1v_rep_g<g>``, ``<port>_rpv_rep_g<g>``). The wide
+        reductions left (the result's error codes, the allocation's index,
+        the counts) end in registers. ``hw.synth_fpga``
         marks the ``*_rep_g*`` flip-flops ``keep`` (Yosys would merge
         identical ones); ``formal/`` proves every copy equal to what it
         copies.
