@@ -481,47 +481,36 @@ class KVPool(wiring.Component):
             below = prefix_or_below(m, vec, f"{name}_below", radix=4)
             return net(m, vec & ~below, name, keep=True)
 
-        def first_index(vec: Value, width: int, name: str) -> Signal:
-            """Index (``width`` bits) of the lowest set bit of ``vec`` (0 if none), in two
-            levels of 16-wide groups: within every group its first bit and index, in
-            parallel with the first group that has a bit; then the chosen group's
-            index. Shallower than a ``len(vec)``-wide prefix OR and encoder."""
-            n = len(vec)
-            if n <= 32:
-                return encode(first(vec, name), width, name + "_idx")
-            gsz = 16
-            groups = [vec[k : k + gsz] for k in range(0, n, gsz)]
-            lb = idx_bits(gsz)
-            local = [
-                encode(first(g, f"{name}_g{j}"), lb, f"{name}_g{j}_idx")
-                for j, g in enumerate(groups)
-            ]
-            anys = net(m, Cat(*[g.any() for g in groups]), f"{name}_any")
-            gsel = first(anys, f"{name}_gsel")
-            lo = net(
-                m,
-                or_tree([local[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(len(local))]),
-                f"{name}_lo",
-            )
-            hi = encode(gsel, max(1, idx_bits(len(groups))), f"{name}_hi")
+        def group_index(gsel: Value, locs: list[Value], width: int, name: str) -> Signal:
+            """Index (``width`` bits) of the first group's first bit, from the first
+            group that has one (``gsel``, one-hot) and every group's local index
+            (``locs``): the chosen local index (low bits) and group number (high
+            bits)."""
+            lb = len(locs[0])
+            lo = or_tree([locs[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(len(locs))])
+            hi = encode(gsel, max(1, idx_bits(len(locs))), f"{name}_hi")
             return net(m, Cat(lo, hi)[:width], name + "_idx")
 
         def first_grouped(vec: Value, name: str) -> tuple[Signal, Signal]:
             """The lowest set bit of ``vec``, one-hot, and its index (0 if none), in
             groups of ``GROUP``: every group's first bit and index, in parallel
             with the first group that has one."""
-            n = len(vec)
-            spans = [(k, min(n, k + G)) for k in range(0, n, G)]
-            lb = idx_bits(G)
+            spans = [(k, min(len(vec), k + G)) for k in range(0, len(vec), G)]
             loc = [first(vec[a:b], f"{name}_g{j}") for j, (a, b) in enumerate(spans)]
-            loc_i = [encode(x, lb, f"{name}_g{j}_idx") for j, x in enumerate(loc)]
+            loc_i = [encode(x, idx_bits(G), f"{name}_g{j}_idx") for j, x in enumerate(loc)]
             anys = net(m, Cat(*[vec[a:b].any() for a, b in spans]), f"{name}_any")
             gsel = first(anys, f"{name}_gsel")
             oh = net(m, Cat(*[loc[j] & Mux(gsel[j], (1 << len(loc[j])) - 1, 0)
                               for j in range(len(spans))]), name)  # fmt: skip
-            lo = or_tree([loc_i[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(len(spans))])
-            hi = encode(gsel, max(1, idx_bits(len(spans))), f"{name}_hi")
-            return oh, net(m, Cat(lo, hi)[: idx_bits(n)], f"{name}_idx")
+            return oh, group_index(gsel, loc_i, idx_bits(len(vec)), name)
+
+        def first_index(vec: Value, width: int, name: str) -> Signal:
+            """Index (``width`` bits) of the lowest set bit of ``vec`` (0 if none): for
+            more than 32 bits in 16-wide groups (:func:`first_grouped`), shallower
+            than a ``len(vec)``-wide prefix OR and encoder."""
+            if len(vec) <= 32:
+                return encode(first(vec, name), width, name + "_idx")
+            return first_grouped(vec, name)[1][:width]
 
         # ------------------------------------------------------------ pending insert
         # An insert's two wide checks (``seq`` already sees the key committed; a
@@ -642,9 +631,7 @@ class KVPool(wiring.Component):
                             s1_loc[j].eq(encode(first(gv, f"{port}_g{j}"), lb, f"{port}_g{j}_i")),
                         ]
                 gsel = first(s1_any, f"{port}_gsel")
-                lo = or_tree([s1_loc[j] & Mux(gsel[j], (1 << lb) - 1, 0) for j in range(ng)])
-                hi = encode(gsel, max(1, idx_bits(ng)), f"{port}_hi")
-                b_idx = net(m, Cat(lo, hi)[:PGB], f"{port}_bidx")
+                b_idx = group_index(gsel, s1_loc, PGB, f"{port}_b")
                 b_any = s1_any.any()
                 use_p = s1_pend & (~b_any | (s1_pi < b_idx))
                 hit2 = (b_any | s1_pend) & s1_ok
@@ -896,11 +883,12 @@ class KVPool(wiring.Component):
         if fpga:
             m.d.sync += self.pend_i.eq(e_idx)
             # "group j has a valid entry seen by s" after the operation, copied into
-            # every group: the entries that stay valid (an insert's entry is
-            # pending then, not valid), and the fork's additions last
-            # (the valid registers' entries: fr_b, the entries freed, from valid
-            # rather than valid_now; the pending insert's entry, if accepted and
-            # not freed now, added; the outcome of either insert enters last)
+            # every group: the valid registers' entries that stay valid (fr_b: the
+            # entries freed, from valid rather than valid_now, so that the pending
+            # insert's outcome is not on this path), the pending insert's entry if
+            # accepted and not freed now, and the fork's additions; the outcome
+            # and the fork's decision enter last (an insert taken now is pending
+            # next cycle, not valid)
             spec_b = valid & ~committed & sbit
             fr_b = take_vec & (
                 (spec_b & ~acc & wide(com_c)) | (valid & sbit & ~others & wide(rel_c))

@@ -434,12 +434,11 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     )
 
 
-def test_place_and_route_seed_timeout(monkeypatch, tmp_path) -> None:
-    """A seed that exceeds the time limit makes the block a timeout (reported, not hung)."""
+def _two_seeds(monkeypatch, tmp_path, fmax: dict, hang: int | None = None) -> dict:
+    """``place_and_route`` of a stand-in block over seeds 1 and 2 with the fake tools."""
     monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
-    calls: list = []
-    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, {1: 40.0}, hang=2))
-    r = synth_fpga.place_and_route(
+    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools([], fmax, hang=hang))
+    return synth_fpga.place_and_route(
         "kv_pool",
         "module kv_pool; endmodule",
         mhz=50,
@@ -448,23 +447,17 @@ def test_place_and_route_seed_timeout(monkeypatch, tmp_path) -> None:
         seeds=(1, 2),
         log=lambda *a, **k: None,
     )
+
+
+def test_place_and_route_seed_timeout(monkeypatch, tmp_path) -> None:
+    """A seed that exceeds the time limit makes the block a timeout (reported, not hung)."""
+    r = _two_seeds(monkeypatch, tmp_path, {1: 40.0}, hang=2)
     assert r["status"] == "pnr timeout" and r["seed"] == 2 and r["limit_s"] == 5
 
 
 def test_place_and_route_seed_without_fmax(monkeypatch, tmp_path) -> None:
     """A seed whose report has no achieved Fmax fails the block (not a 0 MHz median)."""
-    monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
-    calls: list = []
-    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, {1: 40.0, 2: None}))
-    r = synth_fpga.place_and_route(
-        "kv_pool",
-        "module kv_pool; endmodule",
-        mhz=50,
-        synth_timeout=60,
-        pnr_timeout=60,
-        seeds=(1, 2),
-        log=lambda *a, **k: None,
-    )
+    r = _two_seeds(monkeypatch, tmp_path, {1: 40.0, 2: None})
     assert r["status"] == "failed" and r["seed"] == 2 and "Fmax" in r["error"]
 
 
