@@ -185,15 +185,17 @@ class KVPoolFormal(Elaboratable):
                     Assert(d.resv_rep[g] == d.res.valid),
                     Assert(~d.pend_r | (d.pok_rep[g] == (~d.ck_pcom & ~d.ck_pdup))),
                 ]
-            for port, (s1v, rpv) in d.lk_rep.items():
-                rp = getattr(d, f"{port}_r")
-                for x, y in zip(s1v, rpv, strict=True):
-                    m.d.comb += [Assert(x == d.s1_valid[port]), Assert(y == rp.valid)]
+                # every busy copy: the groups that have a valid entry (of the
+                # registers) each sequence sees
                 for j in range(len(d.r1v_rep)):
                     sl = slice(j * G, min(E, (j + 1) * G))
                     for s in range(d.SEQS):
                         sees = (d.valid[sl] & d.seqs_p[s][sl]).any()
                         m.d.comb += Assert(d.busy_rep[g][j * d.SEQS + s] == sees)
+            for port, (s1v, rpv) in d.lk_rep.items():
+                rp = getattr(d, f"{port}_r")
+                for x, y in zip(s1v, rpv, strict=True):
+                    m.d.comb += [Assert(x == d.s1_valid[port]), Assert(y == rp.valid)]
             if d.TARGET == "fpga":  # the pending entry's index
                 with m.If(d.pend_r):
                     m.d.comb += Assert(pe.bit_select(d.pend_i, 1))
