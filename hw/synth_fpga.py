@@ -457,7 +457,7 @@ def render_section(fp: dict) -> list[str]:
         if r.get("wide_mux"):
             name += " (wide muxes)"
         if r.get("placer_args"):
-            name += f" (`{' '.join(r['placer_args'])}`)"
+            name += f" ({' '.join(r['placer_args'])})"
         res = r.get("resources", {})
         cols = [
             f"{res.get(k, 0):,}" if res else ""

@@ -426,7 +426,7 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
         )
     )
     assert "**34.1** **MISSED** (median; seeds 1 / 2 / 3: 30.9 / 35.7 / 34.1)" in md
-    assert f"(`{' '.join(extra)}`)" in md
+    assert f"(wide muxes) ({' '.join(extra)})` |" in md
     # cached per seed list: the same seeds are not run again, other seeds are
     again = synth_fpga.place_and_route(
         "kv_pool", "module kv_pool; endmodule", seeds=(1, 2, 3), **kw
