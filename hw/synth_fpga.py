@@ -70,7 +70,7 @@ NEXTPNR_ARGS = [
 #: raised from 10 to 25 and its criticality exponent from 2 to 3, and the
 #: router's timing-driven rip-up (measured 2026-11-25, seeds 1 / 2 / 3:
 #: 48.4 / 49.4 / 47.2 MHz without these, 51.5 / 47.6 / 51.0 with the placer
-#: settings, 51.5 / 49.8 / 51.0 with the rip-up too)
+#: settings, 51.5 / 49.7 / 51.0 with the rip-up too)
 PLACER_ARGS: dict[str, list[str]] = {
     "kv_pool": [
         "--placer-heap-timingweight",
