@@ -57,7 +57,7 @@ perf: $(STAMP)
 	$(VPY) -m sim.perf
 
 soak: $(STAMP)
-	$(VPY) -m tb.soak
+	$(VPY) -m tb.kv_pool.soak
 
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
@@ -66,20 +66,20 @@ formal: $(STAMP)
 SYNTH_JOBS ?= 2
 
 synth: $(STAMP)
-	$(VPY) -m hw.synth --jobs $(SYNTH_JOBS)
+	$(VPY) -m flows.synth --jobs $(SYNTH_JOBS)
 
 synth-fpga: $(STAMP)
-	$(VPY) -m hw.synth_fpga --jobs $(SYNTH_JOBS) $(if $(SEEDS),--seeds $(SEEDS))
+	$(VPY) -m flows.synth_fpga --jobs $(SYNTH_JOBS) $(if $(SEEDS),--seeds $(SEEDS))
 
 synth-sweep: $(STAMP)
-	$(VPY) -m hw.synth --sweep --jobs $(SYNTH_JOBS)
+	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS)
 
 # HDL parameters given on the command line (make verilog N_NODES=256) are passed on.
 HDL_PARAMS := N_NODES TOKEN_BITS PROB_BITS RAND_BITS WEIGHT_BITS LANES ENTRIES PAGES SEQS LAYER_BITS POS_BITS
 HDL_ARGS := $(foreach v,$(HDL_PARAMS),$(if $(value $(v)),$(v)=$(value $(v))))
 
 verilog: $(STAMP)
-	$(VPY) -m hw.verilog --lint $(HDL_ARGS)
+	$(VPY) -m flows.verilog --lint $(HDL_ARGS)
 
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis .ruff_cache

@@ -142,7 +142,7 @@ class AcceptSampler(wiring.Component):
     ``u[i]`` and ``row[parent]`` come from ``hw.common.mux_tree``, the
     products are carry-save trees, and "clear the lowest set bit" is a
     Kogge-Stone prefix OR. Longest register-to-register path at the defaults:
-    31 gate levels (``python -m hw.depth accept_sampler``; budget 40), in the
+    31 gate levels (``python -m flows.depth accept_sampler``; budget 40), in the
     token emitter (``rem`` -> lowest-bit tree / prefix OR -> next ``rem``,
     ``rd_last`` and the token memory's read address; 31-33 levels as Yosys'
     mapping varies); the decision path (``chosen`` -> ``on_path`` -> ``last``

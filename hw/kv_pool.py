@@ -246,7 +246,7 @@ class KVPool(wiring.Component):
     ``free_pages`` / ``valid_entries`` (status outputs) are registered
     population counts of the state one cycle earlier, updated every cycle.
 
-    Logic depth: ``python -m hw.depth kv_pool`` (budget 40 levels); figures in
+    Logic depth: ``python -m flows.depth kv_pool`` (budget 40 levels); figures in
     the README.
 
     Parameters
@@ -286,7 +286,7 @@ class KVPool(wiring.Component):
         cycle; its first stage loads from per-group copies of the port's
         state (``<port>_s1v_rep_g<g>``, ``<port>_rpv_rep_g<g>``). The wide
         reductions left (the result's error codes, the allocation's index,
-        the counts) end in registers. ``hw.synth_fpga``
+        the counts) end in registers. ``flows.synth_fpga``
         marks the ``*_rep_g*`` flip-flops ``keep`` (Yosys would merge
         identical ones); ``formal/`` proves every copy equal to what it
         copies.
@@ -464,7 +464,7 @@ class KVPool(wiring.Component):
             """Per entry, ``vec[owner]``: an ``N_NODES``-to-1 multiplexer per entry,
             selected by its ``owner`` (0 for an owner ``>= len(vec)``). Written as a
             bit select (a mux tree after synthesis), so that an FPGA flow can cover
-            it with its wide multiplexers (``hw.synth_fpga``: 8-to-1 in two
+            it with its wide multiplexers (``flows.synth_fpga``: 8-to-1 in two
             slices)."""
             return net(m, Cat(*[vec.bit_select(per_entry(owner_p, i), 1) for i in range(E)]), name)
 

@@ -44,7 +44,7 @@ def _add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
     propagate ``p`` (bits below 0 count as kill, carry-in 0): 32 bits are
     12 gate levels, 64 bits 14. Yosys maps ``+`` to a ripple-carry chain
     (62 levels at 32 bits), and ABC's area rewriting (``dc2`` in the default
-    script of ``hw.depth``) folds an unmarked prefix network back into a chain
+    script of ``flows.depth``) folds an unmarked prefix network back into a chain
     (52 levels at 32 bits), so every prefix level is a ``keep`` wire: the
     structure a timing-driven flow (or a datapath generator) would build.
     """

@@ -5,7 +5,7 @@ token tree manager (§2, §3) and the shared KV-cache pool (§4). :class:`Top`
 instantiates :class:`hw.tree_manager.TreeManager` and
 :class:`hw.kv_pool.KVPool` in one design with every port of both brought out
 (prefixed ``tm_`` and ``kv_``), so that one Verilator build serves the chip
-model's whole ``rtl`` backend (:mod:`sim.rtl_backend`).
+model's whole ``rtl`` backend (:mod:`sim.rtl`).
 """
 
 from amaranth import Module

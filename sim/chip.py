@@ -32,7 +32,7 @@ each through the four phases:
    accepted path's entries and frees the rest. A finished sequence is released.
 
 Backends (``ChipConfig.backend``): ``python`` (:mod:`sim.python_backend`, the
-golden functions) or ``rtl`` (:func:`sim.rtl_backend.open_rtl`, the Amaranth
+golden functions) or ``rtl`` (:func:`sim.rtl.open_rtl`, the Amaranth
 blocks on Verilator). The step above is the same code for both. For the same
 seed and configuration a sequence's tokens equal
 ``golden.decoder.speculative_generate(..., arith="fixed", seed=seed)``.
@@ -629,9 +629,9 @@ class Chip:
             yield make, kv
             return
         try:
-            from sim.rtl_backend import open_rtl
+            from sim.rtl import open_rtl
         except ImportError as exc:  # pragma: no cover - depends on the tree's state
-            raise ValueError(f"backend = 'rtl': sim.rtl_backend is not available ({exc})") from exc
+            raise ValueError(f"backend = 'rtl': sim.rtl is not available ({exc})") from exc
         with open_rtl(**kw) as (tm, kv):
             handed = []
 

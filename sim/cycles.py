@@ -43,7 +43,7 @@ tokens, commit)`` is what the step's critical path pays after the verifier's
 last output (the next draft needs the extra token; the ``+ 1``: ``last`` is
 registered at the end of ``decide`` and usable from the next cycle, so the
 residual weights' first beat is taken one cycle later, as measured on the RTL
-by :mod:`sim.rtl_backend`); ``during_verify = max(inserts,
+by :mod:`sim.rtl`); ``during_verify = max(inserts,
 lookups)`` runs under the verifier and binds only if it outlasts it.
 """
 

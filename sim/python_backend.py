@@ -7,7 +7,7 @@ with the golden fixed-point functions (:func:`golden.tree.mask_rows`,
 model (:func:`sim.cycles.accept_cycles`). :class:`PythonKV` is
 :class:`golden.kvcache.BlockTable` itself plus the batched ``lookups`` and a
 cycle counter. :func:`open_python` yields the pair, like
-:func:`sim.rtl_backend.open_rtl` does for the RTL.
+:func:`sim.rtl.open_rtl` does for the RTL.
 
 Cycle counting of the KV pool (the ``python`` model of what the RTL counts):
 every operation (insert, commit, fork, release, a single lookup) costs one
@@ -234,7 +234,7 @@ def open_python(
 ) -> Iterator[tuple[PythonTreeManager, PythonKV]]:
     """The ``python`` backend as a context manager yielding ``(tree_manager, kv)``.
 
-    Mirrors :func:`sim.rtl_backend.open_rtl`; nothing to clean up.
+    Mirrors :func:`sim.rtl.open_rtl`; nothing to clean up.
     """
     tm = PythonTreeManager(
         n_nodes,

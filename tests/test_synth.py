@@ -1,6 +1,6 @@
-"""Synthesis smoke test (``hw.synth``, ``hw.depth``, ``hw.synth_fpga``): generic only, no P&R.
+"""Synthesis smoke test (``flows.synth``, ``flows.depth``, ``flows.synth_fpga``): no P&R.
 
-Every block of ``hw.verilog.BLOCKS`` (a ``top`` composition too, once it is
+Every block of ``flows.verilog.BLOCKS`` (a ``top`` composition too, once it is
 registered) is synthesised in a small configuration and must report cells,
 flip-flops, transistors and a logic depth. The Python longest path is checked
 against Yosys' own ``ltp -noff`` and on hand-built netlists; the fits, the
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hw import depth, synth, synth_fpga, verilog
+from flows import depth, synth, synth_fpga, verilog
 
 
 @pytest.mark.parametrize("block", list(verilog.BLOCKS))
@@ -320,7 +320,7 @@ endmodule
 
 
 def _wide_mux_equivalence(map_text: str) -> str:
-    """Map ``_MUX_GOLD`` with ``hw.synth_fpga``'s own cover commands (``muxcover``,
+    """Map ``_MUX_GOLD`` with ``flows.synth_fpga``'s own cover commands (``muxcover``,
     then the wide-mux techmap, in the ``gate`` copy only), flatten the ECP5 cells
     with Yosys' own simulation models and prove it equal to the original by SAT;
     returns the mapped cell counts (raises ``RuntimeError`` if the proof fails)."""
@@ -479,7 +479,7 @@ endmodule
 
 @pytest.mark.parametrize("replicas", [False, True])
 def test_replicated_registers_kept(replicas: bool) -> None:
-    """``hw.synth_fpga`` keeps the flip-flops a block replicates on purpose (names
+    """``flows.synth_fpga`` keeps the flip-flops a block replicates on purpose (names
     ``*_rep_g<n>``) apart, where Yosys would merge identical ones (``u`` / ``v``
     are merged either way)."""
     assert synth_fpga.has_replicas(_REPLICAS) and not synth_fpga.has_replicas("module m;")

@@ -6,7 +6,7 @@ import warnings
 import pytest
 from amaranth.hdl import UnusedElaboratable
 
-from hw import verilog
+from flows import verilog
 
 
 @pytest.mark.parametrize("block", list(verilog.BLOCKS))

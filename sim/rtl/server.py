@@ -1,6 +1,6 @@
 """Co-simulation server: ``hw/top.py`` on Verilator, driven by the chip model's ``rtl`` backend.
 
-The chip model (:mod:`sim.rtl_backend`) is synchronous Python; cocotb runs
+The chip model (:mod:`sim.rtl`) is synchronous Python; cocotb runs
 this module inside the simulator process. The cocotb test :func:`serve`
 starts the clock, resets the design, connects back to the client over the
 Unix socket named by ``COSIM_ADDR`` and serves requests until the client
@@ -27,9 +27,9 @@ count since reset, and ``error`` (a traceback string) if the request failed):
 ``idle``      ``cycles``: let that many cycles pass, every input idle.
 ``quit``      end the test (the simulator exits).
 
-``python -m tb.cosim_top <json>`` runs the server through
-:func:`tb.toolchain.run` (the one place that sets Verilator's environment);
-:mod:`sim.rtl_backend` starts it in a child process.
+``python -m sim.rtl.server <json>`` runs the server through
+:func:`flows.toolchain.run` (the one place that sets Verilator's environment);
+:mod:`sim.rtl` starts it in a child process.
 """
 
 import json
@@ -37,8 +37,18 @@ import os
 import sys
 import traceback
 from multiprocessing.connection import Client
+from pathlib import Path
 
-from tb.common import pack, unpack
+from flows import toolchain
+from flows.layouts import pack, unpack
+from hw.accept_sampler import result_layout as acc_result
+from hw.accept_sampler import token_layout as acc_token
+from hw.kv_pool import op_layout, query_layout, reply_layout
+from hw.kv_pool import result_layout as kv_result
+from hw.mask_gen import row_layout
+from hw.token_sampler import beat_layout
+from hw.token_sampler import token_layout as extra_token
+from hw.tree_manager import draft_layout
 
 try:
     import cocotb
@@ -85,15 +95,6 @@ class Server:
     """Drives ``specdecode_top``'s ports for each request (see the module docstring)."""
 
     def __init__(self, dut, p: dict) -> None:
-        from hw.accept_sampler import result_layout as acc_result
-        from hw.accept_sampler import token_layout as acc_token
-        from hw.kv_pool import op_layout, query_layout, reply_layout
-        from hw.kv_pool import result_layout as kv_result
-        from hw.mask_gen import row_layout
-        from hw.token_sampler import beat_layout
-        from hw.token_sampler import token_layout as extra_token
-        from hw.tree_manager import draft_layout
-
         self.dut, self.p = dut, p
         N, TB_, PB = p["N_NODES"], p["TOKEN_BITS"], p["PROB_BITS"]
         self.L = {
@@ -409,17 +410,13 @@ if cocotb is not None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the server on a build: ``python -m tb.cosim_top '<json>'`` with ``build_dir``,
-    ``test_dir``, ``params`` and ``addr`` (what :mod:`sim.rtl_backend` passes)."""
-    from pathlib import Path
-
-    from tb import toolchain
-
+    """Run the server on a build: ``python -m sim.rtl.server '<json>'`` with ``build_dir``,
+    ``test_dir``, ``params`` and ``addr`` (what :mod:`sim.rtl` passes)."""
     args = json.loads((argv if argv is not None else sys.argv[1:])[0])
     toolchain.run(
         Path(args["build_dir"]),
         MODULE,
-        "tb.cosim_top",
+        "sim.rtl.server",
         test_dir=Path(args["test_dir"]),
         extra_env={"TB_PARAMS": json.dumps(args["params"]), "COSIM_ADDR": args["addr"]},
         seed=0,

