@@ -88,15 +88,17 @@ def route(
     *,
     both: bool = False,
 ) -> None:
-    """A line through ``points`` (axis-parallel segments or diagonals) ending in an
-    arrow head (``both``: heads at both ends); ``label`` centred at ``at``."""
+    """A line through ``points`` ending in an arrow head; ``label`` centred at ``at``.
+
+    ``both`` puts a head on each end of the last segment (meant for two points).
+    """
     xs, ys = zip(*points, strict=True)
     ax.plot(xs[:-1], ys[:-1], color="#222222", linewidth=1.2, solid_capstyle="butt")
     ax.add_patch(
         FancyArrowPatch(
             points[-2],
             points[-1],
-            arrowstyle="<|-|>" if both and len(points) == 2 else "-|>",
+            arrowstyle="<|-|>" if both else "-|>",
             mutation_scale=13,
             linewidth=1.2,
             color="#222222",
@@ -104,19 +106,6 @@ def route(
             shrinkB=1,
         )
     )
-    if both and len(points) > 2:
-        ax.add_patch(
-            FancyArrowPatch(
-                points[1],
-                points[0],
-                arrowstyle="-|>",
-                mutation_scale=13,
-                linewidth=0,
-                color="#222222",
-                shrinkA=0,
-                shrinkB=1,
-            )
-        )
     if label and at is not None:
         ax.text(
             at[0],
