@@ -52,6 +52,13 @@ STYLES = {
 }
 
 
+def text(
+    ax: Axes, x: float, y: float, s: str, size: float, color: str = "#333333", **kw: object
+) -> None:
+    """``s`` centred at ``(x, y)``; ``kw``: further ``Axes.text`` properties."""
+    ax.text(x, y, s, ha="center", va="center", fontsize=size, color=color, **kw)
+
+
 def box(ax: Axes, x: float, y: float, w: float, h: float, title: str, sub: str, kind: str) -> None:
     """A rounded box with a bold ``title`` and a smaller ``sub`` line under it."""
     s = STYLES[kind]
@@ -67,17 +74,9 @@ def box(ax: Axes, x: float, y: float, w: float, h: float, title: str, sub: str, 
             linewidth=1.4,
         )
     )
-    ax.text(
-        x + w / 2,
-        y + h * 0.62,
-        title,
-        ha="center",
-        va="center",
-        fontsize=10.5,
-        fontweight="bold",
-        family="monospace" if kind != "beh" else "sans-serif",
-    )
-    ax.text(x + w / 2, y + h * 0.27, sub, ha="center", va="center", fontsize=8, color="#333333")
+    font = "monospace" if kind != "beh" else "sans-serif"
+    text(ax, x + w / 2, y + h * 0.62, title, 10.5, "black", fontweight="bold", family=font)
+    text(ax, x + w / 2, y + h * 0.27, sub, 8)
 
 
 def route(
@@ -107,16 +106,8 @@ def route(
         )
     )
     if label and at is not None:
-        ax.text(
-            at[0],
-            at[1],
-            label,
-            ha="center",
-            va="center",
-            fontsize=7.8,
-            color="#111111",
-            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.8, "alpha": 0.9},
-        )
+        bbox = {"facecolor": "white", "edgecolor": "none", "pad": 0.8, "alpha": 0.9}
+        text(ax, at[0], at[1], label, 7.8, "#111111", bbox=bbox)
 
 
 def phases(ax: Axes) -> None:
@@ -132,16 +123,7 @@ def phases(ax: Axes) -> None:
                 zorder=-2,
             )
         )
-        ax.text(
-            x0 + 1.6,
-            HEIGHT - 0.35,
-            title,
-            ha="center",
-            va="center",
-            fontsize=13,
-            fontweight="bold",
-            color="#444444",
-        )
+        text(ax, x0 + 1.6, HEIGHT - 0.35, title, 13, "#444444", fontweight="bold")
 
 
 def blocks(ax: Axes) -> None:
@@ -171,18 +153,10 @@ def blocks(ax: Axes) -> None:
         (8.0, "every operation one cycle,\nwhatever the entries it touches"),
         (11.2, "commit(seq, row[last]);\nfork, release"),
     )
-    for x, text in subs:
-        ax.text(x, 0.62, text, ha="center", va="center", fontsize=7.8, color="#333333")
-    ax.text(
-        10.9,
-        6.2,
-        "The last emitted token is the\nnext step's root (node 0).",
-        ha="center",
-        va="center",
-        fontsize=8.5,
-        color="#333333",
-        style="italic",
-    )
+    for x, sub in subs:
+        text(ax, x, 0.62, sub, 7.8)
+    root = "The last emitted token is the\nnext step's root (node 0)."
+    text(ax, 10.9, 6.2, root, 8.5, style="italic")
 
 
 def flows(ax: Axes) -> None:
