@@ -12,6 +12,8 @@
 #   make synth-fpga  ECP5 85k place and route: LUT4/FF/carry/DSP/BRAM, Fmax (slow; SYNTH_JOBS at a time;
 #                    SEEDS=1,2,3: one place and route per seed, median Fmax)
 #   make synth-sweep generic metrics over N_NODES / LANES / ENTRIES=PAGES, PNGs and fitted growth
+#   make report  docs/results/: a page per report in build/reports, status.json, the README status table
+#   make docs    Sphinx API reference of golden, hw, sim, flows -> build/docs/html (warnings are errors)
 #   make lint    ruff
 
 PYTHON ?= python3.11
@@ -22,7 +24,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 PYTEST := $(VPY) -m pytest -n $(JOBS)
 
-.PHONY: all venv test lint sim golden bench chip perf verilog soak formal synth synth-fpga synth-sweep clean distclean
+.PHONY: all venv test lint sim golden bench chip perf verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
 
 all: test
 
@@ -73,6 +75,12 @@ synth-fpga: $(STAMP)
 
 synth-sweep: $(STAMP)
 	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS)
+
+report: $(STAMP)
+	$(VPY) -m flows.report
+
+docs: $(STAMP)
+	$(VPY) -m sphinx -W --keep-going -q -b html docs/api build/docs/html
 
 # HDL parameters given on the command line (make verilog N_NODES=256) are passed on.
 HDL_PARAMS := N_NODES TOKEN_BITS PROB_BITS RAND_BITS WEIGHT_BITS LANES ENTRIES PAGES SEQS LAYER_BITS POS_BITS

@@ -1,0 +1,429 @@
+"""One page per report: what each producer writes, rendered for ``docs/results/``.
+
+Every function here takes a :class:`Context` and returns a
+:class:`~flows.report.page.Page`. A report that is absent gives a page that
+says so (:func:`~flows.report.page.not_measured`) and nothing else; fields a
+report lacks are shown as ``-``. The readers are lenient about extra or
+missing keys, since the producers evolve independently of this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flows.report.page import Page, bar_png, copy_pngs, fmt, load_json, not_measured, table
+from flows.report.stamp import Stamp, for_report
+
+__all__ = ["SOURCES", "Context", "load_testbench_records", "rel"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where a generation reads and writes.
+
+    Attributes
+    ----------
+    repo : Path
+        The checkout (paths on the pages are relative to it).
+    reports : Path
+        The producers' reports (``build/reports``).
+    out : Path
+        The pages' folder (``docs/results``); also holds the committed
+        ``ecp5_measured.json``.
+    env : Stamp
+        The generation's own stamp (fills what a report does not record).
+    """
+
+    repo: Path
+    reports: Path
+    out: Path
+    env: Stamp
+
+
+def rel(ctx: Context, path: Path) -> str:
+    """``path`` relative to the checkout when inside it."""
+    try:
+        return str(path.resolve().relative_to(ctx.repo.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _page(ctx: Context, name: str, title: str, path: Path, data: Any, target: str) -> Page:
+    """A page for the report at ``path``: stamped from the report's metadata,
+    or marked missing (``target`` measures it) when ``data`` is ``None``."""
+    meta = data if isinstance(data, Mapping) else None
+    page = Page(name, title, rel(ctx, path), for_report(meta, path, ctx.env))
+    if data is None:
+        page.missing = not_measured(target)
+    return page
+
+
+def _synth_page(
+    ctx: Context, part: str, name: str, title: str, target: str
+) -> tuple[Page, Mapping | None]:
+    """The page of ``synth.json``'s ``part`` (``None``: that part is absent)."""
+    path = ctx.reports / "synth.json"
+    rep = load_json(path)
+    data = rep.get(part) if isinstance(rep, Mapping) else None
+    return _page(ctx, name, title, path, data, target), data
+
+
+def _tools(d: Mapping) -> list[str]:
+    tools = d.get("tools") or {}
+    return [f"Tools: {', '.join(f'{k} {v}' for k, v in tools.items())}.", ""] if tools else []
+
+
+# ---------------------------------------------------------------------------- benches
+
+
+def _bench(
+    ctx: Context, name: str, title: str, cols: Mapping[str, str], label: tuple[str, ...], unit: str
+) -> tuple[Page, Mapping | None]:
+    """The page of ``<name>.json``: its ``results`` as a table (``cols``: key -> header)
+    and a bar chart of their ``steps_per_s`` (bars named by the ``label`` keys)."""
+    path = ctx.reports / f"{name}.json"
+    rep = load_json(path)
+    page = _page(ctx, name, title, path, rep, "make bench")
+    if not isinstance(rep, Mapping):
+        return page, None
+    rows = rep.get("results", [])
+    page.lines = table(list(cols.values()), [[r.get(k) for k in cols] for r in rows])
+    if rows:
+        labels = [" ".join(str(r.get(k)) for k in label) for r in rows]
+        vals = [float(r.get("steps_per_s") or 0) for r in rows]
+        page.images = [bar_png(labels, vals, unit, ctx.out / f"{name}.png")]
+    return page, rep
+
+
+def golden_bench(ctx: Context) -> Page:
+    """``golden_bench.json`` (``python -m golden.bench``)."""
+    cols = {"workload": "workload", "tree": "tree", "arith": "arith", "steps_per_s": "steps/s"}
+    cols |= {"tokens_per_s": "tokens/s", "tokens_per_step": "tokens/step"}
+    cols |= {"cold_steps_per_s": "first pass steps/s"}
+    label = ("workload", "tree", "arith")
+    page, rep = _bench(ctx, "golden_bench", "Golden-model throughput", cols, label, "steps/s")
+    if rep is None:
+        return page
+    page.lines += [
+        f"Target: {fmt(rep.get('target_steps_per_s_at_V256'))} steps/s at V = 256 "
+        "(the warm pass, `steps/s`).",
+        "",
+    ]
+    fvf = rep.get("fixed_vs_float")
+    if fvf:
+        page.lines += [
+            f"Float vs fixed arithmetic: {fmt(fvf.get('differ'))} of {fmt(fvf.get('runs'))} "
+            f"runs of {fmt(fvf.get('length'))} tokens differ (total-variation bound "
+            f"{fmt(fvf.get('tv_upper_bound'))}).",
+        ]
+    return page
+
+
+def chip_bench(ctx: Context) -> Page:
+    """``chip_bench.json`` (``python -m sim.bench``)."""
+    cols = {"backend": "backend", "tree": "tree", "runs": "runs", "steps": "steps"}
+    cols |= {"steps_per_s": "steps/s", "steps_per_cpu_s": "steps per CPU-s"}
+    cols |= {"tokens_per_s": "tokens/s"}
+    label = ("backend", "tree")
+    page, rep = _bench(ctx, "chip_bench", "Chip-model throughput", cols, label, "steps/s (wall)")
+    if rep is None:
+        return page
+    page.lines += [
+        f"Configuration: {fmt(rep.get('config'))}. Target: "
+        f"{fmt(rep.get('target_steps_per_s'))} steps/s (python backend); load average "
+        f"during the run {fmt(rep.get('load_average'))}.",
+    ]
+    return page
+
+
+# ---------------------------------------------------------------------------- synthesis
+
+
+def synth_generic(ctx: Context) -> Page:
+    """The ``generic`` part of ``synth.json`` (``python -m flows.synth``)."""
+    page, gen = _synth_page(ctx, "generic", "synth", "Generic synthesis", "make synth")
+    if gen is None:
+        return page
+    rows = []
+    for r in gen.get("blocks", []):
+        cp = r.get("critical_path") or {}
+        ok = r.get("status") == "ok"
+        rows.append(
+            [f"`{r.get('block')}`", r.get("params"), r.get("status")]
+            + [r.get(k) if ok else None for k in ("cells", "ffs", "transistors", "area_mm2")]
+            + [r.get("depth") if ok else None]
+            + [f"`{cp.get('start')}` -> `{cp.get('end')}`" if cp else "-"]
+        )
+    page.lines = _tools(gen) + table(
+        ["block", "parameters", "status", "cells", "flip-flops", "transistors"]
+        + ["area mm² (5 nm)", "depth (levels)", "critical path"],
+        rows,
+    )
+    page.lines += [
+        "Depth: gate levels between registers after `synth -flatten; abc` "
+        "(`flows.depth.longest_path`); budget 40. The full report with the area model "
+        "and the budgets is `build/reports/synth.md`.",
+    ]
+    return page
+
+
+def _seeds(r: Mapping) -> str:
+    seeds = r.get("seeds") or []
+    if len(seeds) < 2:
+        return f"seed {seeds[0].get('seed')}" if seeds else "-"
+    ids = " / ".join(str(s.get("seed")) for s in seeds)
+    return f"median of seeds {ids}: " + " / ".join(fmt(s.get("fmax_mhz")) for s in seeds)
+
+
+def synth_fpga(ctx: Context) -> Page:
+    """The ``fpga`` part of ``synth.json`` (``python -m flows.synth_fpga``)."""
+    page, fp = _synth_page(ctx, "fpga", "synth_fpga", "ECP5 place and route", "make synth-fpga")
+    if fp is None:
+        page.lines = [
+            "The figures measured earlier, with their provenance, are on "
+            "[ecp5_measured.md](ecp5_measured.md).",
+        ]
+        return page
+    rows = []
+    for r in fp.get("blocks", []):
+        res = r.get("resources") or {}
+        rows.append(
+            [f"`{r.get('block')}`", r.get("params"), r.get("status")]
+            + [res.get(k) for k in ("LUT4", "TRELLIS_FF", "MULT18X18D")]
+            + [
+                r.get("fmax_mhz"),
+                r.get("target_mhz"),
+                _seeds(r),
+                " ".join(r.get("placer_args", [])),
+            ]
+        )
+    page.lines = _tools(fp) + table(
+        ["block", "parameters", "status", "LUT4", "FF", "DSP", "Fmax MHz", "target", "seeds"]
+        + ["placer arguments"],
+        rows,
+    )
+    page.lines += [
+        "LFE5U-85F speed 6, out of context; Fmax is nextpnr's register-to-register figure."
+    ]
+    return page
+
+
+def ecp5_measured(ctx: Context) -> Page:
+    """``docs/results/ecp5_measured.json``: ECP5 figures of earlier runs, committed
+    with their provenance (the runs take 10-25 minutes per block)."""
+    path = ctx.out / "ecp5_measured.json"
+    rep = load_json(path)
+    page = _page(
+        ctx, "ecp5_measured", "ECP5 figures measured earlier", path, rep, "make synth-fpga"
+    )
+    if rep is None:
+        return page
+    page.lines = [rep.get("what", ""), ""] + _tools(rep)
+    header = ["block", "configuration", "LUT4", "Fmax MHz", "target", "seeds", "note"]
+    for title, key in (("Current figure per block", "blocks"), ("Other configurations", "other")):
+        page.lines += [f"## {title}", ""]
+        page.lines += table(
+            [*header, "measured", "stated in"],
+            [
+                [f"`{b.get('block')}`", b.get("config"), b.get("LUT4"), b.get("fmax_mhz")]
+                + [b.get("target_mhz"), _seeds(b), b.get("note"), b.get("date")]
+                + [f"`{b.get('stated_in')}`"]
+                for b in rep.get(key, [])
+            ],
+        )
+    page.lines += [rep.get("provenance", "")]
+    return page
+
+
+def synth_sweep(ctx: Context) -> Page:
+    """The ``sweep`` part of ``synth.json`` (``python -m flows.synth --sweep``) and its PNGs."""
+    title = "Synthesis parameter sweep"
+    page, sw = _synth_page(ctx, "sweep", "synth_sweep", title, "make synth-sweep")
+    if sw is None:
+        return page
+    for block, s in (sw.get("blocks") or {}).items():
+        par = "=".join(s.get("params", []))
+        rows = [
+            [p.get("x")]
+            + [
+                p.get(k) if p.get("status") == "ok" else None
+                for k in ("cells", "area_mm2", "depth")
+            ]
+            + [p.get("status")]
+            for p in s.get("points", [])
+        ]
+        page.lines += [f"## `{block}` over {par}", ""]
+        page.lines += table([par, "cells", "area mm²", "depth", "status"], rows)
+        f = s.get("fits") or {}
+        if f.get("cells") and f.get("depth"):
+            x = par.split("=")[0]
+            page.lines += [
+                f"Fitted: cells ~ {x}^{f['cells']['b']:.2f}; depth ~ {f['depth']['a']:.1f} + "
+                f"{f['depth']['b']:.2f} log2({x}).",
+                "",
+            ]
+    page.images = copy_pngs(ctx.reports, sw.get("plots") or ["synth_sweep_*.png"], ctx.out)
+    return page
+
+
+# ---------------------------------------------------------------------------- KV pool
+
+
+def kv_soak(ctx: Context) -> Page:
+    """``kv_soak.json`` (``python -m tb.kv_pool.soak``)."""
+    path = ctx.reports / "kv_soak.json"
+    rep = load_json(path)
+    page = _page(ctx, "kv_soak", "KV pool soak", path, rep, "make soak")
+    if rep is None:
+        return page
+    keys = ("operations", "lookups", "seconds", "ops_per_s", "leaks", "lost_committed")
+    page.lines = table(
+        ["metric", "value"],
+        [[k, rep.get(k)] for k in (*keys, "mismatches", "seed", "params", "codes")],
+    )
+    page.lines += ["Leaks, lost committed entries and mismatches must all be 0."]
+    return page
+
+
+def _sby_status(task_dir: Path) -> str | None:
+    """PASS / FAIL / ... of one SymbiYosys task folder, from its ``status`` file or log."""
+    st = task_dir / "status"
+    if st.exists():
+        return st.read_text().split()[0] if st.read_text().split() else None
+    log = task_dir / "logfile.txt"
+    if log.exists():
+        for line in reversed(log.read_text(errors="replace").splitlines()):
+            if "DONE (" in line:
+                return line.split("DONE (", 1)[1].split(",")[0]
+    return None
+
+
+def formal(ctx: Context) -> Page:
+    """SymbiYosys' own status files under ``build/formal`` (``python -m formal.kv_pool``
+    writes no JSON report)."""
+    root = ctx.reports.parent / "formal"
+    rows, files = [], []
+    for task in sorted(p for p in root.glob("*/*") if p.is_dir()) if root.exists() else []:
+        status = _sby_status(task)
+        if status is not None:
+            rows.append([f"`{task.parent.name}`", f"`{task.name}`", status])
+            files += [p for p in task.iterdir() if p.is_file()]
+    anchor = max(files, key=lambda p: p.stat().st_mtime) if files else root
+    page = _page(ctx, "formal", "KV pool formal proofs", anchor, rows or None, "make formal")
+    page.source = rel(ctx, root) + "/*/*/status"
+    page.lines = [
+        "`formal/kv_pool.py` writes no JSON report: this page reads the status SymbiYosys "
+        "leaves in each task's folder.",
+        "",
+    ]
+    if rows:
+        page.lines += table(["configuration", "task", "status"], rows)
+    return page
+
+
+# ---------------------------------------------------------------------------- chip model
+
+
+def chip_model(ctx: Context) -> Page:
+    """The PNGs of ``python -m sim`` (``make chip``) and of the timing model (``make perf``)."""
+    chip = sorted(ctx.reports.glob("chip_*.png"))
+    perf = sorted(ctx.reports.glob("timeline_*.png")) + sorted(ctx.reports.glob("accepted_*.png"))
+    found = chip + perf
+    anchor = max(found, key=lambda p: p.stat().st_mtime) if found else ctx.reports
+    page = _page(ctx, "chip_model", "Chip model figures", anchor, found or None, "make chip")
+    page.source = rel(ctx, ctx.reports) + "/{chip,timeline,accepted}_*.png"
+    page.lines = [
+        "The chip demo (`python -m sim`) and the timing model print their tables and write "
+        "no JSON report; their figures are copied here.",
+        "",
+    ]
+    if found and not perf:
+        page.lines += [f"Timing-model figures: {not_measured('make perf')}.", ""]
+    if found and not chip:
+        page.lines += [f"Chip-demo figures: {not_measured('make chip')}.", ""]
+    page.images = copy_pngs(ctx.reports, [p.name for p in found], ctx.out)
+    return page
+
+
+# ---------------------------------------------------------------------------- testbenches
+
+
+def load_testbench_records(reports: Path) -> list[dict]:
+    """Every testbench record of ``reports/sim`` (written by ``tb.common.report``),
+    each with ``_path`` (its file); sorted by block, then test."""
+    recs = []
+    for f in sorted((reports / "sim").glob("*.json")):
+        r = load_json(f)
+        if isinstance(r, dict) and "block" in r:
+            recs.append({**r, "_path": f})
+    return sorted(recs, key=lambda r: (r["block"], str(r.get("test"))))
+
+
+def testbenches(ctx: Context) -> Page:
+    """``build/reports/sim/*.json``: one record per cocotb test and parameter set."""
+    recs = load_testbench_records(ctx.reports)
+    newest = max((r["_path"] for r in recs), key=lambda p: p.stat().st_mtime, default=None)
+    page = _page(
+        ctx,
+        "testbenches",
+        "Testbench runs",
+        newest or ctx.reports / "sim",
+        recs or None,
+        "make sim",
+    )
+    page.source = rel(ctx, ctx.reports / "sim") + "/*.json"
+    if not recs:
+        return page
+    by: dict[str, list[dict]] = {}
+    for r in recs:
+        by.setdefault(r["block"], []).append(r)
+    page.lines = [
+        "One record per cocotb test and parameter set, as the testbenches last wrote them "
+        "(the date above is the newest record's).",
+        "",
+    ]
+    page.lines += table(
+        ["block", "runs", "parameter sets", "checked", "mismatches"],
+        [
+            [f"`{b}`", len(rs), len({_params_key(r) for r in rs})]
+            + [sum(_int(r.get("checked")) for r in rs), sum(_int(r.get("mismatches")) for r in rs)]
+            for b, rs in by.items()
+        ],
+    )
+    for b, rs in by.items():
+        page.lines += [f"## `{b}`", ""]
+        page.lines += table(
+            ["parameters", "test", "checked", "mismatches", "latency"],
+            [
+                [r.get("params"), r.get("test"), r.get("checked"), r.get("mismatches")]
+                + [r.get("latency")]
+                for r in rs
+            ],
+        )
+    return page
+
+
+def _params_key(r: Mapping) -> str:
+    return repr(sorted((r.get("params") or {}).items()))
+
+
+def _int(x: object) -> int:
+    return x if isinstance(x, int) else 0
+
+
+#: every page, in the order of the index
+SOURCES: tuple[Callable[[Context], Page], ...] = (
+    synth_generic,
+    synth_fpga,
+    ecp5_measured,
+    synth_sweep,
+    testbenches,
+    kv_soak,
+    formal,
+    golden_bench,
+    chip_bench,
+    chip_model,
+)

@@ -1,0 +1,302 @@
+"""``docs/results/status.json``: one current figure per block, and the README table.
+
+Each block's row names its RTL (from :data:`flows.verilog.BLOCKS`), golden
+twin, testbench and doc page, and carries four figures, each with its source
+and date or the sentence saying it was not measured:
+
+- ``depth``: gate levels between registers, from ``synth.json``'s generic part;
+- ``fmax_mhz``: ECP5 Fmax, from ``synth.json``'s FPGA part when it has the block,
+  else from the committed ``docs/results/ecp5_measured.json``;
+- ``cycles``: the SPEC §6 count the block's testbench measured (its records'
+  ``latency`` at the block's default parameters, read with :attr:`BlockInfo.pattern`);
+- ``tests``: the block's testbench records (cocotb tests x parameter sets) and
+  their mismatches.
+
+:func:`render_table` turns the JSON alone into the README's table, so the
+README can be checked against the committed file (:func:`readme_matches`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from flows import verilog
+from flows.report.page import fmt, load_json, not_measured
+from flows.report.sources import Context, load_testbench_records, rel
+from flows.report.stamp import file_date
+
+__all__ = [
+    "BEGIN",
+    "BLOCK_INFO",
+    "END",
+    "HEADER",
+    "BlockInfo",
+    "build",
+    "readme_matches",
+    "render_table",
+    "replace_region",
+]
+
+BEGIN = "<!-- status:begin -->"
+END = "<!-- status:end -->"
+HEADER = (
+    "block",
+    "RTL",
+    "golden twin",
+    "testbench",
+    "depth (levels)",
+    "ECP5 Fmax (MHz)",
+    "cycles (SPEC §6)",
+    "doc",
+)
+
+
+@dataclass(frozen=True)
+class BlockInfo:
+    """What the status table says about a block besides its measured figures.
+
+    Attributes
+    ----------
+    golden : tuple of str
+        Dotted names of the golden twin(s) the testbench compares against.
+    testbench : str
+        Path of the testbench (file or folder).
+    spec : str
+        SPEC §6's cycle target, as the table states it.
+    pattern : str or None
+        Regular expression over the testbench records' ``latency`` strings whose
+        groups fill ``measured``; ``None``: the testbench records no cycle count.
+    measured : str
+        ``str.format`` template of the measured count (group values in order).
+    """
+
+    golden: tuple[str, ...]
+    testbench: str
+    spec: str
+    pattern: str | None = None
+    measured: str = ""
+
+
+BLOCK_INFO: dict[str, BlockInfo] = {
+    "tree_mask_gen": BlockInfo(
+        ("golden.tree.mask_rows",),
+        "tb/test_mask_gen.py",
+        "n + at most 2",
+        r"^(\d+) \(<=",
+        "n + {0}",
+    ),
+    "rng_lanes": BlockInfo(
+        ("golden.rng.LaneRNG",),
+        "tb/test_rng_lanes.py",
+        "",
+        r"seed (\d+) cyc, advance (\d+) cyc",
+        "advance {1}, seeding {0} (no SPEC §6 row)",
+    ),
+    "accept_sampler": BlockInfo(
+        ("golden.accept.decide",),
+        "tb/test_accept_sampler.py",
+        "1 + at most 2 after the last node",
+        r"^result (\d+) \(<=",
+        "result beat {0} edges after the last node",
+    ),
+    "token_sampler": BlockInfo(
+        ("golden.sampler.sample_weights",),
+        "tb/test_token_sampler.py",
+        "2 ceil(V/LANES) + at most 4",
+        r"^(\d+) \(<=",
+        "2 ceil(V/LANES) + {0}",
+    ),
+    "tree_manager": BlockInfo(
+        ("golden.tree", "golden.rng", "golden.accept", "golden.sampler"),
+        "tb/test_tree_manager.py",
+        "",
+    ),
+    "kv_pool": BlockInfo(
+        ("golden.kvcache.BlockTable",),
+        "tb/kv_pool/",
+        "1 per operation, lookup 1",
+        r"res (\d+), lookup (\d+)",
+        "result beat {0}, lookup reply {1} after the beat",
+    ),
+    "specdecode_top": BlockInfo(
+        ("sim.python_backend.PythonTreeManager", "sim.python_backend.PythonKV"),
+        "tb/test_top.py",
+        "",
+    ),
+}
+
+
+def _figure(value: object, text: str, source: str, date: str = "") -> dict[str, object]:
+    return {"value": value, "text": text, "source": source, "date": date, "missing": False}
+
+
+def _missing(target: str, source: str) -> dict[str, object]:
+    return {"value": None, "text": not_measured(target), "source": source, "missing": True}
+
+
+def _rtl_path(ctx: Context, block: str) -> str:
+    mod = verilog.BLOCKS[block].split(":")[0].replace(".", "/")
+    for cand in (f"{mod}.py", f"{mod}/"):
+        if (ctx.repo / cand).exists():
+            return cand
+    return f"{mod}.py"
+
+
+def _depth(ctx: Context, synth: Mapping, block: str) -> dict[str, object]:
+    src = rel(ctx, ctx.reports / "synth.json")
+    gen = synth.get("generic") or {}
+    row = next((r for r in gen.get("blocks", []) if r.get("block") == block), None)
+    if row is None:
+        return _missing("make synth", src)
+    if row.get("status") != "ok":
+        return _figure(None, str(row.get("status")), src, gen.get("date", ""))
+    return _figure(row["depth"], str(row["depth"]), src, gen.get("date", ""))
+
+
+def _fmax_text(row: Mapping) -> str:
+    f = row.get("fmax_mhz")
+    if f is None:
+        return f"- ({row.get('note', 'not placed')})"
+    extra = []
+    if row.get("target_mhz"):
+        extra.append(f"target {row['target_mhz']}")
+    if row.get("config_short"):
+        extra.append(row["config_short"])
+    if len(row.get("seeds") or []) > 1:
+        extra.append(f"median of {len(row['seeds'])} seeds")
+    return f"{f:.1f}" + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _fmax(ctx: Context, synth: Mapping, block: str) -> dict[str, object]:
+    fp = synth.get("fpga") or {}
+    row = next((r for r in fp.get("blocks", []) if r.get("block") == block), None)
+    if row is not None and row.get("status") == "ok":
+        src = rel(ctx, ctx.reports / "synth.json")
+        return _figure(row["fmax_mhz"], _fmax_text(row), src, fp.get("date", ""))
+    path = ctx.out / "ecp5_measured.json"
+    meas = load_json(path) or {}
+    row = next((r for r in meas.get("blocks", []) if r.get("block") == block), None)
+    if row is None:
+        return _missing("make synth-fpga", rel(ctx, path))
+    return _figure(row.get("fmax_mhz"), _fmax_text(row), rel(ctx, path), row.get("date", ""))
+
+
+def _defaults(block: str) -> dict[str, object]:
+    try:
+        return verilog.block_params(block)
+    except (ValueError, ImportError, AttributeError):
+        return {}
+
+
+def _at_defaults(recs: Sequence[Mapping], block: str) -> list[Mapping]:
+    d = _defaults(block)
+    return [r for r in recs if all((r.get("params") or {}).get(k) == v for k, v in d.items())]
+
+
+def _cycles(ctx: Context, recs: Sequence[Mapping], block: str) -> dict[str, object]:
+    info = BLOCK_INFO.get(block)
+    src = rel(ctx, ctx.reports / "sim") + "/*.json"
+    if info is None or info.pattern is None:
+        return _figure(None, "its blocks' counts", src)
+    at = _at_defaults(recs, block)
+    groups: list[set[str]] = []
+    for r in at or recs:
+        m = re.search(info.pattern, str(r.get("latency", "")))
+        if m:
+            groups = groups or [set() for _ in m.groups()]
+            for g, v in zip(groups, m.groups(), strict=True):
+                g.add(v)
+    if not groups:
+        return _missing("make sim", src)
+    vals = [
+        str(max(map(int, g))) if all(v.isdigit() for v in g) else "/".join(sorted(g))
+        for g in groups
+    ]
+    text = info.measured.format(*vals) + ("" if at else " (test parameters)")
+    return _figure(vals, text, src, _newest(at or recs))
+
+
+def _tests(ctx: Context, recs: Sequence[Mapping], block: str) -> dict[str, object]:
+    src = rel(ctx, ctx.reports / "sim") + "/*.json"
+    if not recs:
+        return _missing("make sim", src)
+    bad = sum(r.get("mismatches") or 0 for r in recs if isinstance(r.get("mismatches"), int))
+    text = f"{len(recs)} runs, " + ("bit-exact" if bad == 0 else f"{bad} mismatches")
+    return _figure(len(recs), text, src, _newest(recs))
+
+
+def _newest(recs: Sequence[Mapping]) -> str:
+    return max((file_date(r["_path"]) for r in recs if "_path" in r), default="")
+
+
+def build(ctx: Context) -> dict[str, object]:
+    """The status of every block of :data:`flows.verilog.BLOCKS` from the reports of ``ctx``."""
+    synth = load_json(ctx.reports / "synth.json") or {}
+    recs = load_testbench_records(ctx.reports)
+    rows = []
+    for block in verilog.BLOCKS:
+        info = BLOCK_INFO.get(block)
+        mine = [r for r in recs if r["block"] == block]
+        doc = f"docs/blocks/{block}.md"
+        rows.append(
+            {
+                "block": block,
+                "rtl": _rtl_path(ctx, block),
+                "golden": list(info.golden) if info else [],
+                "testbench": info.testbench if info else "",
+                "doc": doc if (ctx.repo / doc).exists() else "",
+                "depth": _depth(ctx, synth, block),
+                "fmax_mhz": _fmax(ctx, synth, block),
+                "cycles": {**_cycles(ctx, mine, block), "spec": info.spec if info else ""},
+                "tests": _tests(ctx, mine, block),
+            }
+        )
+    return {"generated": ctx.env.as_dict(), "columns": list(HEADER), "blocks": rows}
+
+
+def _cell(fig: Mapping) -> str:
+    return fmt(fig.get("text")) if not fig.get("missing") else f"*{fmt(fig.get('text'))}*"
+
+
+def render_table(status: Mapping) -> str:
+    """The README's status table (between :data:`BEGIN` and :data:`END`) from ``status``."""
+    lines = ["| " + " | ".join(status.get("columns", HEADER)) + " |", "|" + "---|" * len(HEADER)]
+    for b in status["blocks"]:
+        golden = ", ".join(f"`{g}`" for g in b["golden"]) or "-"
+        tb = f"`{b['testbench']}`" if b["testbench"] else "-"
+        tests = b["tests"]
+        if not tests.get("missing"):
+            tb += f": {_cell(tests)}"
+        doc = f"[{b['doc']}]({b['doc']})" if b["doc"] else "-"
+        cyc = b["cycles"]
+        cycles = _cell(cyc) + (f" (SPEC §6: {cyc['spec']})" if cyc.get("spec") else "")
+        cells = [f"`{b['block']}`", f"`{b['rtl']}`", golden, tb, _cell(b["depth"])]
+        lines.append("| " + " | ".join([*cells, _cell(b["fmax_mhz"]), cycles, doc]) + " |")
+    gen = status.get("generated", {})
+    lines += [
+        "",
+        f"Generated by `make report` from `docs/results/status.json` (commit "
+        f"`{gen.get('commit', '?')}`, {gen.get('date', '?')}); each figure's source and date "
+        "are in that file, the reports themselves in [docs/results/](docs/results/README.md).",
+    ]
+    return "\n".join(lines)
+
+
+def replace_region(text: str, table: str) -> str | None:
+    """``text`` with the part between :data:`BEGIN` and :data:`END` replaced by
+    ``table``; ``None`` when the markers are absent or out of order."""
+    i, j = text.find(BEGIN), text.find(END)
+    if i < 0 or j < i:
+        return None
+    return text[: i + len(BEGIN)] + "\n" + table + "\n" + text[j:]
+
+
+def readme_matches(readme: Path, status: Mapping) -> bool | None:
+    """Whether ``readme``'s status region equals :func:`render_table` of ``status``;
+    ``None`` when it has no markers."""
+    text = readme.read_text()
+    new = replace_region(text, render_table(status))
+    return None if new is None else new == text
