@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from sim import report
 from sim.chip import BACKENDS, TREES, Chip, ChipConfig
 from sim.workloads import WORKLOADS
 
@@ -38,8 +39,10 @@ class _Progress:
         width = 40
         fill = int(width * done / total) if total else width
         rate = done / (now - self.t0) if now > self.t0 else 0.0
-        sys.stderr.write(f"\rdecoding [{'#' * fill}{'.' * (width - fill)}] {done}/{total} "
-                         f"tokens ({rate:,.0f} tokens/s of model time)")
+        sys.stderr.write(
+            f"\rdecoding [{'#' * fill}{'.' * (width - fill)}] {done}/{total} "
+            f"tokens ({rate:,.0f} tokens/s of model time)"
+        )
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -62,16 +65,24 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--workload", default=d.workload, choices=WORKLOADS)
     ap.add_argument("--prompt-len", type=int, default=d.prompt_len)
     ap.add_argument("--batch", type=int, default=d.batch, help="sequences decoded together")
-    ap.add_argument("--shared-prompt", action="store_true",
-                    help="every sequence decodes the same prompt (prefix shared by fork)")
+    ap.add_argument(
+        "--shared-prompt",
+        action="store_true",
+        help="every sequence decodes the same prompt (prefix shared by fork)",
+    )
     ap.add_argument("--n-nodes", type=int, default=d.n_nodes, help="N_NODES")
     ap.add_argument("--entries", type=int, default=d.entries, help="ENTRIES of the KV pool")
     ap.add_argument("--pages", type=int, default=d.pages, help="PAGES of the KV pool")
     ap.add_argument("--layers", type=int, default=d.layers, help="modelled KV layers")
-    ap.add_argument("--update-every", type=int, default=d.update_every,
-                    help="topology optimiser: steps between re-solves")
-    ap.add_argument("--window", type=int, default=d.window,
-                    help="topology optimiser: steps of statistics")
+    ap.add_argument(
+        "--update-every",
+        type=int,
+        default=d.update_every,
+        help="topology optimiser: steps between re-solves",
+    )
+    ap.add_argument(
+        "--window", type=int, default=d.window, help="topology optimiser: steps of statistics"
+    )
     ap.add_argument("--no-fallback", action="store_true", help="never fall back to plain decoding")
     ap.add_argument("--out", default="build/reports", help="directory of the PNGs")
     ap.add_argument("--no-plots", action="store_true")
@@ -85,12 +96,27 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from(args: argparse.Namespace) -> ChipConfig:
     """The :class:`ChipConfig` of parsed arguments (``ValueError`` on a bad one)."""
     return ChipConfig(
-        profile=args.profile, tree=args.tree, nodes=args.nodes, depth=args.depth,
-        children=args.children, mode=args.mode, overlap=args.overlap, backend=args.backend,
-        seed=args.seed, tokens=args.tokens, workload=args.workload,
-        prompt_len=args.prompt_len, batch=args.batch, shared_prompt=args.shared_prompt,
-        n_nodes=args.n_nodes, entries=args.entries, pages=args.pages, layers=args.layers,
-        update_every=args.update_every, window=args.window, fallback=not args.no_fallback,
+        profile=args.profile,
+        tree=args.tree,
+        nodes=args.nodes,
+        depth=args.depth,
+        children=args.children,
+        mode=args.mode,
+        overlap=args.overlap,
+        backend=args.backend,
+        seed=args.seed,
+        tokens=args.tokens,
+        workload=args.workload,
+        prompt_len=args.prompt_len,
+        batch=args.batch,
+        shared_prompt=args.shared_prompt,
+        n_nodes=args.n_nodes,
+        entries=args.entries,
+        pages=args.pages,
+        layers=args.layers,
+        update_every=args.update_every,
+        window=args.window,
+        fallback=not args.no_fallback,
     )
 
 
@@ -102,22 +128,23 @@ def _text(tokens: Sequence[int], workload: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; returns the exit status (2 on a bad option)."""
-    from sim import report
-
     args = build_parser().parse_args(argv)
     try:
         cfg = config_from(args)
         t0 = time.perf_counter()
         if not args.quiet:
-            print("loading the workload (n-gram models are cached under build/cache) ...",
-                  flush=True)
+            print(
+                "loading the workload (n-gram models are cached under build/cache) ...", flush=True
+            )
         chip = Chip(cfg)
         prompts = chip._prompts or []
         chip.check_capacity(prompts, cfg.tokens)
-        print(f"== chip: {cfg.profile}, tree {cfg.tree} (budget {cfg.max_tree_nodes} nodes, "
-              f"depth {cfg.depth}, children {cfg.children_rule}), overlap {cfg.overlap}, "
-              f"backend {cfg.backend}, seed {cfg.seed}, {cfg.batch} sequence(s) x "
-              f"{cfg.tokens} tokens, workload {cfg.workload}")
+        print(
+            f"== chip: {cfg.profile}, tree {cfg.tree} (budget {cfg.max_tree_nodes} nodes, "
+            f"depth {cfg.depth}, children {cfg.children_rule}), overlap {cfg.overlap}, "
+            f"backend {cfg.backend}, seed {cfg.seed}, {cfg.batch} sequence(s) x "
+            f"{cfg.tokens} tokens, workload {cfg.workload}"
+        )
         res = chip.run(progress=_Progress(not args.quiet))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -126,28 +153,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         for s in res.sequences:
             print(f"\n--- sequence {s.seq} (seed {s.seed}): prompt ---")
             print(_text(s.prompt, cfg.workload))
-            print(f"--- generated ({len(s.tokens)} tokens, {s.mean_accepted:.2f} accepted per "
-                  "step) ---")
+            print(
+                f"--- generated ({len(s.tokens)} tokens, {s.mean_accepted:.2f} accepted per "
+                "step) ---"
+            )
             print(_text(s.tokens, cfg.workload))
-    print(f"\n{res.n_steps} chip steps, {res.emitted} tokens, {res.mean_accepted:.2f} accepted "
-          f"draft tokens per step (+1 extra); model speed {res.steps_per_s:,.0f} steps/s")
+    print(
+        f"\n{res.n_steps} chip steps, {res.emitted} tokens, {res.mean_accepted:.2f} accepted "
+        f"draft tokens per step (+1 extra); model speed {res.steps_per_s:,.0f} steps/s"
+    )
     print(f"\n== per-phase time on {cfg.profile} ({cfg.overlap}), projected from the run's steps")
     print(report.phase_table(res))
     print("\n== cycles")
     print(report.cycles_table(res))
-    print(f"\n== projections: this run's trees and acceptance on {cfg.profile} and on its GPU "
-          "baseline")
+    print(
+        f"\n== projections: this run's trees and acceptance on {cfg.profile} and on its GPU "
+        "baseline"
+    )
     print(report.projections_table(res))
     pol = res.policies[0]
     hist = getattr(pol, "history", None)
     if hist:
         plain = sum(1 for d in hist if d.mode == "plain")
         sizes = sorted({d.n_nodes for d in hist})
-        print(f"\ntopology optimiser (sequence 0): {len(hist)} solves, tree sizes {sizes}, "
-              f"{plain} decisions for plain decoding")
+        print(
+            f"\ntopology optimiser (sequence 0): {len(hist)} solves, tree sizes {sizes}, "
+            f"{plain} decisions for plain decoding"
+        )
     if not args.no_plots:
-        for p in report.write_pngs(res, args.out, steps=args.timeline_steps, dpi=args.dpi,
-                                   prefix=args.prefix):
+        for p in report.write_pngs(
+            res, args.out, steps=args.timeline_steps, dpi=args.dpi, prefix=args.prefix
+        ):
             print(f"wrote {p}")
     print(f"total {time.perf_counter() - t0:.1f} s")
     return 0

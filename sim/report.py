@@ -11,14 +11,17 @@ and 5 ms per step).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from sim import perf
+from sim import timing
 from sim.chip import ChipResult, time_step
+from sim.timing import plots
+from sim.timing.text import RATE_COLUMNS, rate_cells, table
+from sim.topology import TopologyOptimiser
 
 __all__ = [
     "ProjectionRow",
@@ -32,8 +35,8 @@ __all__ = [
 
 
 def retime(
-    result: ChipResult, profile: perf.Profile, overlap: str, *, gpu: bool = False
-) -> list[perf.StepTiming]:
+    result: ChipResult, profile: timing.Profile, overlap: str, *, gpu: bool = False
+) -> list[timing.StepTiming]:
     """Every step of ``result`` timed on ``profile`` in ``overlap`` mode."""
     out = []
     prev = False
@@ -41,23 +44,16 @@ def retime(
     if off is None:
         off = result.config.timing_profile().workload.context_len
     for st in result.steps:
-        out.append(time_step(profile, st.seqs, overlap=overlap, prev_predicted=prev,
-                             context_offset=off, gpu=gpu))
+        out.append(
+            time_step(
+                profile, st.seqs, overlap=overlap, prev_predicted=prev, context_offset=off, gpu=gpu
+            )
+        )
         prev = all(bool(r.predicted) for r in st.seqs)
     return out
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
-
-    return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *[fmt(r) for r in rows]])
-
-
-def _timings(result: ChipResult) -> list[perf.StepTiming]:
+def _timings(result: ChipResult) -> list[timing.StepTiming]:
     t = [s.timing for s in result.steps]
     if any(x is None for x in t):
         raise ValueError("result: run without timing (Chip.run(..., timing=False))")
@@ -74,30 +70,53 @@ def phase_table(result: ChipResult) -> str:
     emitted = result.emitted
     total = sum(t.total_us for t in ts)
     rows = []
-    for name, key in (("draft", "draft_us"), ("tree mask", "tree_us"),
-                      ("HBM prefetch (hidden)", "prefetch_us"), ("verify", "verify_us"),
-                      ("accept + commit", "accept_us"), ("speculative wait", "wait_us"),
-                      ("speculative draft wasted", "wasted_us")):
+    for name, key in (
+        ("draft", "draft_us"),
+        ("tree mask", "tree_us"),
+        ("HBM prefetch (hidden)", "prefetch_us"),
+        ("verify", "verify_us"),
+        ("accept + commit", "accept_us"),
+        ("speculative wait", "wait_us"),
+        ("speculative draft wasted", "wasted_us"),
+    ):
         v = sum(getattr(t, key) for t in ts)
-        rows.append([name, f"{v:,.1f}", f"{v / len(ts):,.2f}", f"{v / emitted:,.2f}",
-                     f"{v / total:.1%}"])
-    rows.append(["step (critical path)", f"{total:,.1f}", f"{total / len(ts):,.2f}",
-                 f"{total / emitted:,.2f}", "100.0%"])
-    return _table(["phase", "total us", "us/step", "us/token", "of step"], rows)
+        rows.append(
+            [name, f"{v:,.1f}", f"{v / len(ts):,.2f}", f"{v / emitted:,.2f}", f"{v / total:.1%}"]
+        )
+    rows.append(
+        [
+            "step (critical path)",
+            f"{total:,.1f}",
+            f"{total / len(ts):,.2f}",
+            f"{total / emitted:,.2f}",
+            "100.0%",
+        ]
+    )
+    return table(["phase", "total us", "us/step", "us/token", "of step"], rows)
 
 
 def cycles_table(result: ChipResult) -> str:
     """The backend's cycle counts per phase: total and per sequence step."""
     n = len(result.seq_steps)
-    rows = [[f"tree manager: {k}", f"{v:,}", f"{v / n:,.1f}"]
-            for k, v in result.tm_cycles.items()]
-    rows.append(["KV pool (inserts, lookups, commit, release)", f"{result.kv_cycles:,}",
-                 f"{result.kv_cycles / n:,.1f}"])
+    rows = [[f"tree manager: {k}", f"{v:,}", f"{v / n:,.1f}"] for k, v in result.tm_cycles.items()]
+    rows.append(
+        [
+            "KV pool (inserts, lookups, commit, release)",
+            f"{result.kv_cycles:,}",
+            f"{result.kv_cycles / n:,.1f}",
+        ]
+    )
     rows.append(["KV pool prefill (not timed)", f"{result.prefill_kv_cycles:,}", "-"])
     ss = result.seq_steps
-    rows.append(["KV inserts / lookups / misses", f"{sum(s.inserts for s in ss):,} / "
-                 f"{sum(s.lookups for s in ss):,} / {sum(s.misses for s in ss):,}", ""])
-    return _table(["cycles (backend: " + result.config.backend + ")", "total", "per step"], rows)
+    rows.append(
+        [
+            "KV inserts / lookups / misses",
+            f"{sum(s.inserts for s in ss):,} / "
+            f"{sum(s.lookups for s in ss):,} / {sum(s.misses for s in ss):,}",
+            "",
+        ]
+    )
+    return table(["cycles (backend: " + result.config.backend + ")", "total", "per step"], rows)
 
 
 @dataclass(frozen=True)
@@ -123,14 +142,15 @@ def projection_rows(result: ChipResult) -> list[ProjectionRow]:
     n_steps = len(result.steps)
     off = prof.workload.context_len if c.context_offset is None else c.context_offset
     ctx = off + int(np.mean([s.context_len for s in result.seq_steps]))
-    own_ar = perf.ar_token_time(prof, context_len=ctx,
-                                overlap="none" if c.overlap == "none" else "prefetch")
-    gpu = perf.load_profile(prof.gpu_baseline)
-    gpu_ar = perf.ar_token_time(gpu, context_len=ctx)
+    own_ar = timing.ar_token_time(
+        prof, context_len=ctx, overlap="none" if c.overlap == "none" else "prefetch"
+    )
+    gpu = timing.load_profile(prof.gpu_baseline)
+    gpu_ar = timing.ar_token_time(gpu, context_len=ctx)
     per_seq = len(result.sequences)  # plain decoding serves a batch one token per pass each
     gspec = {}
     for cpu in (1000.0, 5000.0):
-        g = perf.load_profile(prof.gpu_baseline, cpu_round_trip_us=cpu)
+        g = timing.load_profile(prof.gpu_baseline, cpu_round_trip_us=cpu)
         ts = retime(result, g, "none", gpu=True)
         gspec[cpu] = emitted / sum(t.total_us for t in ts) * 1e6
     ar_rate = per_seq * own_ar.tokens_per_s
@@ -138,8 +158,9 @@ def projection_rows(result: ChipResult) -> list[ProjectionRow]:
     ref_spec = gspec[1000.0]
 
     def row(name: str, tps: float, tpstep: float) -> ProjectionRow:
-        return ProjectionRow(name, tpstep, 1e6 / tps, tps, tps / ar_rate, tps / gar_rate,
-                             tps / ref_spec)
+        return ProjectionRow(
+            name, tpstep, 1e6 / tps, tps, tps / ar_rate, tps / gar_rate, tps / ref_spec
+        )
 
     rows = []
     for mode in prof.overlap_modes:
@@ -148,23 +169,30 @@ def projection_rows(result: ChipResult) -> list[ProjectionRow]:
         mark = " (this run)" if mode == c.overlap else ""
         rows.append(row(f"{prof.name}, {mode}{mark}", tps, emitted / n_steps))
     rows.append(row(f"{prof.name}, plain autoregressive", ar_rate, per_seq))
-    av = perf.article_view(prof)
-    rows.append(row(f"{prof.name}, article's own arithmetic (its example)", av.tokens_per_s,
-                    av.tokens_per_step))
+    av = timing.article_view(prof)
+    rows.append(
+        row(
+            f"{prof.name}, article's own arithmetic (its example)",
+            av.tokens_per_s,
+            av.tokens_per_step,
+        )
+    )
     rows.append(row(f"{gpu.name}, autoregressive", gar_rate, per_seq))
     for cpu, tps in gspec.items():
-        rows.append(row(f"{gpu.name}, spec decode of these trees, CPU {cpu / 1e3:g} ms", tps,
-                        emitted / n_steps))
+        rows.append(
+            row(
+                f"{gpu.name}, spec decode of these trees, CPU {cpu / 1e3:g} ms",
+                tps,
+                emitted / n_steps,
+            )
+        )
     return rows
 
 
 def projections_table(result: ChipResult) -> str:
     """:func:`projection_rows` as text."""
-    rows = [[r.config, f"{r.tokens_per_step:.2f}", f"{r.us_per_token:,.1f}",
-             f"{r.tokens_per_s:,.0f}", f"{r.vs_own_ar:.2f}x", f"{r.vs_gpu_ar:.2f}x",
-             f"{r.vs_gpu_spec:.2f}x"] for r in projection_rows(result)]
-    return _table(["configuration", "tok/step", "us/token", "tokens/s", "vs own AR",
-                   "vs GPU AR", "vs GPU spec 1 ms"], rows)
+    rows = [[r.config, f"{r.tokens_per_step:.2f}", *rate_cells(r)] for r in projection_rows(result)]
+    return table(["configuration", "tok/step", *RATE_COLUMNS, "vs GPU spec 1 ms"], rows)
 
 
 def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Path | None:
@@ -172,11 +200,6 @@ def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Pat
 
     Returns ``None`` when sequence 0's policy is not the topology optimiser.
     """
-    import matplotlib.pyplot as plt
-
-    import sim.plots  # noqa: F401  (selects the Agg backend)
-    from sim.topology import TopologyOptimiser
-
     pol = result.policies[0]
     if not isinstance(pol, TopologyOptimiser):
         return None
@@ -186,8 +209,14 @@ def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Pat
     out.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(10, 3.2))
     ax.step(k, [s.n_nodes for s in mine], where="post", color="#4c72b0", label="tree nodes")
-    ax.bar(k, [s.accepted for s in mine], color="#55a868", alpha=0.6, width=1.0,
-           label="accepted draft tokens")
+    ax.bar(
+        k,
+        [s.accepted for s in mine],
+        color="#55a868",
+        alpha=0.6,
+        width=1.0,
+        label="accepted draft tokens",
+    )
     for s in mine:
         if s.probe:
             ax.plot(k[mine.index(s)], s.n_nodes, "v", color="#c44e52", markersize=4)
@@ -197,8 +226,11 @@ def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Pat
     ax.plot([], [], "v", color="#c44e52", label="probe (while plain)")
     ax.set_xlabel("step")
     ax.set_ylabel("nodes / tokens")
-    ax.set_title(f"topology optimiser: re-solve every {pol.update_every} steps; shaded: "
-                 "fallback to plain decoding", fontsize=9)
+    ax.set_title(
+        f"topology optimiser: re-solve every {pol.update_every} steps; shaded: "
+        "fallback to plain decoding",
+        fontsize=9,
+    )
     ax.legend(fontsize=8, loc="upper center", ncol=3)
     fig.tight_layout()
     fig.savefig(out, dpi=dpi)
@@ -206,11 +238,15 @@ def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Pat
     return out
 
 
-def write_pngs(result: ChipResult, out_dir: str | Path = "build/reports", *,
-               steps: int = 4, dpi: int = 110, prefix: str = "chip") -> list[Path]:
+def write_pngs(
+    result: ChipResult,
+    out_dir: str | Path = "build/reports",
+    *,
+    steps: int = 4,
+    dpi: int = 110,
+    prefix: str = "chip",
+) -> list[Path]:
     """Timeline (first ``steps`` steps in every overlap mode), accepted histogram, topology."""
-    from sim import plots
-
     prof = result.config.timing_profile()
     out = Path(out_dir)
     panels = {}
@@ -218,15 +254,25 @@ def write_pngs(result: ChipResult, out_dir: str | Path = "build/reports", *,
         ts = retime(result, prof, mode)[:steps]
         mark = " (this run)" if mode == result.config.overlap else ""
         panels[f"{mode}{mark}"] = ts
-    paths = [plots.timeline_png(
-        panels, out / f"{prefix}_timeline.png", dpi=dpi,
-        title=f"chip model, {prof.name}: first {min(steps, len(result.steps))} steps of the "
-              f"decode ({result.config.tree} tree, {result.config.backend} backend)")]
+    paths = [
+        plots.timeline_png(
+            panels,
+            out / f"{prefix}_timeline.png",
+            dpi=dpi,
+            title=f"chip model, {prof.name}: first {min(steps, len(result.steps))} steps of the "
+            f"decode ({result.config.tree} tree, {result.config.backend} backend)",
+        )
+    ]
     acc = [s.accepted for s in result.seq_steps]
-    paths.append(plots.accept_histogram_png(
-        np.asarray(acc, dtype=np.int64), out / f"{prefix}_accepted.png", dpi=dpi,
-        title=f"chip model: accepted draft tokens per step ({result.config.tree} tree, "
-              f"{result.config.workload} workload)"))
+    paths.append(
+        plots.accept_histogram_png(
+            np.asarray(acc, dtype=np.int64),
+            out / f"{prefix}_accepted.png",
+            dpi=dpi,
+            title=f"chip model: accepted draft tokens per step ({result.config.tree} tree, "
+            f"{result.config.workload} workload)",
+        )
+    )
     topo = topology_png(result, out / f"{prefix}_topology.png", dpi=dpi)
     if topo is not None:
         paths.append(topo)

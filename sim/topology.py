@@ -6,7 +6,7 @@ acceptance vector (:mod:`golden.trees`, "Positional acceptance model") from the
 recent steps and re-solves the Sequoia dynamic program for the tree shape.
 :class:`TopologyOptimiser` does that *hardware-aware*: it solves the DP for
 every node budget in ``budgets`` and keeps the tree with the highest projected
-tokens per second on the chip's own timing (:func:`sim.perf.step_time` on the
+tokens per second on the chip's own timing (:func:`sim.timing.step_time` on the
 profile), not simply the largest tree. Plain decoding (the root alone) is one
 of the candidates: when the measured acceptance makes speculation slower than
 plain decoding on this chip, the tree shrinks to the root (**fallback**).
@@ -50,7 +50,7 @@ import numpy as np
 from golden import tree as _tree
 from golden import trees as _trees
 from golden.draft import StepRecord, TreePolicy
-from sim import perf
+from sim import timing
 from sim.cycles import check_int as _int
 
 __all__ = ["Decision", "TopologyOptimiser", "DEFAULT_BUDGETS"]
@@ -110,7 +110,7 @@ class TopologyOptimiser(TreePolicy):
 
     Parameters
     ----------
-    profile : perf.Profile or str
+    profile : timing.Profile or str
         The timing profile the candidates are ranked on.
     n_nodes : int
         Largest tree, root included (``>= 1``; the chip's ``N_NODES`` or less).
@@ -149,7 +149,7 @@ class TopologyOptimiser(TreePolicy):
 
     def __init__(
         self,
-        profile: perf.Profile | str,
+        profile: timing.Profile | str,
         n_nodes: int,
         max_depth: int,
         initial_acc: Sequence[float],
@@ -164,8 +164,8 @@ class TopologyOptimiser(TreePolicy):
         fallback: bool = True,
         probe_depth: int = 1,
     ) -> None:
-        self.profile = perf.load_profile(profile) if isinstance(profile, str) else profile
-        if not isinstance(self.profile, perf.Profile):
+        self.profile = timing.load_profile(profile) if isinstance(profile, str) else profile
+        if not isinstance(self.profile, timing.Profile):
             raise ValueError(f"profile = {profile!r}: must be a Profile or a profile name")
         if overlap not in self.profile.overlap_modes:
             raise ValueError(
@@ -236,12 +236,12 @@ class TopologyOptimiser(TreePolicy):
         """Projected step time (us) of a tree on the profile (cached per shape class)."""
         n = len(parents)
         depth = max(_tree.depths(parents))
-        evals = perf.draft_evals_of(parents)
+        evals = timing.draft_evals_of(parents)
         acc = min(depth, int(round(expected)))
         key = (n, depth, evals, acc)
         t = self._time_cache.get(key)
         if t is None:
-            st = perf.step_time(
+            st = timing.step_time(
                 self.profile,
                 tree_nodes=n,
                 tree_depth=depth,

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from golden.models import code_prompts, default_ngram_pair
+
 __all__ = ["PhasedModel", "PhasedPair", "WORKLOADS", "load_workload"]
 
 WORKLOADS = ("code", "phased")
@@ -76,8 +78,10 @@ class PhasedPair:
     """
 
     def __init__(self, vocab_size: int = 256, a: float = 0.9) -> None:
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or not (
-            4 <= vocab_size <= 131072 and vocab_size % 2 == 0
+        if (
+            isinstance(vocab_size, bool)
+            or not isinstance(vocab_size, int)
+            or not (4 <= vocab_size <= 131072 and vocab_size % 2 == 0)
         ):
             raise ValueError(f"vocab_size = {vocab_size!r}: must be an even integer in 4 .. 131072")
         if not 0.0 <= float(a) <= 1.0:
@@ -127,8 +131,6 @@ def load_workload(name: str, n_prompts: int, prompt_len: int, seed: int):
         An unknown workload name or a bad count.
     """
     if name == "code":
-        from golden.models import code_prompts, default_ngram_pair
-
         target, draft = default_ngram_pair()
         return target, draft, code_prompts(n_prompts, prompt_len, seed)
     if name == "phased":

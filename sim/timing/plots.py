@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from sim.perf import LANES, StepTiming, schedule  # noqa: E402
+from sim.timing.schedule import LANES, schedule  # noqa: E402
+from sim.timing.step import StepTiming  # noqa: E402
 
 __all__ = ["DEFAULT_DIR", "accept_histogram_png", "timeline_png"]
 
@@ -28,8 +29,13 @@ _LANE_NAMES = {
     "hbm": "HBM\nprefetch",
     "tree": "Tree mgr\n+ KV commit",
 }
-_GPU_LANE_NAMES = {**_LANE_NAMES, "draft": "Draft\n(on GPU)", "verifier": "Verify\n(on GPU)",
-                   "hbm": "HBM", "tree": "CPU accept\n+ KV mgmt"}
+_GPU_LANE_NAMES = {
+    **_LANE_NAMES,
+    "draft": "Draft\n(on GPU)",
+    "verifier": "Verify\n(on GPU)",
+    "hbm": "HBM",
+    "tree": "CPU accept\n+ KV mgmt",
+}
 _COLOURS = {
     ("draft", "work"): "#4c72b0",
     ("draft", "wasted"): "#c44e52",
@@ -46,16 +52,20 @@ def _resolve(path: str | Path | None, default: str) -> Path:
     return out
 
 
-def timeline_png(steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]],
-                 path: str | Path | None = None, *, title: str | None = None,
-                 dpi: int = 110) -> Path:
+def timeline_png(
+    steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]],
+    path: str | Path | None = None,
+    *,
+    title: str | None = None,
+    dpi: int = 110,
+) -> Path:
     """Draw consecutive steps on the lanes of the article's three-way overlap figure.
 
     Parameters
     ----------
     steps : sequence of StepTiming, or mapping of panel title to such a sequence
         One panel per sequence (e.g. one per overlap mode), laid out by
-        :func:`sim.perf.schedule`. Speculative drafts thrown away are red.
+        :func:`sim.timing.schedule`. Speculative drafts thrown away are red.
     path : str or Path, optional
         Output file; default ``build/reports/timeline.png``.
     title : str, optional
@@ -77,8 +87,7 @@ def timeline_png(steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]
     if not panels or any(len(v) == 0 for v in panels.values()):
         raise ValueError("steps: need at least one step in every panel")
     out = _resolve(path, "timeline.png")
-    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 2.2 * len(panels) + 0.6),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 2.2 * len(panels) + 0.6), squeeze=False)
     lanes = list(reversed(LANES))
     for ax, (name, seq) in zip(axes[:, 0], panels.items(), strict=True):
         segs, span = schedule(seq)
@@ -87,26 +96,49 @@ def timeline_png(steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]
         for sg in segs:
             y = lanes.index(sg.lane)
             width = max(sg.end_us - sg.start_us, span * 1e-3)  # keep 1 us phases visible
-            ax.barh(y, width, left=sg.start_us, height=0.6,
-                    color=_COLOURS.get((sg.lane, sg.kind), "#999999"),
-                    hatch="//" if sg.kind == "wasted" else None, edgecolor="black", linewidth=0.3)
+            ax.barh(
+                y,
+                width,
+                left=sg.start_us,
+                height=0.6,
+                color=_COLOURS.get((sg.lane, sg.kind), "#999999"),
+                hatch="//" if sg.kind == "wasted" else None,
+                edgecolor="black",
+                linewidth=0.3,
+            )
             if sg.end_us - sg.start_us > 0.08 * span and sg.lane != "hbm":
-                ax.text(sg.start_us + (sg.end_us - sg.start_us) / 2, y, sg.label, ha="center",
-                        va="center", fontsize=7, color="white")
+                ax.text(
+                    sg.start_us + (sg.end_us - sg.start_us) / 2,
+                    y,
+                    sg.label,
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white",
+                )
         ax.set_yticks(range(len(lanes)), [names[ln] for ln in lanes], fontsize=8)
         ax.set_xlim(0, span * 1.01)
         tokens = sum(s.tokens_per_step for s in seq)
-        ax.set_title(f"{name}: {len(seq)} steps, {tokens:g} tokens in {span:,.0f} us "
-                     f"({tokens / span * 1e6:,.0f} tokens/s)", fontsize=9, loc="left")
+        ax.set_title(
+            f"{name}: {len(seq)} steps, {tokens:g} tokens in {span:,.0f} us "
+            f"({tokens / span * 1e6:,.0f} tokens/s)",
+            fontsize=9,
+            loc="left",
+        )
         ax.set_xlabel("time (us)", fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
-    handles = [Patch(color=_COLOURS[("draft", "work")], label="draft"),
-               Patch(facecolor=_COLOURS[("draft", "wasted")], hatch="//",
-                     label="speculative draft thrown away"),
-               Patch(color=_COLOURS[("verifier", "work")], label="verify"),
-               Patch(color=_COLOURS[("hbm", "prefetch")], label="HBM prefetch"),
-               Patch(color=_COLOURS[("hbm", "work")], label="HBM weight streaming"),
-               Patch(color=_COLOURS[("tree", "work")], label="tree build / accept + commit")]
+    handles = [
+        Patch(color=_COLOURS[("draft", "work")], label="draft"),
+        Patch(
+            facecolor=_COLOURS[("draft", "wasted")],
+            hatch="//",
+            label="speculative draft thrown away",
+        ),
+        Patch(color=_COLOURS[("verifier", "work")], label="verify"),
+        Patch(color=_COLOURS[("hbm", "prefetch")], label="HBM prefetch"),
+        Patch(color=_COLOURS[("hbm", "work")], label="HBM weight streaming"),
+        Patch(color=_COLOURS[("tree", "work")], label="tree build / accept + commit"),
+    ]
     fig.legend(handles=handles, loc="lower center", ncol=6, fontsize=7, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -116,9 +148,14 @@ def timeline_png(steps: Sequence[StepTiming] | Mapping[str, Sequence[StepTiming]
     return out
 
 
-def accept_histogram_png(accepted: Sequence[int] | np.ndarray, path: str | Path | None = None,
-                         *, expected: Sequence[float] | np.ndarray | None = None,
-                         title: str | None = None, dpi: int = 110) -> Path:
+def accept_histogram_png(
+    accepted: Sequence[int] | np.ndarray,
+    path: str | Path | None = None,
+    *,
+    expected: Sequence[float] | np.ndarray | None = None,
+    title: str | None = None,
+    dpi: int = 110,
+) -> Path:
     """Histogram of accepted draft tokens per step.
 
     Parameters

@@ -1,0 +1,83 @@
+"""A chip step on the timing model (:mod:`sim.timing`).
+
+Each chip step is timed with :func:`sim.timing.step_time` on the profile from
+its measured quantities (tree size and depth, draft evaluations, accepted
+tokens, and the tree manager's cycles from the backend: mask, load, decide,
+tokens; the token sampler's ``2 * ceil(V / LANES)`` and the KV-table traffic
+are re-counted for the profile's model, its 32,000-token vocabulary and its
+layers, since the functional workload is a byte-level n-gram). The context of
+the timing is the profile's stated history (``workload.context_len``) plus the
+sequence's own tokens. A batch is one verifier pass over every sequence's tree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from sim.chip.result import SeqStep
+from sim.cycles import RTL_LATENCY, SPEC_LATENCY, AcceptCycles, sampler_cycles
+from sim.cycles import accept_cycles as cycle_model
+from sim.timing import Profile, StepTiming, step_time
+
+__all__ = ["time_step"]
+
+
+def time_step(
+    profile: Profile,
+    recs: Sequence[SeqStep],
+    *,
+    overlap: str,
+    prev_predicted: bool = False,
+    context_offset: int | None = None,
+    gpu: bool = False,
+) -> StepTiming:
+    """Time one chip step (every sequence's tree in one verifier pass) on ``profile``.
+
+    The tree manager's measured cycles (mask, load, decide, tokens) are kept;
+    the token sampler and the KV-table traffic are counted for the profile's
+    model (module docstring). ``gpu``: the profile is a GPU baseline (its own
+    accept time, no cycles).
+    """
+    off = profile.workload.context_len if context_offset is None else context_offset
+    n = sum(r.n_nodes for r in recs)
+    depth = max(r.depth for r in recs)
+    acc = min(depth, max(r.accepted for r in recs))
+    ctx = off + int(round(sum(r.context_len for r in recs) / len(recs)))
+    evals = sum(r.draft_evals for r in recs)
+    kw: dict[str, Any] = {}
+    if not gpu and profile.tree_manager is not None:
+        tm = profile.tree_manager
+        t = profile.target
+        ports = profile.kv_pool.lookup_ports if profile.kv_pool else 1
+        lat = RTL_LATENCY if tm.latency == "rtl" else SPEC_LATENCY
+        tot = dict.fromkeys(("mask", "load", "decide", "tokens"), 0)
+        for r in recs:
+            cy = r.tm_cycles
+            if not all(k in cy for k in tot):  # a backend that does not count them: the model
+                m = cycle_model(r.n_nodes, t.vocab, tm.lanes, r.accepted, latency=tm.latency)
+                cy = {"mask": m.mask, "load": m.load, "decide": m.decide, "tokens": m.tokens}
+            for k in tot:
+                tot[k] += int(cy[k])
+        kw["accept_cycles"] = AcceptCycles(
+            sampler=len(recs) * sampler_cycles(t.vocab, tm.lanes, tm.latency),
+            commit=len(recs) * (1 + lat.commit_result),
+            inserts=n * t.layers,
+            lookups=math.ceil(ctx * t.layers * len(recs) / ports),
+            **tot,
+        )
+    if overlap == "speculative":
+        kw["p_right"] = 1.0 if prev_predicted else 0.0
+    st = step_time(
+        profile,
+        tree_nodes=n,
+        tree_depth=depth,
+        accepted=acc,
+        context_len=ctx,
+        overlap=overlap,
+        draft_evals=evals,
+        **kw,
+    )
+    return dataclasses.replace(st, tokens_per_step=float(sum(r.accepted + 1 for r in recs)))

@@ -1,0 +1,109 @@
+"""Timing and performance model of SpecDecode-1 and its GPU baselines.
+
+``python -m sim.timing`` (``make perf``): for every profile, the article's
+arithmetic beside the roofline in every overlap mode, the disagreements
+between them, the projections against plain decoding and the GPU profiles,
+and two PNGs (a timeline of sampled steps per mode, the accepted tokens per
+step). Exit status 2 on a bad profile or override.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sim.timing import plots
+from sim.timing.acceptance import accepted_distribution, chain_alpha
+from sim.timing.profiles import Profile, load_profile
+from sim.timing.schedule import sample_steps
+from sim.timing.step import StepTiming
+from sim.timing.text import disagreements_table, projections_table, views_table
+from sim.timing.views import article_steps
+
+
+def _parse_value(text: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m sim.timing``."""
+    ap = argparse.ArgumentParser(prog="python -m sim.timing", description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--profile",
+        action="append",
+        help="SpecDecode-1 profile (repeatable; default: specdecode1-7b and -70b)",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override, e.g. --set target.bytes_per_param=0.5 --set context_len=8192",
+    )
+    ap.add_argument("--out", default="build/reports", help="directory for the PNGs")
+    ap.add_argument("--steps", type=int, default=4, help="steps per timeline panel")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the sampled steps")
+    ap.add_argument("--no-plots", action="store_true", help="skip the PNGs")
+    return ap
+
+
+def write_pngs(profile: Profile, out: Path, *, steps: int, seed: int) -> tuple[Path, Path]:
+    """The timeline (``steps`` steps of the article and of every overlap mode) and the
+    accepted-tokens histogram (2,000 sampled steps) of ``profile``; the paths written."""
+    p = profile
+    panels: dict[str, list[StepTiming]] = {"article": article_steps(p, steps)}
+    for m in p.overlap_modes:
+        panels[f"roofline, {m}"] = sample_steps(p, steps, overlap=m, seed=seed)
+    tl = plots.timeline_png(
+        panels, out / f"timeline_{p.name}.png", title=f"{p.name}: {steps} steps per mode"
+    )
+    acc = [s.accepted for s in sample_steps(p, 2000, overlap="none", seed=seed)]
+    alpha = chain_alpha(p.workload.accepted, p.workload.tree_depth)
+    hist = plots.accept_histogram_png(
+        acc,
+        out / f"accepted_{p.name}.png",
+        expected=accepted_distribution(alpha, p.workload.tree_depth),
+        title=f"{p.name}: accepted per step (chain-equivalent alpha {alpha:.3f})",
+    )
+    return tl, hist
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sim.timing``: both views, disagreements, projections, PNGs."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    names = args.profile or ["specdecode1-7b", "specdecode1-70b"]
+    overrides: dict[str, Any] = {}
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq:
+            ap.error(f"--set {item!r}: expected FIELD=VALUE")
+        overrides[key] = _parse_value(value)
+    try:
+        profiles = [load_profile(n, **overrides) for n in names]
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for p in profiles:
+        print(views_table(p), end="\n\n")
+        print(disagreements_table(p), end="\n\n")
+    if not overrides:
+        print("== projections (roofline unless stated; GPU spec decode = same tree on an H100)")
+        print(projections_table(names), end="\n\n")
+    if not args.no_plots:
+        for p in profiles:
+            tl, hist = write_pngs(p, Path(args.out), steps=args.steps, seed=args.seed)
+            print(f"wrote {tl} and {hist}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

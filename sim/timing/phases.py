@@ -1,0 +1,173 @@
+"""The phases of a decode step on the roofline: drafting and verification.
+
+:func:`draft_time` times the draft phase (SpecDecode-1's draft accelerator, or
+the draft model on a GPU) and :func:`verify_time` the target's forward pass over
+the tree; each takes the larger of its compute and memory terms
+(:class:`DraftTime`, :class:`VerifyTime`). :func:`prefetch_capacity` is the
+verifier SRAM the HBM prefetch engine may fill while the tree is drafted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.timing.profiles import Profile
+
+__all__ = ["DraftTime", "VerifyTime", "draft_time", "prefetch_capacity", "verify_time"]
+
+
+@dataclass(frozen=True)
+class DraftTime:
+    """Draft phase of one step.
+
+    Attributes
+    ----------
+    compute_us, memory_us, overhead_us, total_us : float
+        MAC/FLOP time, weight/KV traffic time, dispatch overhead and the phase.
+    hbm_bytes : float
+        HBM traffic of the phase (draft weights beyond draft SRAM on SpecDecode-1;
+        all draft weights and KV on a GPU).
+    bound : str
+        ``"compute"`` or ``"memory"``.
+    """
+
+    compute_us: float
+    memory_us: float
+    overhead_us: float
+    total_us: float
+    hbm_bytes: float
+    bound: str
+
+
+@dataclass(frozen=True)
+class VerifyTime:
+    """Verification (target forward pass over the tree) of one step.
+
+    Attributes
+    ----------
+    hbm_us, compute_us, kv_us, table_us : float
+        Roofline terms: HBM bytes / bandwidth, FLOPs / tensor throughput, KV-pool
+        bytes / pool bandwidth, KV-table inserts and lookups at the clock.
+    overhead_us, total_us : float
+        Dispatch overhead and ``max(terms) + overhead``.
+    hbm_bytes, flops, prefetched_bytes : float
+        Traffic and work; weight bytes already in verifier SRAM.
+    bound : str
+        The largest term: ``"hbm"``, ``"compute"``, ``"kv"`` or ``"table"``.
+    """
+
+    hbm_us: float
+    compute_us: float
+    kv_us: float
+    table_us: float
+    overhead_us: float
+    total_us: float
+    hbm_bytes: float
+    flops: float
+    prefetched_bytes: float
+    bound: str
+
+
+def draft_time(profile: Profile, *, draft_evals: int, passes: int, context_len: int) -> DraftTime:
+    """Draft time: ``draft_evals`` token evaluations in ``passes`` batched passes.
+
+    SpecDecode-1: ``max(MACs / (macs_per_cycle * clock), passes * max(SRAM read,
+    spill from HBM, KV read))``. GPU: ``max(FLOPs / tensor, passes * (weights +
+    KV) / HBM) + passes * pass_overhead``. One pass per tree level (EAGLE-2).
+    """
+    d, hw = profile.draft, profile.hardware
+    if draft_evals == 0:
+        return DraftTime(0.0, 0.0, 0.0, 0.0, 0.0, "compute")
+    span = context_len + passes  # keys per query: context + the draft's own ancestors
+    flops = d.matmul_flops(draft_evals) + d.attention_flops(draft_evals, span)
+    kv = context_len * d.kv_bytes_per_token
+    if profile.draft_accel is not None and profile.kv_pool is not None:
+        da = profile.draft_accel
+        compute = flops / 2.0 / (da.macs_per_cycle * hw.clock_hz)
+        spill = max(0.0, d.weight_bytes - da.sram_bytes)
+        per_pass = max(
+            min(d.weight_bytes, da.sram_bytes) / da.sram_bw,
+            spill / hw.hbm_bw,
+            kv / profile.kv_pool.bw,
+        )
+        hbm = passes * spill
+    else:
+        compute = flops / hw.tensor_flops(d.bytes_per_param)
+        per_pass = (d.weight_bytes + kv) / hw.hbm_bw
+        hbm = passes * (d.weight_bytes + kv)
+    memory = passes * per_pass
+    overhead = passes * hw.pass_overhead_us * 1e-6
+    total = max(compute, memory) + overhead
+    return DraftTime(
+        compute * 1e6,
+        memory * 1e6,
+        overhead * 1e6,
+        total * 1e6,
+        hbm,
+        "compute" if compute >= memory else "memory",
+    )
+
+
+def prefetch_capacity(profile: Profile, tree_nodes: int) -> float:
+    """Verifier SRAM left for prefetched weights: all but the activations."""
+    act = 2 * tree_nodes * profile.target.d_model * 2  # in/out buffers, 16-bit
+    return max(0.0, min(profile.hardware.verifier_sram_bytes - act, profile.target.weight_bytes))
+
+
+def verify_time(
+    profile: Profile,
+    *,
+    tree_nodes: int,
+    tree_depth: int,
+    context_len: int,
+    prefetched_bytes: float = 0.0,
+    table_cycles: int = 0,
+    extra_hbm_bytes: float = 0.0,
+) -> VerifyTime:
+    """Roofline verification time of a ``tree_nodes``-node tree over ``context_len``.
+
+    Terms (max taken, perfect overlap of streaming and compute):
+
+    * HBM: ``(weights - prefetched + KV beyond the pool) / hbm_bw`` on
+      SpecDecode-1; ``(weights + context KV + new KV) / hbm_bw`` on a GPU;
+    * compute: ``2 * params * n + 4 * layers * heads * head_dim * n * (context
+      + depth + 1)`` FLOPs at the weight precision's tensor rate (tree attention
+      computes only ancestors and the context; the prefix KV is read once for
+      all nodes);
+    * KV pool: resident context KV + new KV over the pool bandwidth;
+    * table: ``table_cycles`` (KV inserts/lookups) at the clock.
+
+    ``extra_hbm_bytes`` is other HBM traffic in the same window (a speculative
+    draft's weights beyond the draft SRAM).
+    """
+    t, hw = profile.target, profile.hardware
+    n = tree_nodes
+    flops = t.matmul_flops(n) + t.attention_flops(n, context_len + tree_depth + 1)
+    kv_ctx = context_len * t.kv_bytes_per_token
+    kv_new = n * t.kv_bytes_per_token
+    if profile.kv_pool is not None:
+        spill = max(0.0, kv_ctx - profile.kv_pool.bytes)
+        hbm = t.weight_bytes - prefetched_bytes + spill + extra_hbm_bytes
+        kv_us = (kv_ctx - spill + kv_new) / profile.kv_pool.bw * 1e6
+    else:
+        hbm = t.weight_bytes - prefetched_bytes + kv_ctx + kv_new + extra_hbm_bytes
+        kv_us = 0.0
+    terms = {
+        "hbm": hbm / hw.hbm_bw * 1e6,
+        "compute": flops / hw.tensor_flops(t.bytes_per_param) * 1e6,
+        "kv": kv_us,
+        "table": table_cycles / hw.clock_hz * 1e6,
+    }
+    bound = max(terms, key=lambda k: terms[k])
+    return VerifyTime(
+        terms["hbm"],
+        terms["compute"],
+        terms["kv"],
+        terms["table"],
+        hw.pass_overhead_us,
+        terms[bound] + hw.pass_overhead_us,
+        hbm,
+        flops,
+        prefetched_bytes,
+        bound,
+    )
