@@ -4,7 +4,7 @@
 #   make golden  golden-model demo (chain / Sequoia / EAGLE-2 on code text)
 #   make bench   golden-model and chip-model throughput -> build/reports/{golden,chip}_bench.json
 #   make chip    behavioural chip demo (python -m sim): text, phase times, projections, PNGs
-#   make perf    timing model: article vs roofline views, projections, timeline PNGs
+#   make perf    timing model (python -m sim.timing): article vs roofline views, projections, timeline PNGs
 #   make verilog Verilog of every block -> build/verilog/ (NAME=VALUE overrides), lint-checked
 #   make soak    KV pool: 1,000,000 random operations against golden (not in make test)
 #   make formal  KV pool: SymbiYosys proofs of the SPEC §4.3 invariants
@@ -56,7 +56,7 @@ chip: $(STAMP)
 	$(VPY) -m sim
 
 perf: $(STAMP)
-	$(VPY) -m sim.perf
+	$(VPY) -m sim.timing
 
 soak: $(STAMP)
 	$(VPY) -m tb.kv_pool.soak
