@@ -44,8 +44,6 @@ class ArticleView:
     tokens_per_step, us_per_token, tokens_per_s : float
     claimed_tokens_per_s : float
         The article's headline number.
-    error : float
-        ``tokens_per_s / claimed - 1``.
     """
 
     profile: str
@@ -62,7 +60,8 @@ class ArticleView:
 
     @property
     def error(self) -> float:
-        """Relative error of the reproduced tokens/s against the article's claim."""
+        """Relative error of the reproduced tokens/s against the article's claim:
+        ``tokens_per_s / claimed_tokens_per_s - 1``."""
         return self.tokens_per_s / self.claimed_tokens_per_s - 1.0
 
 
