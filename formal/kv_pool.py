@@ -8,9 +8,11 @@ is free, proved by SymbiYosys (``yowasp-sby``, Yosys' ``smtbmc`` with the
 * ``prove``: k-induction, the properties hold in every reachable state;
 * ``bmc``: bounded model check from reset, ``BMC_DEPTH`` cycles.
 
+The harness reads the pool's internal signals through
+:attr:`hw.kv_pool.KVPool.internals` (:class:`hw.kv_pool.Internals`).
 Properties, asserted every cycle after the first reset on the architectural
 state ``valid_now`` / ``free_now`` (the registers ``valid`` / ``free_p`` with
-the insert pending from the last edge resolved, see :class:`hw.kv_pool.KVPool`;
+the insert pending from the last edge resolved, see ``hw.kv_pool.insert``;
 written ``valid`` / ``free_p`` below):
 
 1. ``popcount(free_p) + popcount(valid) == PAGES`` (no leak, no double
@@ -30,7 +32,8 @@ written ``valid`` / ``free_p`` below):
    (removing ``seq``);
 6. on the registers: no insert pending, or one entry, invalid, below
    ``PAGES``, whose page is reserved (cleared in the bitmap), so that 1-3
-   hold whichever way it resolves;
+   hold whichever way it resolves; its planes hold the pending insert's
+   fields; and a speculative entry is seen by exactly one sequence;
 7. ``TARGET="fpga"``: every replicated register equals what it replicates
    (the pending insert's check bits, ``r1_valid``, ``res.valid``), every
    group's copy of "group ``j`` has a valid entry seen by ``s``" equals that
@@ -48,6 +51,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth import Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
@@ -56,6 +60,8 @@ from amaranth.hdl import Assert, Assume
 from amaranth.lib.wiring import In
 
 from hw.kv_pool import GROUP, KVPool, Op
+from hw.kv_pool.fpga import Replicas
+from hw.kv_pool.state import Table
 
 __all__ = ["KVPoolFormal", "CONFIG", "run", "main"]
 
@@ -79,8 +85,33 @@ BMC_DEPTH = 12
 PROVE_DEPTH = 1
 
 
+@dataclass(frozen=True)
+class _Past:
+    """Previous-cycle copies (a "past" that Amaranth 0.5 no longer provides)."""
+
+    live: Signal  #: the previous cycle was after the first reset and not a reset
+    valid: Signal  #: ``valid_now``
+    com: Signal  #: ``committed``
+    fields: list[Signal]  #: per entry: ``Cat(layer, pos, owner, page)``
+    seqs: list[Signal]  #: per entry: ``seqs``
+    take: Signal  #: the op port took a beat
+    op: Signal
+    seq: Signal
+    dst: Signal
+
+
+def _fields(t: Table, i: int) -> Value:
+    """Entry ``i``'s fields that a committed entry never changes."""
+    return Cat(t.layer[i], t.pos[i], t.owner[i], t.page[i])
+
+
+def _one_hot(v: Value) -> Value:
+    return (v != 0) & ((v & (v - 1)) == 0)
+
+
 class KVPoolFormal(Elaboratable):
-    """The KV pool with the §4.3 invariants as assertions; all inputs free."""
+    """The KV pool with the §4.3 invariants as assertions; all inputs free. The pool's
+    internal signals are read through :attr:`hw.kv_pool.KVPool.internals`."""
 
     def __init__(self, *, negate: bool = False, **params: int | str) -> None:
         self.dut = KVPool(**{**CONFIG, **params})
@@ -99,130 +130,156 @@ class KVPoolFormal(Elaboratable):
     def elaborate(self, platform) -> Module:
         m = Module()
         m.submodules.dut = d = self.dut
-        E, P = d.ENTRIES, d.PAGES
-
         # the first cycle is a reset (BMC starts from the registers' init values);
         # afterwards reset is free: the solver may reset the pool at any time
         started = Signal(reset_less=True)
         m.d.sync += started.eq(1)
         with m.If(~started):
             m.d.comb += Assume(ResetSignal())
-        live = started
+        past = self._past(m, started)
+        with m.If(started):
+            self._allocation(m)
+            self._pending(m)
+            if d.internals.replicas is not None:
+                self._replicas(m, d.internals.replicas)
+        with m.If(started & past.live):
+            self._committed(m, past)
+        return m
 
-        # the architectural state (the registers with a pending insert resolved)
-        valid, free = d.valid_now, d.free_now
-        # previous-cycle copies (a "past" that Amaranth 0.5 no longer provides)
-        p_valid = Signal(E, reset_less=True)
-        p_com = Signal(E, reset_less=True)
-        p_fields = [Signal(len(Cat(d.layer[i], d.pos[i], d.owner[i], d.page[i])),
-                           reset_less=True, name=f"p_fields{i}") for i in range(E)]  # fmt: skip
-        p_seqs = [Signal(d.SEQS, reset_less=True, name=f"p_seqs{i}") for i in range(E)]
-        p_take = Signal(reset_less=True)
-        p_op = Signal(Op, reset_less=True)
-        p_seq = Signal(len(d.op.payload.seq), reset_less=True)
-        p_dst = Signal(len(d.op.payload.dst), reset_less=True)
-        p_live = Signal(reset_less=True)
+    def _past(self, m: Module, started: Signal) -> _Past:
+        d = self.dut
+        t = d.internals.table
+        E = d.ENTRIES
+        p = _Past(
+            live=Signal(reset_less=True, name="p_live"),
+            valid=Signal(E, reset_less=True, name="p_valid"),
+            com=Signal(E, reset_less=True, name="p_com"),
+            fields=[Signal(len(_fields(t, i)), reset_less=True, name=f"p_fields{i}")
+                    for i in range(E)],
+            seqs=[Signal(d.SEQS, reset_less=True, name=f"p_seqs{i}") for i in range(E)],
+            take=Signal(reset_less=True, name="p_take"),
+            op=Signal(Op, reset_less=True, name="p_op"),
+            seq=Signal(len(d.op.payload.seq), reset_less=True, name="p_seq"),
+            dst=Signal(len(d.op.payload.dst), reset_less=True, name="p_dst"),
+        )  # fmt: skip
         m.d.sync += [
-            p_valid.eq(valid),
-            p_com.eq(d.committed),
-            p_take.eq(d.op.valid & d.op.ready),
-            p_op.eq(d.op.payload.op),
-            p_seq.eq(d.op.payload.seq),
-            p_dst.eq(d.op.payload.dst),
-            p_live.eq(started & ~ResetSignal()),
+            p.valid.eq(t.valid_now),
+            p.com.eq(t.committed),
+            p.take.eq(d.op.valid & d.op.ready),
+            p.op.eq(d.op.payload.op),
+            p.seq.eq(d.op.payload.seq),
+            p.dst.eq(d.op.payload.dst),
+            p.live.eq(started & ~ResetSignal()),
         ]
         for i in range(E):
-            m.d.sync += [
-                p_fields[i].eq(Cat(d.layer[i], d.pos[i], d.owner[i], d.page[i])),
-                p_seqs[i].eq(d.seqs[i]),
-            ]
+            m.d.sync += [p.fields[i].eq(_fields(t, i)), p.seqs[i].eq(t.seqs[i])]
+        return p
 
+    def _allocation(self, m: Module) -> None:
+        """Properties 1-3 on the architectural state."""
+        d = self.dut
+        t = d.internals.table
+        E, P = d.ENTRIES, d.PAGES
+        valid, free = t.valid_now, t.free_now
         n_free = sum(free[k] for k in range(P))
         n_valid = sum(valid[k] for k in range(E))
-        with m.If(live):
-            # 1. no leak
-            if self.negate:
-                m.d.comb += Assert(n_free + n_valid == P + 1)
-            else:
-                m.d.comb += Assert(n_free + n_valid == P)
-            # 2. no page held twice
-            for i in range(E):
-                for j in range(i + 1, E):
-                    m.d.comb += Assert(~(valid[i] & valid[j] & (d.page[i] == d.page[j])))
-            # 3. bitmap == pages not held by a valid entry
-            for k in range(P):
-                held = Cat(*[valid[i] & (d.page[i] == k) for i in range(E)]).any()
-                m.d.comb += Assert(free[k] == ~held)
-            for i in range(E):
-                m.d.comb += Assert(~valid[i] | (d.page[i] < P))
-            # 6. the pending insert (hw.kv_pool): none, or one entry, invalid, below
-            #    PAGES, whose page is reserved (out of the bitmap): what makes 1-3
-            #    inductive on the architectural state, whichever way it resolves
-            pe = d.pend_e
-            m.d.comb += Assert(Mux(d.pend_r, (pe != 0) & ((pe & (pe - 1)) == 0), pe == 0))
-            for i in range(E):
-                with m.If(pe[i]):
-                    m.d.comb += Assert(~d.valid[i])
-                    # its fields are in the planes and in the pending copies
-                    m.d.comb += Assert(d.seqs[i] == (Const(1, d.SEQS) << d.pend_seq)[: d.SEQS])
-                    m.d.comb += Assert(d.committed[i] == d.pend_com)
-                    m.d.comb += Assert(Cat(d.layer[i], d.pos[i]) == d.pend_key)
-                    m.d.comb += Assert(d.owner[i] == d.pend_own)
-                    m.d.comb += Assert(~d.free_p[i] if i < P else Const(0, 1))  # below PAGES
-            # a speculative entry is seen by exactly one sequence (its inserter's: a
-            # fork adds only to committed entries)
-            for i in range(E):
-                sq = d.seqs[i]
-                with m.If(d.valid[i] & ~d.committed[i]):
-                    m.d.comb += Assert((sq != 0) & ((sq & (sq - 1)) == 0))
-            # 7. TARGET="fpga": the replicas equal what they replicate
-            G = GROUP
-            for g in range(len(d.r1v_rep)):
-                m.d.comb += [
-                    Assert(d.ckc_rep[g] == d.ck_com),
-                    Assert(d.ckd_rep[g] == d.ck_dup),
-                    Assert(d.r1v_rep[g] == d.r1_valid),
-                    Assert(d.resv_rep[g] == d.res.valid),
-                    Assert(~d.pend_r | (d.pok_rep[g] == (~d.ck_pcom & ~d.ck_pdup))),
-                ]
-                # every busy copy: the groups that have a valid entry (of the
-                # registers) each sequence sees
-                for j in range(len(d.r1v_rep)):
-                    sl = slice(j * G, min(E, (j + 1) * G))
-                    for s in range(d.SEQS):
-                        sees = (d.valid[sl] & d.seqs_p[s][sl]).any()
-                        m.d.comb += Assert(d.busy_rep[g][j * d.SEQS + s] == sees)
-            for port, (s1v, rpv) in d.lk_rep.items():
-                rp = getattr(d, f"{port}_r")
-                for x, y in zip(s1v, rpv, strict=True):
-                    m.d.comb += [Assert(x == d.s1_valid[port]), Assert(y == rp.valid)]
-            if d.TARGET == "fpga":  # the pending entry's index
-                with m.If(d.pend_r):
-                    m.d.comb += Assert(pe.bit_select(d.pend_i, 1))
-        with m.If(live & p_live):
-            for i in range(E):
-                was = p_valid[i] & p_com[i]
-                fields = Cat(d.layer[i], d.pos[i], d.owner[i], d.page[i])
-                one = 1 << p_seq
-                last_release = p_take & (p_op == Op.RELEASE) & (p_seqs[i] == one[: d.SEQS])
-                with m.If(was):
-                    # 4. unchanged while valid; invalid only by its last sequence's release
-                    with m.If(valid[i]):
-                        m.d.comb += Assert(d.committed[i] & (fields == p_fields[i]))
-                    with m.Else():
-                        m.d.comb += Assert(last_release)
-                    # 5. seqs: only a fork adds dst, only a release removes seq
-                    dst_oh = (1 << p_dst)[: d.SEQS]
-                    seq_oh = one[: d.SEQS]
-                    fork = p_take & (p_op == Op.FORK)
-                    rel = p_take & (p_op == Op.RELEASE)
-                    with m.If(valid[i]):
-                        m.d.comb += Assert(
-                            (d.seqs[i] == p_seqs[i])
-                            | (fork & (d.seqs[i] == (p_seqs[i] | dst_oh)))
-                            | (rel & (d.seqs[i] == (p_seqs[i] & ~seq_oh)))
-                        )
-        return m
+        # 1. no leak
+        if self.negate:
+            m.d.comb += Assert(n_free + n_valid == P + 1)
+        else:
+            m.d.comb += Assert(n_free + n_valid == P)
+        # 2. no page held twice
+        for i in range(E):
+            for j in range(i + 1, E):
+                m.d.comb += Assert(~(valid[i] & valid[j] & (t.page[i] == t.page[j])))
+        # 3. bitmap == pages not held by a valid entry
+        for k in range(P):
+            held = Cat(*[valid[i] & (t.page[i] == k) for i in range(E)]).any()
+            m.d.comb += Assert(free[k] == ~held)
+        for i in range(E):
+            m.d.comb += Assert(~valid[i] | (t.page[i] < P))
+
+    def _pending(self, m: Module) -> None:
+        """Property 6 and the register invariants that make 1-3 inductive."""
+        d = self.dut
+        t, pi = d.internals.table, d.internals.pending
+        E, P, S = d.ENTRIES, d.PAGES, d.SEQS
+        # 6. the pending insert: none, or one entry, invalid, below PAGES, whose
+        #    page is reserved (out of the bitmap): what makes 1-3 inductive on the
+        #    architectural state, whichever way it resolves
+        pe = pi.pend_e
+        m.d.comb += Assert(Mux(pi.pend_r, _one_hot(pe), pe == 0))
+        for i in range(E):
+            with m.If(pe[i]):
+                m.d.comb += Assert(~t.valid[i])
+                # its fields are in the planes and in the pending copies
+                m.d.comb += Assert(t.seqs[i] == (Const(1, S) << pi.pend_seq)[:S])
+                m.d.comb += Assert(t.committed[i] == pi.pend_com)
+                m.d.comb += Assert(Cat(t.layer[i], t.pos[i]) == pi.pend_key)
+                m.d.comb += Assert(t.owner[i] == pi.pend_own)
+                m.d.comb += Assert(~t.free_p[i] if i < P else Const(0, 1))  # below PAGES
+        # a speculative entry is seen by exactly one sequence (its inserter's: a
+        # fork adds only to committed entries)
+        for i in range(E):
+            with m.If(t.valid[i] & ~t.committed[i]):
+                m.d.comb += Assert(_one_hot(t.seqs[i]))
+
+    def _replicas(self, m: Module, rep: Replicas) -> None:
+        """Property 7 (``TARGET="fpga"``): the replicas equal what they replicate."""
+        d = self.dut
+        t, pi = d.internals.table, d.internals.pending
+        E, S, G = d.ENTRIES, d.SEQS, GROUP
+        ng = len(rep.r1v_rep)
+        for g in range(ng):
+            m.d.comb += [
+                Assert(rep.ckc_rep[g] == pi.ck_com),
+                Assert(rep.ckd_rep[g] == pi.ck_dup),
+                Assert(rep.r1v_rep[g] == d.internals.r1_valid),
+                Assert(rep.resv_rep[g] == d.res.valid),
+                Assert(~pi.pend_r | (rep.pok_rep[g] == (~pi.ck_pcom & ~pi.ck_pdup))),
+            ]
+            # every busy copy: the groups that have a valid entry (of the
+            # registers) each sequence sees
+            for j in range(ng):
+                sl = slice(j * G, min(E, (j + 1) * G))
+                for s in range(S):
+                    sees = (t.valid[sl] & t.seqs_p[s][sl]).any()
+                    m.d.comb += Assert(rep.busy_rep[g][j * S + s] == sees)
+        for port, (s1v, rpv) in rep.lk_rep.items():
+            rp = getattr(d, f"{port}_r")
+            for x, y in zip(s1v, rpv, strict=True):
+                m.d.comb += [Assert(x == rep.s1_valid[port]), Assert(y == rp.valid)]
+        # the pending entry's index
+        with m.If(pi.pend_r):
+            m.d.comb += Assert(pi.pend_e.bit_select(rep.pend_i, 1))
+
+    def _committed(self, m: Module, p: _Past) -> None:
+        """Properties 4 and 5: a committed entry across one edge."""
+        d = self.dut
+        t = d.internals.table
+        S = d.SEQS
+        valid = t.valid_now
+        for i in range(d.ENTRIES):
+            was = p.valid[i] & p.com[i]
+            one = 1 << p.seq
+            last_release = p.take & (p.op == Op.RELEASE) & (p.seqs[i] == one[:S])
+            with m.If(was):
+                # 4. unchanged while valid; invalid only by its last sequence's release
+                with m.If(valid[i]):
+                    m.d.comb += Assert(t.committed[i] & (_fields(t, i) == p.fields[i]))
+                with m.Else():
+                    m.d.comb += Assert(last_release)
+                # 5. seqs: only a fork adds dst, only a release removes seq
+                dst_oh = (1 << p.dst)[:S]
+                seq_oh = one[:S]
+                fork = p.take & (p.op == Op.FORK)
+                rel = p.take & (p.op == Op.RELEASE)
+                with m.If(valid[i]):
+                    m.d.comb += Assert(
+                        (t.seqs[i] == p.seqs[i])
+                        | (fork & (t.seqs[i] == (p.seqs[i] | dst_oh)))
+                        | (rel & (t.seqs[i] == (p.seqs[i] & ~seq_oh)))
+                    )
 
 
 SBY = """[tasks]
