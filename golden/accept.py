@@ -33,6 +33,7 @@ import numpy as np
 
 from golden import plan as _plan
 from golden import tree as _tree
+from golden._check import check_bits
 from golden.draft import check_children_rule
 from golden.sampler import quantize, quantize_weights, sample_float
 
@@ -61,12 +62,6 @@ def check_arith(arith: str) -> str:
     if arith not in ARITHS:
         raise ValueError(f"arith = {arith!r}: must be 'float' or 'fixed'")
     return arith
-
-
-def _check_bits(name: str, bits: int) -> int:
-    if not isinstance(bits, (int, np.integer)) or not 1 <= int(bits) <= 32:
-        raise ValueError(f"{name} = {bits!r}: must be an integer in 1 .. 32")
-    return int(bits)
 
 
 def _normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -158,8 +153,8 @@ def precompute(
     """
     S = _tree.structure(parents)
     check_children_rule(children)
-    prob_bits = _check_bits("prob_bits", prob_bits)
-    weight_bits = _check_bits("weight_bits", weight_bits)
+    prob_bits = check_bits("prob_bits", prob_bits)
+    weight_bits = check_bits("weight_bits", weight_bits)
     n = S.n
     p = np.asarray(p, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] != n:
@@ -368,8 +363,8 @@ def decide_detail(
     ``pt[0]``, ``qt[0]``, ``u[0]`` are ignored.
     """
     S = _tree.structure(parents)
-    rand_bits = _check_bits("rand_bits", rand_bits)
-    prob_bits = _check_bits("prob_bits", prob_bits)
+    rand_bits = check_bits("rand_bits", rand_bits)
+    prob_bits = check_bits("prob_bits", prob_bits)
     n = S.n
     pt_a = _check_vec("pt", pt, n, prob_bits)
     qt_a = _check_vec("qt", qt, n, prob_bits)
@@ -714,8 +709,8 @@ def parallel_step(
     Q = None
     if not greedy:
         check_children_rule(children)
-        prob_bits = _check_bits("prob_bits", prob_bits)
-        weight_bits = _check_bits("weight_bits", weight_bits)
+        prob_bits = check_bits("prob_bits", prob_bits)
+        weight_bits = check_bits("weight_bits", weight_bits)
         if p.ndim != 2 or p.shape[0] != n:
             raise ValueError(f"p has shape {p.shape}: expected ({n}, V)")
         V = p.shape[1]

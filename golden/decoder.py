@@ -35,6 +35,7 @@ import numpy as np
 
 from golden import accept as _acc
 from golden import plan as _plan
+from golden._check import check_bits, check_np_int
 from golden.draft import (
     Model,
     StepRecord,
@@ -93,10 +94,8 @@ def _check_mode(mode: str) -> str:
 
 
 def _check_common(model: Model, prompt: Sequence[int], max_new_tokens: int, seed: int) -> None:
-    if not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens = {max_new_tokens!r}: must be an integer >= 0")
-    if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
-        raise ValueError(f"seed = {seed!r}: must be an integer in 0 .. 2**64 - 1")
+    check_np_int("max_new_tokens", max_new_tokens, 0)
+    check_np_int("seed", seed, 0, 2**64 - 1, hi_text="2**64 - 1")
     V = int(model.vocab_size)
     for i, t in enumerate(prompt):
         if not isinstance(t, (int, np.integer)) or not 0 <= int(t) < V:
@@ -175,8 +174,8 @@ def speculative_generate(
             f"target.vocab_size = {target.vocab_size}"
         )
     for name, b in (("prob_bits", prob_bits), ("rand_bits", rand_bits)):
-        _acc._check_bits(name, b)
-    _acc._check_bits("weight_bits", weight_bits)
+        check_bits(name, b)
+    check_bits("weight_bits", weight_bits)
     policy = _as_policy(tree)
     n_lanes = int(lanes if lanes is not None else max(1, policy.max_nodes))
     lane_rng = LaneRNG(int(seed), n_lanes)
@@ -187,8 +186,8 @@ def speculative_generate(
     out: list[int] = []
     accepted: list[int] = []
     steps: list[StepRecord] = []
-    if max_steps is not None and (not isinstance(max_steps, (int, np.integer)) or max_steps < 0):
-        raise ValueError(f"max_steps = {max_steps!r}: must be an integer >= 0")
+    if max_steps is not None:
+        check_np_int("max_steps", max_steps, 0)
     # static shapes (TreePolicy.build: a shape, then draw_tree) are drawn here, on
     # their plan, without building a DraftTree unless a child had to be pruned
     static = type(policy).build is TreePolicy.build

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from golden._check import check_np_int
+
 __all__ = ["splitmix64", "lane_states", "LaneRNG", "xoshiro_step", "uniforms"]
 
 _M64 = (1 << 64) - 1
@@ -34,10 +36,8 @@ def splitmix64(state: int) -> tuple[int, int]:
 
 def lane_states(seed: int, lanes: int) -> np.ndarray:
     """Initial xoshiro128++ states, shape ``(4, lanes)`` uint32 (rows ``s0..s3``)."""
-    if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= _M64:
-        raise ValueError(f"seed = {seed!r}: must be an integer in 0 .. 2**64 - 1")
-    if not isinstance(lanes, (int, np.integer)) or int(lanes) < 1:
-        raise ValueError(f"lanes = {lanes!r}: must be an integer >= 1")
+    check_np_int("seed", seed, 0, _M64, hi_text="2**64 - 1")
+    check_np_int("lanes", lanes, 1)
     st = np.zeros((4, int(lanes)), dtype=np.uint32)
     state = int(seed)
     for lane in range(int(lanes)):

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from golden._check import check_np_int
+
 __all__ = ["quantize", "quantize_weights", "sample_weights", "sample_float"]
 
 
@@ -77,8 +79,7 @@ def sample_weights(
     if weight_bits is not None and (w >= (1 << weight_bits)).any():
         v = int(np.flatnonzero(w >= (1 << weight_bits))[0])
         raise ValueError(f"weights[{v}] = {int(w[v])}: does not fit in {weight_bits} bits")
-    if not isinstance(u32, (int, np.integer)) or not 0 <= int(u32) < (1 << 32):
-        raise ValueError(f"u32 = {u32!r}: must be an integer in 0 .. 2**32 - 1")
+    check_np_int("u32", u32, 0, (1 << 32) - 1, hi_text="2**32 - 1")
     cum = np.cumsum(w)
     total = int(cum[-1])
     if total == 0:

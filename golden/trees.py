@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
 from collections import deque
 from collections.abc import Iterable, Sequence
 
@@ -46,6 +45,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from golden import tree as _tree
+from golden._check import check_min, check_nonneg, check_unit
 from golden.draft import DraftTree, Model, StepRecord, TreePolicy, context_tail
 
 __all__ = [
@@ -71,27 +71,6 @@ ACC_SUM_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _check_int(name: str, value: object, minimum: int) -> int:
-    """``value`` as an int ``>= minimum``; ValueError naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} = {value!r}: must be an integer >= {minimum}")
-    v = int(value)
-    if v < minimum:
-        raise ValueError(f"{name} = {v}: must be >= {minimum}")
-    return v
-
-
-def _check_prob(name: str, value: object) -> float:
-    """``value`` as a float in ``[0, 1]``; ValueError naming ``name`` otherwise."""
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} = {value!r}: must be a number in [0, 1]") from exc
-    if not 0.0 <= v <= 1.0:  # also rejects NaN
-        raise ValueError(f"{name} = {value!r}: must be in [0, 1]")
-    return v
 
 
 def _check_acc(acc: Sequence[float], name: str = "acc") -> np.ndarray:
@@ -127,7 +106,7 @@ def chain(k: int) -> list[int]:
     list[int]
         ``[-1, 0, 1, ..., k - 1]``.
     """
-    k = _check_int("k", k, 0)
+    k = check_min("k", k, 0)
     return [-1] + list(range(k))
 
 
@@ -144,7 +123,7 @@ def star(k: int) -> list[int]:
     list[int]
         ``[-1, 0, 0, ..., 0]``.
     """
-    k = _check_int("k", k, 0)
+    k = check_min("k", k, 0)
     return [-1] + [0] * k
 
 
@@ -169,7 +148,7 @@ def full_tree(branching: Sequence[int]) -> list[int]:
         raise ValueError(f"branching = {branching!r}: must be a sequence of integers") from exc
     total, level = 1, 1
     for d, b in enumerate(br):
-        _check_int(f"branching[{d}]", b, 1)
+        check_min(f"branching[{d}]", b, 1)
         level *= int(b)
         total += level
         if total > FULL_TREE_LIMIT:
@@ -218,7 +197,7 @@ class Chain(StaticTree):
     """
 
     def __init__(self, k: int) -> None:
-        self.k = _check_int("k", k, 0)
+        self.k = check_min("k", k, 0)
         super().__init__(chain(self.k))
 
     def __repr__(self) -> str:
@@ -247,8 +226,8 @@ def chain_expected_accepted(alpha: float, gamma: int) -> float:
     float
         ``sum_{i=1..gamma} alpha**i``.
     """
-    a = _check_prob("alpha", alpha)
-    g = _check_int("gamma", gamma, 0)
+    a = check_unit("alpha", alpha)
+    g = check_min("gamma", gamma, 0)
     if a == 1.0:
         return float(g)
     if a == 0.0 or g == 0:
@@ -332,7 +311,7 @@ def estimate_acceptance(records: Iterable[StepRecord], max_children: int) -> np.
     np.ndarray
         ``float64``, shape ``(max_children,)``.
     """
-    k = _check_int("max_children", max_children, 1)
+    k = check_min("max_children", max_children, 1)
     hits = np.zeros(k, dtype=np.int64)
     trials = np.zeros(k, dtype=np.int64)
     for rec in records:
@@ -414,8 +393,8 @@ def sequoia_tree(acc: Sequence[float], n_nodes: int, max_depth: int) -> tuple[li
         :func:`expected_accepted` of ``parents``).
     """
     p = _check_acc(acc)
-    n = _check_int("n_nodes", n_nodes, 1)
-    depth = _check_int("max_depth", max_depth, 1)
+    n = check_min("n_nodes", n_nodes, 1)
+    depth = check_min("max_depth", max_depth, 1)
     nz = np.flatnonzero(p > 0.0)
     budget = n - 1
     K = min(int(nz[-1]) + 1 if nz.size else 0, budget)  # trailing zero ranks add nothing
@@ -477,12 +456,7 @@ def check_prior(
             f"initial_acc = {init.tolist()!r}: {init.size} entries, more than "
             f"max_children = {max_children}"
         )
-    try:
-        w = float(prior_weight)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"prior_weight = {prior_weight!r}: must be a number >= 0") from exc
-    if not (math.isfinite(w) and w >= 0.0):
-        raise ValueError(f"prior_weight = {prior_weight!r}: must be a finite number >= 0")
+    w = check_nonneg("prior_weight", prior_weight)
     prior = np.zeros(max_children)
     prior[: init.size] = init
     return w, prior
@@ -542,10 +516,10 @@ class AdaptiveSequoia(TreePolicy):
         max_children: int = 8,
         prior_weight: float = 2.0,
     ) -> None:
-        self.n_nodes = _check_int("n_nodes", n_nodes, 1)
-        self.max_depth = _check_int("max_depth", max_depth, 1)
-        self.update_every = _check_int("update_every", update_every, 1)
-        self.max_children = _check_int("max_children", max_children, 1)
+        self.n_nodes = check_min("n_nodes", n_nodes, 1)
+        self.max_depth = check_min("max_depth", max_depth, 1)
+        self.update_every = check_min("update_every", update_every, 1)
+        self.max_children = check_min("max_children", max_children, 1)
         self.prior_weight, self.prior = check_prior(initial_acc, self.max_children, prior_weight)
         self.max_nodes = self.n_nodes
         self.hits = np.zeros(self.max_children, dtype=np.int64)
@@ -629,9 +603,9 @@ class Eagle2Tree(TreePolicy):
     """
 
     def __init__(self, n_nodes: int, depth: int, topk: int) -> None:
-        self.n_nodes = _check_int("n_nodes", n_nodes, 1)
-        self.depth = _check_int("depth", depth, 1)
-        self.topk = _check_int("topk", topk, 1)
+        self.n_nodes = check_min("n_nodes", n_nodes, 1)
+        self.depth = check_min("depth", depth, 1)
+        self.topk = check_min("topk", topk, 1)
         self.max_nodes = self.n_nodes
         self.last_values = np.ones(1)
 

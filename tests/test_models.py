@@ -24,6 +24,7 @@ from golden.models import (
     TableModel,
     code_prompts,
     default_ngram_pair,
+    ngram_pair,
     stdlib_corpus,
 )
 
@@ -408,13 +409,13 @@ def test_default_pair_fresh_process(default_pair: tuple) -> None:
 
 def test_cache_key_and_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     files, corpus = ("a.py",), b"abc"
-    k = M._cache_key(files, corpus, 6, 0.75)
-    assert k == M._cache_key(files, corpus, 6, 0.75)
+    k = ngram_pair._cache_key(files, corpus, 6, 0.75)
+    assert k == ngram_pair._cache_key(files, corpus, 6, 0.75)
     others = {
-        M._cache_key(("b.py",), corpus, 6, 0.75),
-        M._cache_key(files, b"abd", 6, 0.75),
-        M._cache_key(files, corpus, 5, 0.75),
-        M._cache_key(files, corpus, 6, 0.7),
+        ngram_pair._cache_key(("b.py",), corpus, 6, 0.75),
+        ngram_pair._cache_key(files, b"abd", 6, 0.75),
+        ngram_pair._cache_key(files, corpus, 5, 0.75),
+        ngram_pair._cache_key(files, corpus, 6, 0.7),
     }
     assert k not in others and len(others) == 4
     monkeypatch.setenv("SPECDECODE_CACHE", "/some/where")
@@ -437,10 +438,10 @@ def test_default_pair_errors(tmp_path: Path) -> None:
 
 def test_corrupt_cache_file_is_retrained(tmp_path: Path) -> None:
     corpus = stdlib_corpus(("string.py",))
-    path_model = M._cached_ngram(("string.py",), corpus, 2, 0.75, tmp_path)
+    path_model = ngram_pair._cached_ngram(("string.py",), corpus, 2, 0.75, tmp_path)
     (f,) = tmp_path.glob("*.npz")
     f.write_bytes(b"garbage")
-    again = M._cached_ngram(("string.py",), corpus, 2, 0.75, tmp_path)
+    again = ngram_pair._cached_ngram(("string.py",), corpus, 2, 0.75, tmp_path)
     assert again == path_model
     assert NGramModel.load(f) == path_model
 
