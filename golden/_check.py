@@ -1,10 +1,11 @@
 """Argument checks shared by the golden model's modules.
 
-Each function returns the checked value converted (``int`` or ``float``) or
-raises ``ValueError`` whose message starts ``<name> = <value>:`` and states the
-rule that was broken. The message families differ on purpose: each module's
-callers (and tests) rely on its exact wording, so the family is part of a
-function's contract.
+Every function takes ``name`` (the argument's name, for the message) and
+``value`` first, returns ``value`` converted (``int`` or ``float``) and
+otherwise raises ``ValueError`` whose message starts ``<name> = <value>:`` and
+states the rule that was broken. The message families differ on purpose: each
+module's callers (and tests) rely on its exact wording, so the family is part
+of a function's contract.
 
 Integer families:
 
@@ -22,7 +23,8 @@ Integer families:
     width ``1 .. 32``.
 
 Real families: :func:`check_unit` (a number in ``[0, 1]`` or ``(0, 1]``) and
-:func:`check_nonneg` (a finite number ``>= 0``).
+:func:`check_nonneg` (a finite number ``>= 0``). :func:`parents_key` is a
+parent list as the key of the per-tree caches.
 """
 
 from __future__ import annotations
@@ -40,26 +42,14 @@ __all__ = [
     "check_nonneg",
     "check_np_int",
     "check_unit",
+    "parents_key",
 ]
 
 
 def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
-    """``value`` as an ``int`` in ``lo..hi``.
+    """``value`` (with ``__index__``, not a ``bool`` or ``float``) as an ``int`` in ``lo..hi``.
 
-    Parameters
-    ----------
-    name : str
-        Argument name for the message.
-    value : object
-        Any object with ``__index__`` other than a ``bool`` or ``float``.
-    lo : int
-        Smallest allowed value.
-    hi : int, optional
-        Largest allowed value (``None``: no upper bound).
-
-    Returns
-    -------
-    int
+    ``hi = None``: no upper bound.
 
     Raises
     ------
@@ -77,20 +67,7 @@ def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
 
 
 def check_min(name: str, value: object, minimum: int) -> int:
-    """``value`` as an ``int`` ``>= minimum``.
-
-    Parameters
-    ----------
-    name : str
-        Argument name for the message.
-    value : object
-        A ``numbers.Integral`` other than a ``bool``.
-    minimum : int
-        Smallest allowed value.
-
-    Returns
-    -------
-    int
+    """``value`` (a ``numbers.Integral``, not a ``bool``) as an ``int`` ``>= minimum``.
 
     Raises
     ------
@@ -109,24 +86,10 @@ def check_min(name: str, value: object, minimum: int) -> int:
 def check_np_int(
     name: str, value: object, lo: int, hi: int | None = None, *, hi_text: str | None = None
 ) -> int:
-    """``value`` (a Python or numpy integer) as an ``int`` in ``lo .. hi``.
+    """``value`` (an ``int``, ``bool`` included, or a numpy integer) as an ``int`` in ``lo .. hi``.
 
-    Parameters
-    ----------
-    name : str
-        Argument name for the message.
-    value : object
-        An ``int`` (``bool`` included) or ``numpy.integer``.
-    lo : int
-        Smallest allowed value.
-    hi : int, optional
-        Largest allowed value (``None``: no upper bound).
-    hi_text : str, optional
-        How the message writes ``hi`` (e.g. ``"2**64 - 1"``; default ``str(hi)``).
-
-    Returns
-    -------
-    int
+    ``hi = None``: no upper bound; ``hi_text``: how the message writes ``hi``
+    (e.g. ``"2**64 - 1"``; default ``str(hi)``).
 
     Raises
     ------
@@ -144,7 +107,7 @@ def check_np_int(
 
 
 def check_bits(name: str, bits: object) -> int:
-    """A bit width ``1 .. 32``: :func:`check_np_int` with ``lo = 1``, ``hi = 32``.
+    """A bit width: :func:`check_np_int` in ``1 .. 32``.
 
     Raises
     ------
@@ -155,20 +118,7 @@ def check_bits(name: str, bits: object) -> int:
 
 
 def check_unit(name: str, value: object, *, open_low: bool = False) -> float:
-    """``value`` as a ``float`` in ``[0, 1]`` (``(0, 1]`` if ``open_low``).
-
-    Parameters
-    ----------
-    name : str
-        Argument name for the message.
-    value : object
-        Anything ``float()`` accepts.
-    open_low : bool, optional
-        Exclude 0.
-
-    Returns
-    -------
-    float
+    """``float(value)`` in ``[0, 1]`` (``(0, 1]`` if ``open_low``).
 
     Raises
     ------
@@ -188,18 +138,7 @@ def check_unit(name: str, value: object, *, open_low: bool = False) -> float:
 
 
 def check_nonneg(name: str, value: object) -> float:
-    """``value`` as a finite ``float`` ``>= 0``.
-
-    Parameters
-    ----------
-    name : str
-        Argument name for the message.
-    value : object
-        Anything ``float()`` accepts.
-
-    Returns
-    -------
-    float
+    """``float(value)``, finite and ``>= 0``.
 
     Raises
     ------
@@ -215,3 +154,20 @@ def check_nonneg(name: str, value: object) -> float:
     if not (math.isfinite(v) and v >= 0.0):
         raise ValueError(f"{name} = {value!r}: must be a finite number >= 0")
     return v
+
+
+def parents_key(parents: object) -> tuple:
+    """``tuple(parents)``, checked to be hashable: the key of the per-tree caches.
+
+    Raises
+    ------
+    ValueError
+        ``"parents must be a sequence of integers, got <parents!r>"`` if
+        ``parents`` is not iterable or holds an unhashable entry.
+    """
+    try:
+        key = tuple(parents)  # type: ignore[arg-type]
+        hash(key)
+    except TypeError as exc:
+        raise ValueError(f"parents must be a sequence of integers, got {parents!r}") from exc
+    return key

@@ -27,15 +27,13 @@ import numpy as np
 from golden import accept as _acc
 from golden import plan as _plan
 from golden import tree as _tree
-from golden.accept import check_arith
-from golden.decoder import DRAFT_STREAM, SpecResult, _check_common, _check_mode
+from golden.decoder import DRAFT_STREAM, SpecResult, _check_common, _check_pair
 from golden.draft import (
     Model,
     StepRecord,
     TreePolicy,
     _draw_swor,
     _draw_topk,
-    check_children_rule,
     context_tail,
     tails_fast_path,
 )
@@ -87,6 +85,78 @@ def _static_parents(tree: TreePolicy | Sequence[int]) -> list[int]:
     return _tree.validate(tree)
 
 
+def _draft_batch(
+    draft: Model,
+    pl: _plan.TreePlan,
+    contexts: list[list[int]],
+    rngs: list[np.random.Generator],
+    tokens: np.ndarray,
+    children: str,
+    ipos: np.ndarray,
+    V: int,
+) -> np.ndarray:
+    """Draw the draft tokens of a static tree for ``A`` sequences, level by level.
+
+    ``tokens`` (``(A, n)``, roots filled in) receives the drawn tokens; returns
+    ``qmat`` (``(A, internal nodes, V)``): row ``ipos[j]`` of sequence ``a`` is
+    node ``j``'s draft distribution. One ``draft.probs`` (or ``probs_tails``)
+    call per level for the whole batch; sequence ``a`` draws from ``rngs[a]``.
+
+    Raises
+    ------
+    ValueError
+        If a child had to be pruned (draft support smaller than the branching).
+    """
+    S = pl.structure
+    A, n = tokens.shape
+    pathmat = np.zeros((A, n, max(max(S.depths), 1)), dtype=np.int64)
+    qmat = np.zeros((A, len(S.internal), V))
+    dvec = _tails_vec(draft, contexts, tokens)
+    if dvec is None:
+        tails = [context_tail(draft, c) for c in contexts]
+    for li, (d, nodes, k, kids, kid_parent) in enumerate(S.level_arrays):
+        m, K = len(nodes), int(k.sum())
+        if dvec is not None:  # the draft's fast path: one gather for the level
+            vec, w = dvec
+            vec[:, w:] = tokens
+            ctx_tails = vec[:, pl.gathers(w).levels[li]].reshape(A * m, w)
+            q = np.asarray(draft.probs_tails(ctx_tails), dtype=np.float64).reshape(A, m, V)
+        else:
+            if d:
+                rows = pathmat[:, nodes, :d].tolist()
+                ctx = [tails[a] + r for a in range(A) for r in rows[a]]
+            else:
+                ctx = [tails[a] for a in range(A) for _ in range(m)]
+            q = np.asarray(draft.probs(ctx), dtype=np.float64).reshape(A, m, V)
+        qmat[:, ipos[nodes]] = q
+        if children == "iid":
+            # exactly golden.draft._draw_iid per sequence (same offsets, same rounding)
+            cdf = np.cumsum(q, axis=2)
+            cdf /= cdf[:, :, -1:]
+            cdf += np.arange(m)[None, :, None]
+            r = np.repeat(np.arange(m), k)
+            drawn = np.empty((A, K), dtype=np.int64)
+            for a, rng in enumerate(rngs):
+                u = rng.random(K)
+                drawn[a] = np.searchsorted(cdf[a].ravel(), u + r, side="right") - r * V
+            drawn = np.minimum(drawn, V - 1)
+        elif children == "swor":
+            drawn = np.stack([_draw_swor(q[a], k, rng) for a, rng in enumerate(rngs)])
+        else:
+            drawn = _draw_topk(q.reshape(A * m, V), np.tile(k, A)).reshape(A, K)
+        if (drawn < 0).any():
+            raise ValueError(
+                f"children = {children!r}: a child had to be pruned (draft support "
+                "smaller than the tree's branching); use speculative_generate"
+            )
+        tokens[:, kids] = drawn
+        if d:
+            pathmat[:, kids, :d] = pathmat[:, kid_parent, :d]
+        if d < pathmat.shape[2]:
+            pathmat[:, kids, d] = drawn
+    return qmat
+
+
 def speculative_generate_batch(
     target: Model,
     draft: Model,
@@ -118,14 +188,7 @@ def speculative_generate_batch(
         raise ValueError(f"seeds has {len(seeds)} entries for {B} prompts")
     for b in range(B):
         _check_common(target, prompts[b], max_new_tokens, seeds[b])
-    _check_mode(mode)
-    check_children_rule(children)
-    check_arith(arith)
-    if int(draft.vocab_size) != int(target.vocab_size):
-        raise ValueError(
-            f"draft.vocab_size = {draft.vocab_size} differs from "
-            f"target.vocab_size = {target.vocab_size}"
-        )
+    _check_pair(target, draft, mode, children, arith)
     par = _static_parents(tree)
     S = _tree.structure(par)
     pl = _plan.plan(par)
@@ -146,7 +209,6 @@ def speculative_generate_batch(
     ipos = np.full(n, -1, dtype=np.int64)
     ipos[internal] = np.arange(len(internal))
     ipos_l = ipos.tolist()
-    depth = max(S.depths)
     n_steps = 0
 
     def done(b: int) -> bool:
@@ -160,57 +222,15 @@ def speculative_generate_batch(
         # ---- draft: one draft.probs call per level for the whole batch
         tokens = np.full((A, n), -1, dtype=np.int64)
         tokens[:, 0] = [ctxs[b][-1] if ctxs[b] else -1 for b in active]
-        pathmat = np.zeros((A, n, max(depth, 1)), dtype=np.int64)
-        qmat = np.zeros((A, len(internal), V))
-        dvec = _tails_vec(draft, [ctxs[b] for b in active], tokens)
-        if dvec is None:
-            tails = [context_tail(draft, ctxs[b]) for b in active]
-        for li, (d, nodes, k, kids, kid_parent) in enumerate(S.level_arrays):
-            m, K = len(nodes), int(k.sum())
-            if dvec is not None:  # the draft's fast path: one gather for the level
-                vec, w = dvec
-                vec[:, w:] = tokens
-                ctx_tails = vec[:, pl.gathers(w).levels[li]].reshape(A * m, w)
-                q = np.asarray(draft.probs_tails(ctx_tails), dtype=np.float64).reshape(A, m, V)
-            else:
-                if d:
-                    rows = pathmat[:, nodes, :d].tolist()
-                    ctx = [tails[a] + r for a in range(A) for r in rows[a]]
-                else:
-                    ctx = [tails[a] for a in range(A) for _ in range(m)]
-                q = np.asarray(draft.probs(ctx), dtype=np.float64).reshape(A, m, V)
-            qmat[:, ipos[nodes]] = q
-            if children == "iid":
-                # exactly golden.draft._draw_iid per sequence (same offsets, same rounding)
-                cdf = np.cumsum(q, axis=2)
-                cdf /= cdf[:, :, -1:]
-                cdf += np.arange(m)[None, :, None]
-                r = np.repeat(np.arange(m), k)
-                drawn = np.empty((A, K), dtype=np.int64)
-                for a, b in enumerate(active.tolist()):
-                    u = draft_rngs[b].random(K)
-                    drawn[a] = np.searchsorted(cdf[a].ravel(), u + r, side="right") - r * V
-                drawn = np.minimum(drawn, V - 1)
-            elif children == "swor":
-                drawn = np.stack([_draw_swor(q[a], k, draft_rngs[b]) for a, b in enumerate(active)])
-            else:
-                drawn = _draw_topk(q.reshape(A * m, V), np.tile(k, A)).reshape(A, K)
-            if (drawn < 0).any():
-                raise ValueError(
-                    f"children = {children!r}: a child had to be pruned (draft support "
-                    "smaller than the tree's branching); use speculative_generate"
-                )
-            tokens[:, kids] = drawn
-            if d:
-                pathmat[:, kids, :d] = pathmat[:, kid_parent, :d]
-            if d < pathmat.shape[2]:
-                pathmat[:, kids, d] = drawn
+        contexts = [ctxs[b] for b in active]
+        rngs = [draft_rngs[b] for b in active.tolist()]
+        qmat = _draft_batch(draft, pl, contexts, rngs, tokens, children, ipos, V)
         # ---- verify, sequence by sequence: SPEC §3.1's walk (golden.accept.walk_step,
         # as in speculative_generate), target rows of the visited nodes only when
         # the target has probs_tails, else one target call for every node of every
         # sequence
         ptoks = tokens.tolist()
-        tvec = _tails_vec(target, [ctxs[b] for b in active], tokens)
+        tvec = _tails_vec(target, contexts, tokens)
         if tvec is None:
             ttails = [context_tail(target, ctxs[b]) for b in active]
             ctx = [ttails[a] + [ptoks[a][j] for j in path] for a in range(A) for path in S.paths]

@@ -42,6 +42,17 @@ def shapes() -> dict[str, list[int]]:
     return {"sequoia64-d6": seq, "full(3,4,4)": trees.full_tree([3, 4, 4])}
 
 
+def _rates(steps: int, tokens: int, dt: float) -> dict:
+    """Throughput of ``steps`` steps emitting ``tokens`` tokens in ``dt`` seconds."""
+    return {
+        "steps_per_s": steps / dt,
+        "tokens_per_s": tokens / dt,
+        "tokens_per_step": tokens / steps,
+        "steps": steps,
+        "seconds": dt,
+    }
+
+
 def run_one(target, draft, prompt, tree, arith: str, seconds: float) -> dict:
     """Steps/s of decodes with seeds 0, 1, ... for ``seconds``, then again on the same seeds.
 
@@ -78,14 +89,7 @@ def run_one(target, draft, prompt, tree, arith: str, seconds: float) -> dict:
 
     c_steps, _, n, c_dt = timed(None)
     steps, tokens, _, dt = timed(n)
-    return {
-        "steps_per_s": steps / dt,
-        "tokens_per_s": tokens / dt,
-        "tokens_per_step": tokens / steps,
-        "steps": steps,
-        "seconds": dt,
-        "cold_steps_per_s": c_steps / c_dt,
-    }
+    return _rates(steps, tokens, dt) | {"cold_steps_per_s": c_steps / c_dt}
 
 
 def run_batch(target, draft, prompt, tree, arith: str, seconds: float, batch: int) -> dict:
@@ -107,14 +111,7 @@ def run_batch(target, draft, prompt, tree, arith: str, seconds: float, batch: in
         steps += sum(r.n_steps for r in rs)
         tokens += sum(len(r.tokens) for r in rs)
         seed += batch
-    dt = time.perf_counter() - t0
-    return {
-        "steps_per_s": steps / dt,
-        "tokens_per_s": tokens / dt,
-        "tokens_per_step": tokens / steps,
-        "steps": steps,
-        "seconds": dt,
-    }
+    return _rates(steps, tokens, time.perf_counter() - t0)
 
 
 def fixed_vs_float(target, draft, prompt, tree, runs: int, length: int) -> dict:

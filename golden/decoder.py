@@ -28,7 +28,7 @@ for node ``i``, lane 0 for the extra token), advanced once per step, so with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +46,8 @@ from golden.draft import (
     tails_fast_path,
 )
 from golden.rng import LaneRNG
+from golden.sampler import sample_float
+from golden.trees import StaticTree
 
 __all__ = ["SpecResult", "speculative_generate", "autoregressive_generate", "MODES"]
 
@@ -102,15 +104,103 @@ def _check_common(model: Model, prompt: Sequence[int], max_new_tokens: int, seed
             raise ValueError(f"prompt[{i}] = {t!r}: token out of range 0 .. {V - 1}")
 
 
+def _check_pair(target: Model, draft: Model, mode: str, children: str, arith: str) -> None:
+    """The checks of ``mode``, ``children``, ``arith`` and the two vocabularies, in that order."""
+    _check_mode(mode)
+    check_children_rule(children)
+    _acc.check_arith(arith)
+    if int(draft.vocab_size) != int(target.vocab_size):
+        raise ValueError(
+            f"draft.vocab_size = {draft.vocab_size} differs from "
+            f"target.vocab_size = {target.vocab_size}"
+        )
+
+
 def _as_policy(tree: TreePolicy | Sequence[int]) -> TreePolicy:
     if isinstance(tree, TreePolicy):
         return tree
-    from golden.trees import StaticTree  # late import: trees builds on draft
-
     try:
         return StaticTree(list(tree))
     except TypeError as exc:
         raise ValueError(f"tree = {tree!r}: must be a parent list or a TreePolicy") from exc
+
+
+def _draft_step(
+    policy: TreePolicy,
+    static: bool,
+    last_plan: list,
+    draft: Model,
+    ctx: list[int],
+    children: str,
+    draft_rng: np.random.Generator,
+    V: int,
+) -> tuple[list[int], _plan.TreePlan, np.ndarray, Callable[[int], np.ndarray]]:
+    """One step's draft tree: ``(parents, plan, tokens, q_row)``.
+
+    A static policy (``static``) is drawn on its shape's plan, kept in
+    ``last_plan`` (``[parents, plan]``, updated when the shape changes); a
+    dynamic one builds a :class:`~golden.draft.DraftTree`, whose tokens are
+    checked against ``V``. ``q_row(j)`` is node ``j``'s draft distribution.
+    """
+    dt = None
+    if static:
+        par = policy.parents()
+        if par != last_plan[0]:
+            last_plan[1], last_plan[0] = _plan.plan(par), list(par)
+        pl = last_plan[1]
+        tok, q_levels, dt = _draw(pl, draft, ctx, children, draft_rng)
+    else:
+        dt = policy.build(draft, ctx, children, draft_rng)
+    if dt is None:
+        level_row = pl.level_row
+
+        def q_row(j: int) -> np.ndarray:
+            li, r = level_row[j]
+            return q_levels[li][r]
+
+        return par, pl, tok, q_row
+    par = dt.parents
+    pl = _plan.plan(par)
+    tok = np.asarray(dt.tokens, dtype=np.int64)
+    if not static and pl.n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
+        i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
+        raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
+    qmat, qidx = dt.q, dt.q_index.tolist()
+
+    def q_row_tree(j: int) -> np.ndarray:
+        r = qidx[j]
+        if r < 0:
+            raise ValueError(f"q_index[{j}] = -1: node {j} has children but no draft distribution")
+        return np.asarray(qmat[r], dtype=np.float64)
+
+    return par, pl, tok, q_row_tree
+
+
+def _target_rows(
+    target: Model, ctx: list[int], pl: _plan.TreePlan, tok: np.ndarray, toks: list[int]
+) -> Callable[[int], np.ndarray]:
+    """The verifier: ``p_row(j)``, the target distribution after node ``j``'s context.
+
+    A target with ``probs_tails`` is asked for each visited node's row alone;
+    any other target scores every node of the tree in one call, here.
+    """
+    fast = tails_fast_path(target, ctx)
+    if fast is None:
+        ttail = context_tail(target, ctx)
+        contexts = [ttail + [toks[j] for j in path] for path in pl.structure.paths]
+        p = np.asarray(target.probs(contexts), dtype=np.float64)
+        return p.__getitem__
+    w, tail = fast
+    vec = np.empty(w + pl.n, dtype=np.int64)
+    vec[:w] = tail
+    vec[w:] = tok
+    full = pl.gathers(w).full
+    probs_tails = target.probs_tails
+
+    def p_row(j: int) -> np.ndarray:
+        return np.asarray(probs_tails(vec[full[j : j + 1]])[0], dtype=np.float64)
+
+    return p_row
 
 
 def speculative_generate(
@@ -165,14 +255,7 @@ def speculative_generate(
         Also stop after this many steps (for statistics and benchmarks).
     """
     _check_common(target, prompt, max_new_tokens, seed)
-    _check_mode(mode)
-    check_children_rule(children)
-    _acc.check_arith(arith)
-    if int(draft.vocab_size) != int(target.vocab_size):
-        raise ValueError(
-            f"draft.vocab_size = {draft.vocab_size} differs from "
-            f"target.vocab_size = {target.vocab_size}"
-        )
+    _check_pair(target, draft, mode, children, arith)
     for name, b in (("prob_bits", prob_bits), ("rand_bits", rand_bits)):
         check_bits(name, b)
     check_bits("weight_bits", weight_bits)
@@ -192,66 +275,16 @@ def speculative_generate(
     # their plan, without building a DraftTree unless a child had to be pruned
     static = type(policy).build is TreePolicy.build
     V = int(target.vocab_size)
-    last_par: list[int] | None = None
+    last_plan: list = [None, None]  # a static policy's last parents and their plan
     while len(out) < max_new_tokens and (max_steps is None or len(accepted) < max_steps):
-        dt = None
-        if static:
-            par = policy.parents()
-            if par != last_par:
-                pl_static, last_par = _plan.plan(par), list(par)
-            pl = pl_static
-            tok, q_levels, dt = _draw(pl, draft, ctx, children, draft_rng)
-        else:
-            dt = policy.build(draft, ctx, children, draft_rng)
-        if dt is not None:
-            par = dt.parents
-            pl = _plan.plan(par)
-            tok = np.asarray(dt.tokens, dtype=np.int64)
-            if not static and pl.n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
-                i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
-                raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
-            qmat, qidx = dt.q, dt.q_index.tolist()
-
-            def q_row(j: int, qmat=qmat, qidx=qidx) -> np.ndarray:
-                r = qidx[j]
-                if r < 0:
-                    raise ValueError(
-                        f"q_index[{j}] = -1: node {j} has children but no draft distribution"
-                    )
-                return np.asarray(qmat[r], dtype=np.float64)
-
-        else:
-            level_row = pl.level_row
-
-            def q_row(j: int, q_levels=q_levels, level_row=level_row) -> np.ndarray:
-                li, r = level_row[j]
-                return q_levels[li][r]
-
+        par, pl, tok, q_row = _draft_step(
+            policy, static, last_plan, draft, ctx, children, draft_rng, V
+        )
         n = pl.n
         if n > n_lanes:
             raise ValueError(f"the policy built a tree of {n} nodes, more than lanes = {n_lanes}")
-        # the verifier: the target distribution of every node the acceptance loop visits
         toks = tok.tolist()
-        fast = tails_fast_path(target, ctx)
-        if fast is not None:
-            w, tail = fast
-            vec = np.empty(w + n, dtype=np.int64)
-            vec[:w] = tail
-            vec[w:] = tok
-            full = pl.gathers(w).full
-            probs_tails = target.probs_tails
-
-            def p_row(j: int, vec=vec, full=full, probs_tails=probs_tails) -> np.ndarray:
-                return np.asarray(probs_tails(vec[full[j : j + 1]])[0], dtype=np.float64)
-
-        else:
-            ttail = context_tail(target, ctx)
-            contexts = [ttail + [toks[j] for j in path] for path in pl.structure.paths]
-            p = np.asarray(target.probs(contexts), dtype=np.float64)
-
-            def p_row(j: int, p=p) -> np.ndarray:
-                return p[j]
-
+        p_row = _target_rows(target, ctx, pl, tok, toks)
         lane_out = lane_rng.next()
         emitted, path = _acc.walk_step(
             pl,
@@ -294,8 +327,6 @@ def autoregressive_generate(
     rng = LaneRNG(int(seed), 1)
     ctx = list(int(t) for t in prompt)
     out: list[int] = []
-    from golden.sampler import sample_float
-
     for _ in range(max_new_tokens):
         p = np.asarray(target.probs([context_tail(target, ctx)])[0], dtype=np.float64)
         if mode == "greedy":

@@ -97,12 +97,9 @@ operation costs time proportional to the entries it touches, not to the table.
 
 from __future__ import annotations
 
-import operator
 from bisect import insort
-from dataclasses import dataclass
-from enum import IntEnum
 
-import numpy as np
+from golden.kvtypes import INVALID_ENTRY, Entry, KVErr, KVError, as_flag, as_int, as_mask
 
 __all__ = [
     "Entry",
@@ -123,116 +120,6 @@ MAX_SEQS = 64
 MAX_NODES = 1024
 MAX_LAYER_BITS = 16
 MAX_POS_BITS = 32
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One block-table entry (SPEC §4.1); an invalid entry has every field zero.
-
-    Members
-    -------
-    valid, committed : bool
-    seqs : int
-        Bit ``s`` set iff sequence ``s`` sees the entry.
-    layer, pos, owner, page : int
-    """
-
-    valid: bool
-    committed: bool
-    seqs: int
-    layer: int
-    pos: int
-    owner: int
-    page: int
-
-
-_INVALID = Entry(False, False, 0, 0, 0, 0, 0)
-
-
-class KVErr(IntEnum):
-    """Error classes of SPEC §4.3, the RTL's 4-bit result ``code`` (``hw.kv_pool``).
-
-    ``FIELD`` covers what the RTL's port widths cannot express (``layer``,
-    ``pos``, ``view``, ``accept`` or ``committed`` out of range, wrong types);
-    ``TWO_COMMITTED`` is the commit check the RTL leaves to its caller.
-    """
-
-    NONE = 0
-    SEQ_RANGE = 1  # seq (or fork's src) >= seqs
-    DST_RANGE = 2  # fork's dst >= seqs
-    OWNER_RANGE = 3  # owner >= n_nodes
-    SEEN_COMMITTED = 4  # insert: seq already sees (layer, pos) committed
-    SPEC_DUP = 5  # insert: speculative (seq, layer, pos, owner) exists
-    TABLE_FULL = 6  # insert: no free entry
-    NO_PAGE = 7  # insert: no free page
-    NO_SPEC = 8  # commit: seq has no speculative entry
-    ROOT_CLEAR = 9  # commit: accept bit 0 clear
-    TWO_COMMITTED = 10  # commit: would leave two committed entries at one (layer, pos)
-    SAME_SEQ = 11  # fork: src == dst
-    SRC_EMPTY = 12  # fork: src sees no committed entry
-    DST_BUSY = 13  # fork: dst already sees an entry
-    NOTHING_SEEN = 14  # release: seq sees no entry
-    FIELD = 15  # any other field out of range or of the wrong type
-
-
-class KVError(ValueError):
-    """A bad operation (SPEC §4.3): a ``ValueError`` naming the field, with its class.
-
-    Attributes
-    ----------
-    code : KVErr
-        The error class (the RTL reports the same code).
-    """
-
-    def __init__(self, message: str, code: KVErr = KVErr.FIELD) -> None:
-        super().__init__(message)
-        self.code = KVErr(code)
-
-
-_RANGE_CODE = {"seq": KVErr.SEQ_RANGE, "src": KVErr.SEQ_RANGE, "dst": KVErr.DST_RANGE}
-_RANGE_CODE["owner"] = KVErr.OWNER_RANGE
-
-
-def _as_int(name: str, value: object, lo: int, hi: int) -> int:
-    """``value`` as a Python int in ``lo..hi``, else ``ValueError`` naming ``name``."""
-    code = _RANGE_CODE.get(name, KVErr.FIELD)
-    if isinstance(value, (bool, np.bool_)):
-        raise KVError(f"{name} = {value!r}: must be an integer, not a bool", code)
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise KVError(f"{name} = {value!r}: must be an integer", code) from None
-    if not lo <= v <= hi:
-        raise KVError(f"{name} = {v}: out of range {lo}..{hi}", code)
-    return v
-
-
-def _as_mask(name: str, value: object, bits: int) -> int:
-    """``value`` as a ``bits``-bit mask, else ``ValueError`` naming ``name``."""
-    code = KVErr.FIELD
-    if isinstance(value, (bool, np.bool_)):
-        raise KVError(f"{name} = {value!r}: must be an integer mask, not a bool", code)
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise KVError(f"{name} = {value!r}: must be an integer mask", code) from None
-    if not 0 <= v < (1 << bits):
-        raise KVError(f"{name} = {v:#x}: out of range 0 .. 2**{bits} - 1 (n_nodes = {bits})", code)
-    return v
-
-
-def _as_flag(name: str, value: object) -> bool:
-    """``value`` as a bool (``bool``, numpy bool or integer 0/1)."""
-    code = KVErr.FIELD
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise KVError(f"{name} = {value!r}: must be a bool (or 0/1)", code) from None
-    if v not in (0, 1):
-        raise KVError(f"{name} = {v}: must be a bool (or 0/1)", code)
-    return bool(v)
 
 
 class BlockTable:
@@ -273,12 +160,12 @@ class BlockTable:
         layer_bits: int = 5,
         pos_bits: int = 17,
     ) -> None:
-        self._E = _as_int("entries", entries, 1, MAX_ENTRIES)
-        self._P = _as_int("pages", pages, 1, MAX_PAGES)
-        self._S = _as_int("seqs", seqs, 1, MAX_SEQS)
-        self._N = _as_int("n_nodes", n_nodes, 1, MAX_NODES)
-        self._LB = _as_int("layer_bits", layer_bits, 1, MAX_LAYER_BITS)
-        self._PB = _as_int("pos_bits", pos_bits, 1, MAX_POS_BITS)
+        self._E = as_int("entries", entries, 1, MAX_ENTRIES)
+        self._P = as_int("pages", pages, 1, MAX_PAGES)
+        self._S = as_int("seqs", seqs, 1, MAX_SEQS)
+        self._N = as_int("n_nodes", n_nodes, 1, MAX_NODES)
+        self._LB = as_int("layer_bits", layer_bits, 1, MAX_LAYER_BITS)
+        self._PB = as_int("pos_bits", pos_bits, 1, MAX_POS_BITS)
         self._layer_max = (1 << self._LB) - 1
         self._pos_max = (1 << self._PB) - 1
         self._mask_max = (1 << self._N) - 1
@@ -361,9 +248,9 @@ class BlockTable:
 
     def entry(self, index: int) -> Entry:
         """One entry's fields (invalid: all zero), without a whole snapshot."""
-        i = _as_int("index", index, 0, self._E - 1)
+        i = as_int("index", index, 0, self._E - 1)
         if not self._valid[i]:
-            return _INVALID
+            return INVALID_ENTRY
         return Entry(
             True,
             self._committed[i],
@@ -376,18 +263,18 @@ class BlockTable:
 
     def page_owner(self, page: int) -> int | None:
         """The entry holding ``page``, or ``None`` if the page is free."""
-        p = _as_int("page", page, 0, self._P - 1)
+        p = as_int("page", page, 0, self._P - 1)
         e = self._page_entry[p]
         return None if e < 0 else e
 
     def sees(self, seq: int) -> list[int]:
         """The valid entries ``seq`` sees (committed or speculative), ascending."""
-        s = _as_int("seq", seq, 0, self._S - 1)
+        s = as_int("seq", seq, 0, self._S - 1)
         return sorted(self._seen[s])
 
     def speculative(self, seq: int) -> list[int]:
         """The speculative entries of ``seq`` (written this step), ascending."""
-        s = _as_int("seq", seq, 0, self._S - 1)
+        s = as_int("seq", seq, 0, self._S - 1)
         return sorted(self._spec[s])
 
     def copy(self) -> BlockTable:
@@ -411,15 +298,15 @@ class BlockTable:
 
     # ------------------------------------------------------------------ checks
     def _seq(self, name: str, value: object) -> int:
-        return _as_int(name, value, 0, self._S - 1)
+        return as_int(name, value, 0, self._S - 1)
 
     def _check_key(self, seq: object, layer: object, pos: object) -> tuple[int, int, int]:
         if type(seq) is not int or not 0 <= seq < self._S:
             seq = self._seq("seq", seq)
         if type(layer) is not int or not 0 <= layer <= self._layer_max:
-            layer = _as_int("layer", layer, 0, self._layer_max)
+            layer = as_int("layer", layer, 0, self._layer_max)
         if type(pos) is not int or not 0 <= pos <= self._pos_max:
-            pos = _as_int("pos", pos, 0, self._pos_max)
+            pos = as_int("pos", pos, 0, self._pos_max)
         return seq, layer, pos
 
     # ------------------------------------------------------------------ operations
@@ -442,7 +329,7 @@ class BlockTable:
         """
         seq, layer, pos = self._check_key(seq, layer, pos)
         if type(view) is not int or not 0 <= view <= self._mask_max:
-            view = _as_mask("view", view, self._N)
+            view = as_mask("view", view, self._N)
         cand = self._by_key.get((layer, pos))
         if cand:
             bit = 1 << seq
@@ -480,9 +367,9 @@ class BlockTable:
         """
         seq, layer, pos = self._check_key(seq, layer, pos)
         if type(owner) is not int or not 0 <= owner < self._N:
-            owner = _as_int("owner", owner, 0, self._N - 1)
+            owner = as_int("owner", owner, 0, self._N - 1)
         if committed is not True and committed is not False:
-            committed = _as_flag("committed", committed)
+            committed = as_flag("committed", committed)
         key = (layer, pos)
         cand = self._by_key.get(key)
         if cand:
@@ -561,7 +448,7 @@ class BlockTable:
         if type(seq) is not int or not 0 <= seq < self._S:
             seq = self._seq("seq", seq)
         if type(accept) is not int or not 0 <= accept <= self._mask_max:
-            accept = _as_mask("accept", accept, self._N)
+            accept = as_mask("accept", accept, self._N)
         spec = self._spec[seq]
         if not spec:
             raise KVError(f"commit seq = {seq}: seq {seq} has no speculative entry", KVErr.NO_SPEC)

@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from golden import tree as _tree
+from golden._check import parents_key
 
 __all__ = ["PlanLevel", "RankGroup", "TreePlan", "TailGathers", "plan"]
 
@@ -267,9 +268,4 @@ def _plan(par: tuple[int, ...]) -> TreePlan:
 
 def plan(parents: Sequence[int]) -> TreePlan:
     """The cached :class:`TreePlan` of a tree (validated; ``ValueError`` if invalid)."""
-    try:
-        key = tuple(parents)
-        hash(key)
-    except TypeError as exc:
-        raise ValueError(f"parents must be a sequence of integers, got {parents!r}") from exc
-    return _plan(key)
+    return _plan(parents_key(parents))

@@ -17,6 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from golden._check import parents_key
+
 __all__ = [
     "validate",
     "mask_rows",
@@ -195,9 +197,4 @@ def _structure(par: tuple[int, ...]) -> Structure:
 
 def structure(parents: Sequence[int]) -> Structure:
     """The cached :class:`Structure` of a tree (validated; ``ValueError`` if invalid)."""
-    try:
-        key = tuple(parents)
-        hash(key)
-    except TypeError as exc:
-        raise ValueError(f"parents must be a sequence of integers, got {parents!r}") from exc
-    return _structure(key)
+    return _structure(parents_key(parents))

@@ -23,7 +23,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from golden import accept
+from golden import walk
 from golden.batch import speculative_generate_batch
 from golden.models import TableModel
 
@@ -90,12 +90,12 @@ def test_lossless(shape: str, children: str, arith: str) -> None:
 def test_broken_variant_fails(children: str, monkeypatch) -> None:
     """No residual: after a rejection the extra token comes from p_last. Must be caught."""
 
-    extra = accept._extra_fast  # the decoders' extra token: (residual, p_last, u32, ...)
+    extra = walk._extra_fast  # the decoders' extra token: (residual, p_last, u32, ...)
 
     def no_residual(res, p_last, u32, arith, weight_bits):
         return extra(p_last, p_last, u32, arith, weight_bits)
 
-    monkeypatch.setattr(accept, "_extra_fast", no_residual)
+    monkeypatch.setattr(walk, "_extra_fast", no_residual)
     target, _ = models()
     joint = target.joint(PROMPT, L)
     counts = sample(CHAIN, children, "float")

@@ -57,6 +57,7 @@ def checked_tail(i: int, context: object, window: int, vocab_size: int) -> tuple
 
 
 def check_contexts(contexts: object) -> None:
+    """``ValueError`` unless ``contexts`` is a sequence (not a string) of contexts."""
     if isinstance(contexts, str | bytes) or not isinstance(contexts, Sequence | np.ndarray):
         raise ValueError(f"contexts = {contexts!r}: must be a list of token sequences")
 

@@ -1,8 +1,7 @@
-"""The byte-level interpolated Kneser-Ney n-gram model (:class:`NGramModel`).
+"""The byte-level interpolated Kneser-Ney n-gram model (:class:`NGramModel`, 256 tokens).
 
-``vocab_size = 256`` (tokens are bytes): a realistic code workload when trained
-on standard-library source (:mod:`golden.models.corpus`,
-:func:`golden.models.ngram_pair.default_ngram_pair`).
+A realistic code workload when trained on standard-library source
+(:mod:`golden.models.corpus`, :func:`golden.models.ngram_pair.default_ngram_pair`).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from golden.models.base import check_contexts, check_tails, checked_tail
 
 __all__ = ["NGRAM_FORMAT", "MAX_ORDER", "NGramModel"]
 
+#: Version of the file format of :meth:`NGramModel.save` (part of the cache key).
 NGRAM_FORMAT = 1
 MAX_ORDER = 7  # an n-gram of `order` bytes must fit a non-negative int64 code
 _LISTS = (list, tuple)  # context types whose bytes() is their tokens
@@ -249,11 +249,12 @@ class NGramModel:
         Returns
         -------
         NGramModel
+            Equal (``==``) to the model saved.
 
         Raises
         ------
         ValueError
-            If the file is not an n-gram model of this format version.
+            If the file is not a complete n-gram model of this format version.
         """
         with np.load(path, allow_pickle=False) as z:
             if "format" not in z.files or int(z["format"]) != NGRAM_FORMAT:
