@@ -55,7 +55,8 @@ def _page(ctx: Context, name: str, title: str, path: Path, data: Any, target: st
     """A page for the report at ``path``: stamped from the report's metadata,
     or marked missing (``target`` measures it) when ``data`` is ``None``."""
     meta = data if isinstance(data, Mapping) else None
-    page = Page(name, title, rel(ctx, path), for_report(meta, path, ctx.env))
+    stamp = for_report(meta, path if data is not None else None, ctx.env)
+    page = Page(name, title, rel(ctx, path), stamp)
     if data is None:
         page.missing = not_measured(target)
     return page
@@ -102,7 +103,7 @@ def golden_bench(ctx: Context) -> Page:
     """``golden_bench.json`` (``python -m golden.bench``)."""
     cols = {"workload": "workload", "tree": "tree", "arith": "arith", "steps_per_s": "steps/s"}
     cols |= {"tokens_per_s": "tokens/s", "tokens_per_step": "tokens/step"}
-    cols |= {"cold_steps_per_s": "first pass steps/s"}
+    cols |= {"cold_steps_per_s": "first pass steps/s", "seconds": "measured s"}
     label = ("workload", "tree", "arith")
     page, rep = _bench(ctx, "golden_bench", "Golden-model throughput", cols, label, "steps/s")
     if rep is None:
