@@ -6,12 +6,14 @@ docstrings are numpydoc style (``sphinx.ext.napoleon``). Built with warnings as
 errors, so a broken docstring fails ``make docs`` and ``tests/test_docs.py``.
 """
 
+import os
 import shutil
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+# the checkout documented; a copy of this folder elsewhere (tests/test_docs.py) names it
+REPO = Path(os.environ.get("SPECDECODE_REPO", HERE.parents[1])).resolve()
 sys.path.insert(0, str(REPO))
 PACKAGES = ("golden", "hw", "sim", "flows")
 

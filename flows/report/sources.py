@@ -44,11 +44,18 @@ class Context:
 
 
 def rel(ctx: Context, path: Path) -> str:
-    """``path`` relative to the checkout when inside it."""
-    try:
-        return str(path.resolve().relative_to(ctx.repo.resolve()))
-    except ValueError:
-        return str(path)
+    """``path`` as the pages show it: under ``ctx.reports``' parent as ``build/...``,
+    under ``ctx.out`` as ``docs/results/...``, else relative to the checkout
+    (wherever a generation reads its reports from)."""
+    path = path.resolve()
+    for base, shown in (
+        (ctx.out, Path("docs", "results")),
+        (ctx.reports.parent, Path("build")),
+        (ctx.repo, Path()),
+    ):
+        if path.is_relative_to(base.resolve()):
+            return str(shown / path.relative_to(base.resolve()))
+    return str(path)
 
 
 def _page(ctx: Context, name: str, title: str, path: Path, data: Any, target: str) -> Page:
