@@ -402,13 +402,24 @@ def testbenches(ctx: Context) -> Page:
         ],
     )
     for b, rs in by.items():
+        sets: dict[str, list[dict]] = {}
+        for r in rs:
+            sets.setdefault(_params_key(r), []).append(r)
         page.lines += [f"## `{b}`", ""]
         page.lines += table(
-            ["parameters", "test", "checked", "mismatches", "latency"],
+            ["parameters", "tests", "checked", "mismatches", "latencies measured"],
             [
-                [r.get("params"), r.get("test"), r.get("checked"), r.get("mismatches")]
-                + [r.get("latency")]
-                for r in rs
+                [rs_[0].get("params"), len(rs_), sum(_int(r.get("checked")) for r in rs_)]
+                + [sum(_int(r.get("mismatches")) for r in rs_)]
+                + [
+                    "; ".join(
+                        dict.fromkeys(
+                            f"{r['test']}: {r['latency']}" for r in rs_ if r.get("latency")
+                        )
+                    )
+                    or "-"
+                ]
+                for rs_ in sets.values()
             ],
         )
     return page

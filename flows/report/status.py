@@ -117,9 +117,9 @@ BLOCK_INFO: dict[str, BlockInfo] = {
     "kv_pool": BlockInfo(
         ("golden.kvcache.BlockTable",),
         "tb/kv_pool/",
-        "1 per operation, lookup 1",
-        r"res (\d+), lookup (\d+)",
-        "result beat {0}, lookup reply {1} after the beat",
+        "operation 1, lookup 1, insert 1 per cycle",
+        r"lookup (\d+), op (\d+), result (\d+), insert (\S+)",
+        "operation {1} (result beat {2}), lookup {0}, insert {3}",
     ),
     "specdecode_top": BlockInfo(
         ("sim.python_backend.PythonTreeManager", "sim.python_backend.PythonKV"),
