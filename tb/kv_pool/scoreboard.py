@@ -1,7 +1,7 @@
 """The KV pool testbench's library: the golden-backed model, the operation
 generator, the scoreboard, the table comparison and the :class:`Bench` harness.
 
-Testbench: the shared KV-cache pool (hw/kv_pool.py) against golden.kvcache.BlockTable.
+Testbench: the shared KV-cache pool (hw/kv_pool/) against golden.kvcache.BlockTable.
 
 Scoreboard (``random_ops``): a generator draws each operation from the golden
 table's current state (weights in :data:`WEIGHTS`, fill and drain phases so
