@@ -1,6 +1,11 @@
 # specdecode-rtl: every target sets up its own pinned .venv first.
-#   make test    everything CI runs (lint + golden tests + testbenches)
-#   make sim     all cocotb testbenches on Verilator
+#   make test    everything CI runs (lint + golden tests + testbenches): every block's smallest
+#                parameter sets that reach every code path, quick operation counts
+#   make sim     the cocotb testbenches of make test (Verilator)
+#   make sim-full  make test's checks with more parameter sets and operations (SIM_FULL=1):
+#                also the tests marked `full` (skipped elsewhere: N_NODES = 16 / 64, LANES = 4,
+#                the KV pool's defaults and power-of-two sets, two formal configurations) and
+#                the full operation counts (KV pool: 100,000 per set); docs/decisions/0010
 #   make golden  golden-model demo (chain / Sequoia / EAGLE-2 on code text)
 #   make bench   golden-model and chip-model throughput -> build/reports/{golden,chip}_bench.json
 #   make chip    behavioural chip demo (python -m sim): text, phase times, projections, PNGs
@@ -24,7 +29,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= auto
 PYTEST := $(VPY) -m pytest -n $(JOBS)
 
-.PHONY: all venv test lint sim golden bench chip perf verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
+.PHONY: all venv test lint sim sim-full golden bench chip perf verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
 
 all: test
 
@@ -44,6 +49,9 @@ test: lint $(STAMP)
 
 sim: $(STAMP)
 	$(PYTEST) tb
+
+sim-full: $(STAMP)
+	SIM_FULL=1 $(PYTEST) tests tb
 
 golden: $(STAMP)
 	$(VPY) -m golden

@@ -14,7 +14,10 @@ Everything that builds or runs a Verilator simulation (testbench runners, the
 chip model's ``rtl`` backend, lint checks) calls :func:`setup_env` or uses
 :func:`build` / :func:`run`, which call it. Builds are cached per design and
 parameter set under ``build/sim/`` and guarded by a file lock so that
-pytest-xdist workers share them.
+pytest-xdist workers share them. Two things keep a build's C++ work down: the
+Verilator run-time library is compiled once per set of compiler flags and
+copied into every build (``build/sim/_runtime/``), and the model's own code is
+compiled at :data:`MODEL_OPT`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 __all__ = [
     "REPO",
     "BUILD",
+    "MODEL_OPT",
     "verilator_bin_dir",
     "setup_env",
     "verilator",
@@ -41,6 +45,12 @@ __all__ = [
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
+#: C++ optimisation of a model's own code (make's ``OPT_FAST``; Verilator's default
+#: is ``-Os``): ``-Og`` compiles a large model much faster and runs it nearly as
+#: fast (measured in docs/decisions/0010-make-test-budget.md). ``-CFLAGS`` in a
+#: build's arguments comes later on the compiler's command line and wins. The
+#: run-time library keeps ``-Os``: cocotb's every access goes through it.
+MODEL_OPT = "-Og"
 
 
 def verilator_bin_dir() -> Path:
@@ -99,20 +109,56 @@ def _ports(sources: Sequence[Path], module: str) -> list[str]:
     raise ValueError(f"toplevel = {module!r}: no such module in {[str(s) for s in sources]}")
 
 
-def _runner(lean: bool):
-    """cocotb's Verilator runner; ``lean`` drops its hard-coded ``--public-flat-rw``."""
+def _runtime_dir(build_args: Sequence[str], waves: bool) -> Path:
+    """Cache folder of the Verilator run-time library objects for these C++ flags.
+
+    The run-time library (``verilated*.cpp``) does not depend on the model: its
+    objects depend only on the Verilator installation and the compiler flags
+    (``-CFLAGS`` in ``build_args``, tracing). Every build with the same flags
+    links the same objects, so they are compiled once and copied into each new
+    build folder (:func:`build`)."""
+    inc = verilator_bin_dir().parent / "include"
+    h = hashlib.sha256()
+    h.update(str(inc).encode())
+    h.update((inc / "verilated_config.h").read_bytes())
+    h.update(repr((tuple(build_args), waves)).encode())
+    return BUILD / "sim" / "_runtime" / h.hexdigest()[:12]
+
+
+def _save_runtime(bdir: Path, cache: Path) -> None:
+    """Keep ``bdir``'s run-time library objects in ``cache`` (once; atomic)."""
+    objs = sorted(bdir.glob("verilated*.o"))
+    if cache.exists() or not objs:
+        return
+    tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for o in objs:
+        shutil.copy2(o, tmp / o.name)
+    try:
+        tmp.rename(cache)
+    except OSError:  # another worker saved the same objects first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _runner(lean: bool, runtime: Sequence[Path]):
+    """cocotb's Verilator runner. ``lean`` drops its hard-coded ``--public-flat-rw``;
+    ``runtime``: run-time library objects copied into the build folder between
+    Verilator and ``make`` (newer than the generated makefile, so not rebuilt);
+    ``make`` compiles the model at :data:`MODEL_OPT`."""
     from cocotb_tools.runner import Verilator
 
-    if not lean:
-        return Verilator()
-
-    class LeanVerilator(Verilator):
+    class CachedVerilator(Verilator):
         def _build_command(self):  # type: ignore[override]
             cmds = super()._build_command()
-            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            if lean:
+                cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            cmds[-1].append(f"OPT_FAST={MODEL_OPT}")
+            if runtime:
+                cmds.insert(1, ["cp", *map(str, runtime), str(self.build_dir)])
             return cmds
 
-    return LeanVerilator()
+    return CachedVerilator()
 
 
 def build(
@@ -148,6 +194,7 @@ def build(
             "_waves": waves,
             "_args": tuple(build_args),
             "_public": None if public is None else tuple(public),
+            "_opt": MODEL_OPT,
         },
     )
     bdir = BUILD / "sim" / key
@@ -164,7 +211,9 @@ def build(
                     + "".join(f'public_flat_rw -module "{toplevel}" -var "{n}"\n' for n in names)
                 )
                 srcs.append(str(vlt))
-            runner = _runner(lean)
+            cache = _runtime_dir(build_args, waves)
+            runtime = sorted(cache.glob("verilated*.o")) if cache.is_dir() else []
+            runner = _runner(lean, runtime)
             runner.build(
                 sources=srcs,
                 hdl_toplevel=toplevel,
@@ -174,6 +223,7 @@ def build(
                 always=True,
                 log_file=str(bdir / "build.log"),
             )
+            _save_runtime(bdir, cache)
             (bdir / ".built").touch()
     return bdir
 

@@ -16,8 +16,15 @@
 * :func:`run_block`: the pytest side: generate the block's Verilog for a
   parameter set, build it once (shared by xdist workers), run a cocotb module.
 
+* :data:`FULL` / :data:`FULL_ONLY` / :func:`sized`: the two sizes of the suite.
+  ``make test`` and ``make sim`` run every block's smallest parameter sets that
+  reach every code path, at the quick operation counts; ``make sim-full``
+  (``SIM_FULL=1``) adds the parameter sets marked ``full`` (skipped otherwise)
+  and runs the full operation counts.
+
 Environment: ``SIM_SEED`` fixes the random seed (printed by every test),
-``WAVES=1`` dumps waveforms (VCD) next to each run under ``build/sim_runs/``.
+``WAVES=1`` dumps waveforms (VCD) next to each run under ``build/sim_runs/``,
+``SIM_FULL=1`` selects the full suite.
 """
 
 import itertools
@@ -27,6 +34,8 @@ import random
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from flows import toolchain, verilog
 from flows.layouts import pack, unpack
@@ -42,6 +51,14 @@ REPO = Path(__file__).resolve().parent.parent
 REPORTS = REPO / "build" / "reports" / "sim"
 RUNS = REPO / "build" / "sim_runs"
 
+#: ``SIM_FULL=1`` (``make sim-full``): every parameter set, the full operation counts
+FULL = os.environ.get("SIM_FULL", "") == "1"
+#: skips a test or parameter set outside ``make sim-full``
+SKIP_UNLESS_FULL = pytest.mark.skipif(not FULL, reason="make sim-full (SIM_FULL=1) runs it")
+#: the marks of a parameter set that only ``make sim-full`` runs:
+#: ``pytest.param(..., marks=FULL_ONLY)``
+FULL_ONLY = (pytest.mark.full, SKIP_UNLESS_FULL)
+
 __all__ = [
     "PATTERNS",
     "pattern",
@@ -54,6 +71,10 @@ __all__ = [
     "params",
     "run_block",
     "random_tree",
+    "FULL",
+    "FULL_ONLY",
+    "SKIP_UNLESS_FULL",
+    "sized",
 ]
 
 
@@ -273,6 +294,11 @@ def random_step(
             pt.append(rng.randint(0, full)), qt.append(rng.randint(0, full))
     tok = [0] + [rng.randrange(1 << token_bits) for _ in range(1, n)]
     return par, tok, pt, qt
+
+
+def sized(quick: int, full: int) -> int:
+    """An operation count: ``full`` under ``SIM_FULL=1`` (``make sim-full``), else ``quick``."""
+    return full if FULL else quick
 
 
 # ----------------------------------------------------------------------------- reports

@@ -25,7 +25,16 @@ import numpy as np
 from golden import accept as gaccept
 from golden import tree as gtree
 from hw.accept_sampler import node_layout, result_layout, token_layout
-from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
+from tb.common import (
+    FULL_ONLY,
+    TB,
+    StreamSink,
+    StreamSource,
+    params,
+    random_tree,
+    report,
+    run_block,
+)
 
 TREES = 1200  # full-speed run, per parameter set
 TREES_PATTERNS = 150  # in each idle/backpressure run (6 runs)
@@ -433,7 +442,9 @@ if cocotb is not None:
 import pytest  # noqa: E402
 
 
-@pytest.mark.parametrize("n_nodes", [8, 16, 64])
+@pytest.mark.parametrize(
+    "n_nodes", [8, pytest.param(16, marks=FULL_ONLY), pytest.param(64, marks=FULL_ONLY)]
+)
 def test_accept_sampler(n_nodes: int) -> None:
     run_block("accept_sampler", {"N_NODES": n_nodes}, "tb.test_accept_sampler")
 

@@ -20,7 +20,7 @@ import random
 
 from golden.sampler import sample_weights
 from hw.token_sampler import beat_layout, token_layout
-from tb.common import TB, StreamSink, StreamSource, params, report, run_block
+from tb.common import FULL_ONLY, TB, StreamSink, StreamSource, params, report, run_block
 
 DRAWS = 100  # random draws in the full-speed run (lengths up to LONG)
 DRAWS_PATTERNS = 100  # in each idle/backpressure run (short vectors)
@@ -402,14 +402,15 @@ import pytest  # noqa: E402
 @pytest.mark.parametrize(
     "hdl_params",
     [
-        {"LANES": 1},
-        {"LANES": 4},
-        {"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8},
+        pytest.param({"LANES": 1}, id="L1"),
+        pytest.param({"LANES": 4}, id="L4", marks=FULL_ONLY),
+        pytest.param({"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8}, id="L3_T5_W8"),
         # the FPGA arithmetic (one row, operators): same cycles, same tokens
-        {"LANES": 4, "TARGET": "fpga"},
-        {"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8, "TARGET": "fpga"},
+        pytest.param({"LANES": 4, "TARGET": "fpga"}, id="L4_fpga", marks=FULL_ONLY),
+        pytest.param(
+            {"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8, "TARGET": "fpga"}, id="L3_T5_W8_fpga"
+        ),
     ],
-    ids=["L1", "L4", "L3_T5_W8", "L4_fpga", "L3_T5_W8_fpga"],
 )
 def test_token_sampler(hdl_params: dict) -> None:
     run_block("token_sampler", hdl_params, "tb.test_token_sampler")

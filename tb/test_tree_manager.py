@@ -17,7 +17,16 @@ from hw.mask_gen import row_layout
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_layout
 from hw.tree_manager import draft_layout
-from tb.common import TB, StreamSink, StreamSource, params, random_step, report, run_block
+from tb.common import (
+    FULL_ONLY,
+    TB,
+    StreamSink,
+    StreamSource,
+    params,
+    random_step,
+    report,
+    run_block,
+)
 
 STEPS = 150
 
@@ -150,6 +159,6 @@ if cocotb is not None:
 import pytest  # noqa: E402
 
 
-@pytest.mark.parametrize("n_nodes", [8, 16])
+@pytest.mark.parametrize("n_nodes", [8, pytest.param(16, marks=FULL_ONLY)])
 def test_tree_manager(n_nodes: int) -> None:
     run_block("tree_manager", {"N_NODES": n_nodes}, "tb.test_tree_manager")

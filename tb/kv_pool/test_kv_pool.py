@@ -4,24 +4,34 @@ import os
 
 import pytest
 
-from tb.common import run_block
+from tb.common import FULL_ONLY, run_block, sized
 from tb.kv_pool.scoreboard import OPS, PUBLIC
+
+
+def _full(hdl: dict):
+    return pytest.param(hdl, marks=FULL_ONLY)
+
 
 #: parameter sets: ENTRIES / PAGES in {16, 64, 256} x SEQS in {1, 8} (256 / 256 / 8 /
 #: 64: the defaults), plus odd sizes
 #: (non-power-of-two SEQS and N_NODES make the range errors reachable; ENTRIES !=
-#: PAGES makes "no free page" and "table full" distinct)
+#: PAGES makes "no free page" and "table full" distinct). ``make test`` runs the sets
+#: that reach every code path: SEQS = 1 (one sequence bit per entry) with more than
+#: 32 entries (grouped first-free search), the odd sizes, and TARGET="fpga" with
+#: ENTRIES > PAGES, ENTRIES < PAGES, one group cut short and several groups; the
+#: defaults (also in the chip co-simulation, tests/test_chip.py) and the other
+#: power-of-two sizes run in ``make sim-full``.
 PARAM_SETS = [
-    {"ENTRIES": 16, "PAGES": 16, "SEQS": 1, "N_NODES": 8},
-    {"ENTRIES": 16, "PAGES": 16, "SEQS": 8, "N_NODES": 8},
+    _full({"ENTRIES": 16, "PAGES": 16, "SEQS": 1, "N_NODES": 8}),
+    _full({"ENTRIES": 16, "PAGES": 16, "SEQS": 8, "N_NODES": 8}),
     {"ENTRIES": 64, "PAGES": 64, "SEQS": 1, "N_NODES": 16},
-    {"ENTRIES": 64, "PAGES": 64, "SEQS": 8, "N_NODES": 64},
-    {"ENTRIES": 256, "PAGES": 256, "SEQS": 1, "N_NODES": 16},
-    {"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 64},
+    _full({"ENTRIES": 64, "PAGES": 64, "SEQS": 8, "N_NODES": 64}),
+    _full({"ENTRIES": 256, "PAGES": 256, "SEQS": 1, "N_NODES": 16}),
+    _full({"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 64}),
     {"ENTRIES": 24, "PAGES": 16, "SEQS": 3, "N_NODES": 6, "LAYER_BITS": 2, "POS_BITS": 4},
     # TARGET="fpga" (replicated decisions, two-cycle lookups): the defaults, and odd
     # sizes with ENTRIES > PAGES and ENTRIES < PAGES, replicas of 16 entries cut short
-    {"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 64, "TARGET": "fpga"},
+    _full({"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 64, "TARGET": "fpga"}),
     {
         "ENTRIES": 24,
         "PAGES": 16,
@@ -37,7 +47,8 @@ PARAM_SETS = [
 
 @pytest.mark.parametrize("hdl", PARAM_SETS, ids=lambda d: "-".join(f"{v}" for v in d.values()))
 def test_kv_pool(hdl: dict) -> None:
-    # the odd-size set is extra to the six: a fifth of the operations
-    ops = OPS if hdl["ENTRIES"] in (16, 64, 256) and "TARGET" not in hdl else OPS // 5
-    env = {"KV_OPS": os.environ.get("KV_OPS", str(ops))}
+    # make sim-full: OPS on the six sets, a fifth of them on the odd sizes;
+    # make test: a fifth everywhere
+    full = OPS if hdl["ENTRIES"] in (16, 64, 256) and "TARGET" not in hdl else OPS // 5
+    env = {"KV_OPS": os.environ.get("KV_OPS", str(sized(OPS // 5, full)))}
     run_block("kv_pool", hdl, "tb.kv_pool.tests", extra_env=env, public=PUBLIC)
