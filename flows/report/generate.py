@@ -80,7 +80,10 @@ def generate(ctx: Context, readme: Path | None = None) -> Result:
     for png in before - set(written):
         png.unlink()
     idx = ctx.out / "README.md"
-    idx.write_text(_index(pages, f"Generated: {ctx.env.markdown()}"))
+    mach = ", ".join(f"{k} {v}" for k, v in ctx.env.machine.items())
+    idx.write_text(
+        _index(pages, f"Generated at commit `{ctx.env.commit}`, {ctx.env.date}, on {mach}.")
+    )
     st = status_mod.build(ctx)
     sj = ctx.out / "status.json"
     sj.write_text(json.dumps(st, indent=1, ensure_ascii=False) + "\n")

@@ -80,9 +80,14 @@ class Stamp:
     def markdown(self) -> str:
         """The stamp line printed under a page's title."""
         mach = ", ".join(f"{k} {v}" for k, v in self.machine.items() if v not in (None, ""))
+
+        def origin(how: str) -> str:
+            return {"generation": "not in the report: at generation"}.get(how, how)
+
         return (
-            f"*Commit* `{self.commit}` ({self.commit_from}); *date* {self.date} "
-            f"({self.date_from}); *machine* {mach or 'unknown'} ({self.machine_from})."
+            f"*Commit* `{self.commit}` ({origin(self.commit_from)}); *date* {self.date} "
+            f"({origin(self.date_from)}); *machine* {mach or 'unknown'} "
+            f"({origin(self.machine_from)})."
         )
 
     def as_dict(self) -> dict[str, object]:
