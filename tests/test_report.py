@@ -1,0 +1,233 @@
+"""``make report`` (``flows.report``): the README's status table, pages from reports, gaps."""
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+from flows import report, verilog
+from flows.report import status
+from flows.report.sources import Context
+from flows.report.stamp import Stamp
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "docs" / "results"
+ENV = Stamp("0123456789ab", "2026-01-01 00:00 UTC", {"platform": "test", "cpus": 2})
+
+
+def test_readme_table_is_rendered_from_committed_status() -> None:
+    """(a) The README's status table is what the generator renders from the
+    committed ``docs/results/status.json``: a number cannot go stale silently."""
+    st = json.loads((RESULTS / "status.json").read_text())
+    ok = status.readme_matches(REPO / "README.md", st)
+    assert ok is not None, f"README.md has no {status.BEGIN} / {status.END} markers"
+    assert ok, "README.md's status table differs from docs/results/status.json: run make report"
+    assert report.main(["--check", "--out", str(RESULTS)]) == 0
+
+
+def test_committed_status_covers_every_block() -> None:
+    st = json.loads((RESULTS / "status.json").read_text())
+    assert [b["block"] for b in st["blocks"]] == list(verilog.BLOCKS)
+    for b in st["blocks"]:
+        for key in ("depth", "fmax_mhz", "cycles", "tests"):
+            assert b[key]["source"], (b["block"], key)
+
+
+@pytest.mark.parametrize("block", list(verilog.BLOCKS))
+def test_block_info_names_exist(block: str) -> None:
+    """Every golden twin named in the table imports and every testbench path exists."""
+    info = status.BLOCK_INFO[block]
+    assert (REPO / info.testbench).exists(), info.testbench
+    for name in info.golden:
+        mod, _, attr = name.rpartition(".")
+        try:
+            obj = importlib.import_module(name)
+        except ImportError:
+            obj = getattr(importlib.import_module(mod), attr, None)
+        assert obj is not None, name
+
+
+def _write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def _fabricate(root: Path) -> Context:
+    """Minimal reports of every producer, as each writes them."""
+    rep = root / "build" / "reports"
+    blocks = [
+        {
+            "block": "tree_mask_gen",
+            "params": {"N_NODES": 64},
+            "status": "ok",
+            "cells": 10,
+            "ffs": 2,
+            "transistors": 100,
+            "area_mm2": 0.001,
+            "depth": 15,
+            "depth_ok": True,
+            "critical_path": {"start": "a", "end": "b"},
+        },
+        {"block": "kv_pool", "params": {}, "status": "timeout"},
+    ]
+    fpga = [
+        {
+            "block": "tree_mask_gen",
+            "status": "ok",
+            "fmax_mhz": 120.5,
+            "target_mhz": 100,
+            "resources": {"LUT4": 500},
+            "seeds": [{"seed": 1, "fmax_mhz": 120.5}],
+        }
+    ]
+    sweep = {
+        "date": "2026-01-02",
+        "plots": ["synth_sweep_cells.png"],
+        "blocks": {
+            "tree_mask_gen": {
+                "params": ["N_NODES"],
+                "points": [{"x": 8, "status": "ok", "cells": 5, "area_mm2": 1e-5, "depth": 9}],
+            }
+        },
+    }
+    _write(
+        rep / "synth.json",
+        {
+            "generic": {"date": "2026-01-02 10:00 UTC", "tools": {"yosys": "1"}, "blocks": blocks},
+            "fpga": {"date": "2026-01-03 10:00 UTC", "blocks": fpga},
+            "sweep": sweep,
+        },
+    )
+    (rep / "synth_sweep_cells.png").write_bytes(b"\x89PNG fake")
+    _write(
+        rep / "golden_bench.json",
+        {
+            "machine": {"python": "3.11", "processor": "x86_64"},
+            "results": [{"workload": "w", "tree": "t", "arith": "fixed", "steps_per_s": 1234.5}],
+        },
+    )
+    _write(
+        rep / "chip_bench.json",
+        {
+            "machine": {"platform": "Linux-test", "processor": ""},
+            "results": [{"backend": "python", "tree": "sequoia", "steps_per_s": 1500.0}],
+        },
+    )
+    _write(rep / "kv_soak.json", {"operations": 1000, "leaks": 0, "lost_committed": 0})
+    defaults = verilog.block_params("tree_mask_gen")
+    for i, lat in enumerate(["2 (<= 2)", "1 (<= 2)", ""]):
+        _write(
+            rep / "sim" / f"tree_mask_gen__t{i}.json",
+            {
+                "block": "tree_mask_gen",
+                "test": f"t{i}",
+                "params": defaults,
+                "checked": 10,
+                "mismatches": 0,
+                "latency": lat,
+            },
+        )
+    sby = root / "build" / "formal" / "kv_pool_e8p8" / "kv_pool_prove"
+    sby.mkdir(parents=True)
+    (sby / "status").write_text("PASS 0\n")
+    (rep / "chip_timeline.png").write_bytes(b"\x89PNG fake")
+    out = root / "docs" / "results"
+    _write(
+        out / "ecp5_measured.json",
+        {
+            "commit": "abc",
+            "date": "2026-01-01",
+            "blocks": [
+                {
+                    "block": "rng_lanes",
+                    "fmax_mhz": 50.3,
+                    "seeds": [{"seed": 1, "fmax_mhz": 50.3}],
+                    "date": "2026-01-01",
+                    "stated_in": "abc",
+                }
+            ],
+        },
+    )
+    return Context(REPO, rep, out, ENV)
+
+
+def _readme(root: Path) -> Path:
+    readme = root / "README.md"
+    readme.write_text(f"intro\n\n{status.BEGIN}\nold table\n{status.END}\n\noutro\n")
+    return readme
+
+
+def _by_block(st: dict) -> dict[str, dict]:
+    return {b["block"]: b for b in st["blocks"]}
+
+
+def test_pages_and_status_from_fabricated_reports(tmp_path: Path) -> None:
+    """(b) Every page, the index, status.json and the README region from minimal inputs."""
+    ctx = _fabricate(tmp_path)
+    readme = _readme(tmp_path)
+    res = report.generate(ctx, readme)
+    for p in res.pages:
+        text = (ctx.out / f"{p.name}.md").read_text()
+        assert p.missing is None, p.name
+        assert "Not measured" not in text.split("\n", 8)[-1] or p.name == "chip_model", p.name
+        assert text.startswith(f"# {p.title}\n")
+    assert "120.5" in (ctx.out / "synth_fpga.md").read_text()
+    assert "1,234.5" in (ctx.out / "golden_bench.md").read_text()
+    assert "PASS" in (ctx.out / "formal.md").read_text()
+    # stamps: the report's own metadata where present, else the generation's
+    bench = (ctx.out / "chip_bench.md").read_text()
+    assert "platform Linux-test" in bench and "cpus 2" in bench
+    assert "`0123456789ab` (not in the report: at generation)" in bench
+    synth = (ctx.out / "synth.md").read_text()
+    assert "2026-01-02 10:00 UTC (report)" in synth
+    assert "Source: `build/reports/synth.json`." in synth  # as shown wherever read from
+    for png in ("golden_bench.png", "chip_bench.png", "synth_sweep_cells.png", "chip_timeline.png"):
+        assert (ctx.out / png).exists(), png
+    st = json.loads((ctx.out / "status.json").read_text())
+    assert st == json.loads(json.dumps(res.status))
+    b = _by_block(st)
+    assert b["tree_mask_gen"]["depth"]["value"] == 15
+    assert b["kv_pool"]["depth"]["text"] == "timeout"
+    assert b["tree_mask_gen"]["fmax_mhz"]["value"] == 120.5  # this checkout's run first
+    assert b["rng_lanes"]["fmax_mhz"]["value"] == 50.3  # else the committed record
+    assert b["rng_lanes"]["fmax_mhz"]["source"].endswith("ecp5_measured.json")
+    assert b["tree_mask_gen"]["cycles"]["text"] == "n + 2"  # the worst the testbench saw
+    assert b["tree_mask_gen"]["tests"]["value"] == 3
+    text = readme.read_text()
+    assert text.startswith("intro\n\n") and text.endswith("\n\noutro\n")
+    assert "old table" not in text and "| `tree_mask_gen` |" in text
+    assert status.readme_matches(readme, st)
+    assert report.generate(ctx, readme).readme == "unchanged"
+
+
+def test_missing_reports_are_said_to_be_missing(tmp_path: Path) -> None:
+    """(c) With no report at all, every page and figure says what to run; nothing is
+    invented (the ECP5 record is absent too)."""
+    ctx = Context(REPO, tmp_path / "build" / "reports", tmp_path / "out", ENV)
+    readme = _readme(tmp_path)
+    res = report.generate(ctx, readme)
+    for p in res.pages:
+        assert p.missing and p.missing.startswith("Not measured: run `make "), p.name
+        assert f"**{p.missing}.**" in (ctx.out / f"{p.name}.md").read_text()
+    assert not list(ctx.out.glob("*.png"))
+    for b in res.status["blocks"]:
+        assert b["depth"] == {**b["depth"], "value": None, "missing": True}
+        assert b["depth"]["text"] == "Not measured: run `make synth`"
+        assert b["fmax_mhz"]["text"] == "Not measured: run `make synth-fpga`"
+        assert b["tests"]["text"] == "Not measured: run `make sim`"
+    assert "*Not measured: run `make synth`*" in readme.read_text()
+
+
+def test_check_reports_a_stale_readme(tmp_path: Path) -> None:
+    ctx = _fabricate(tmp_path)
+    readme = _readme(tmp_path)
+    report.generate(ctx, readme)
+    argv = ["--check", "--out", str(ctx.out), "--readme", str(readme)]
+    assert report.main(argv) == 0
+    readme.write_text(readme.read_text().replace("| 15 |", "| 14 |"))
+    assert report.main(argv) == 1
+    no_markers = tmp_path / "plain.md"
+    no_markers.write_text("no table\n")
+    assert report.generate(ctx, no_markers).readme == "no markers"
+    assert no_markers.read_text() == "no table\n"
