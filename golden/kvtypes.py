@@ -23,8 +23,8 @@ __all__ = ["INVALID_ENTRY", "Entry", "KVErr", "KVError", "as_flag", "as_int", "a
 class Entry:
     """One block-table entry (SPEC §4.1); an invalid entry has every field zero.
 
-    Members
-    -------
+    Attributes
+    ----------
     valid, committed : bool
     seqs : int
         Bit ``s`` set iff sequence ``s`` sees the entry.

@@ -31,8 +31,8 @@ __all__ = ["PlanLevel", "RankGroup", "TreePlan", "TailGathers", "plan"]
 class PlanLevel:
     """The internal nodes of one depth, expanded together by the draft.
 
-    Members
-    -------
+    Attributes
+    ----------
     depth : int
     nodes : np.ndarray
         The internal nodes of this depth, in index order.
@@ -79,8 +79,8 @@ class PlanLevel:
 class RankGroup:
     """Sibling rank ``j``: the first ``count`` nodes of ``order`` have a child of rank ``j``.
 
-    Members
-    -------
+    Attributes
+    ----------
     count : int
     kids : np.ndarray
         That child of each (``count`` entries).
@@ -105,8 +105,8 @@ class TailGathers:
     short one; its last entry is the root's token) and ``tokens`` the tree's
     ``n`` tokens.
 
-    Members
-    -------
+    Attributes
+    ----------
     full : np.ndarray
         ``(n, window)``: every node, in index order.
     order : np.ndarray
@@ -124,8 +124,8 @@ class TailGathers:
 class TreePlan:
     """Everything a decoding step needs about a tree shape (see the module docstring).
 
-    Members
-    -------
+    Attributes
+    ----------
     structure : golden.tree.Structure
     n : int
     levels : tuple[PlanLevel, ...]

@@ -12,20 +12,20 @@ Only top-level ports of ``specdecode_top`` are read or written (the design
 may be built without ``--public-flat-rw``).
 
 Requests (dicts, ``cmd`` first; every reply has ``cycle``, the clock cycle
-count since reset, and ``error`` (a traceback string) if the request failed):
+count since reset, and ``error`` (a traceback string) if the request failed)::
 
-``seed``      ``seed`` (64-bit): seed the RNG lanes, wait until ``busy`` falls.
-``tree``      ``beats``: draft beats ``(parent, token, pt, qt)`` of nodes
-              ``1 .. n-1``. One ``advance``, the tree, then the mask rows, the
-              result and the accepted tokens; ``t`` the cycle of each event.
-``extra``     ``beats``: weight beats (``LANES`` weights each) of one pass; the
-              server sends the pass twice and returns the extra token.
-``ops``       ``ops``: KV operations ``(op, seq, dst, layer, pos, owner,
-              committed, accept)``, one per cycle; their result beats.
-``lookups``   ``queries``: ``(seq, layer, pos, view)``, alternately on the
-              ``draft`` and ``verify`` ports, two per cycle; the replies.
-``idle``      ``cycles``: let that many cycles pass, every input idle.
-``quit``      end the test (the simulator exits).
+    ``seed``      ``seed`` (64-bit): seed the RNG lanes, wait until ``busy`` falls.
+    ``tree``      ``beats``: draft beats ``(parent, token, pt, qt)`` of nodes
+                  ``1 .. n-1``. One ``advance``, the tree, then the mask rows, the
+                  result and the accepted tokens; ``t`` the cycle of each event.
+    ``extra``     ``beats``: weight beats (``LANES`` weights each) of one pass; the
+                  server sends the pass twice and returns the extra token.
+    ``ops``       ``ops``: KV operations ``(op, seq, dst, layer, pos, owner,
+                  committed, accept)``, one per cycle; their result beats.
+    ``lookups``   ``queries``: ``(seq, layer, pos, view)``, alternately on the
+                  ``draft`` and ``verify`` ports, two per cycle; the replies.
+    ``idle``      ``cycles``: let that many cycles pass, every input idle.
+    ``quit``      end the test (the simulator exits).
 
 ``python -m sim.rtl.server <json>`` runs the server through
 :func:`flows.toolchain.run` (the one place that sets Verilator's environment);
