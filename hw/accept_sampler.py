@@ -4,10 +4,18 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common import check_param, idx_bits, mux_tree
-from hw.common import net as _net
-from hw.common import prefix_or_below as _below_or
-from hw.common import priority_tree as _prio_tree
+from hw.common import (
+    carry_save,
+    check_param,
+    csa_levels,
+    csa_rows,
+    idx_bits,
+    mux_tree,
+    net,
+    prefix_or_below,
+    priority_tree,
+    sign_of_sum,
+)
 
 __all__ = ["AcceptSampler", "node_layout", "result_layout", "token_layout"]
 
@@ -39,25 +47,60 @@ def token_layout(token_bits: int) -> data.StructLayout:
     return data.StructLayout({"token": token_bits, "last": 1})
 
 
-def _csa_level(m: Module, ops: list[Value], width: int, name: str) -> list[Value]:
-    """One carry-save level: every three operands become two (sum, carry << 1)."""
-    out: list[Value] = []
-    k = 0
-    while k + 3 <= len(ops):
-        a, b, c = ops[k : k + 3]
-        out.append(_net(m, (a ^ b ^ c)[:width], f"{name}_s{k // 3}"))
-        maj = (a & b) | (a & c) | (b & c)
-        out.append(_net(m, Cat(Const(0, 1), maj[: width - 1]), f"{name}_c{k // 3}"))
-        k += 3
-    return out + ops[k:]
+class _Registers:
+    """The acceptance sampler's storage, pipeline and output registers and its token
+    memory, declared in :meth:`AcceptSampler.elaborate` and shared by its stages.
 
+    Tree storage: ``par[j]``, the parent of node ``j >= 1``; ``sib[i][j - 1] =
+    S[i][j]`` for ``1 <= j < i``; ``tri[i][j - 1] = row[i][j]`` for ``1 <= j < i``
+    (row bit 0 and bit ``i`` are 1, bits above ``i`` are 0: checked on input);
+    ``dep[i]``, the depth of node ``i``. Storage has no reset: every slot a tree
+    uses is written by that tree before it is read, and slots above ``n`` are
+    masked.
+    """
 
-def _csa_levels(n_ops: int) -> int:
-    levels = 0
-    while n_ops > 2:
-        n_ops = 2 * (n_ops // 3) + n_ops % 3
-        levels += 1
-    return levels
+    def __init__(self, m: Module, N: int, T: int) -> None:
+        B = self.B = idx_bits(N)
+        self.par = [None] + [Signal(B, name=f"par{j}", reset_less=True) for j in range(1, N)]
+        self.sib = [None, None] + [
+            Signal(i - 1, name=f"sib{i}", reset_less=True) for i in range(2, N)
+        ]
+        self.tri = [None, None] + [
+            Signal(i - 1, name=f"tri{i}", reset_less=True) for i in range(2, N)
+        ]
+        self.dep = [Const(0, B)] + [Signal(B, name=f"dep{i}", reset_less=True) for i in range(1, N)]
+        self.accept = Signal(N, reset_less=True)  # bit 0 unused
+
+        # tokens: two banks, the loading tree writes one, the emitting tree reads the other
+        # bank = address bit B, so each bank has 2**B words (N rounded up to a power of 2)
+        m.submodules.tok_mem = tok_mem = memory.Memory(shape=T, depth=2 << B, init=[])
+        self.tok_wr = tok_mem.write_port()
+        self.tok_rd = tok_mem.read_port()
+
+        # control
+        self.count = Signal(B + 1)  # index the next beat must carry
+        self.drop = Signal()  # after an error: drop beats through last = 1
+        self.pending = Signal()  # a valid tree is loaded, its decision not yet output
+        self.dec_n = Signal(B + 1, reset_less=True)  # node count of the tree being decided
+        self.bank_load = Signal()
+        self.bank_out = Signal()
+
+        self.s1_valid = Signal()
+        self.s1_node = Signal(B + 1, reset_less=True)
+        self.s1_start = Signal()  # s1 holds the last node of a valid tree
+        self.acc_done = Signal()  # accept bits complete: chosen computed this cycle
+        self.ch_done = Signal()  # chosen registered: waiting to move to the output stage
+        self.chosen = Signal(N, reset_less=True)
+
+        # output stage
+        self.res_valid = Signal()
+        self.res_last = Signal(B, reset_less=True)
+        self.res_path = Signal(N, reset_less=True)
+        self.res_acc = Signal(B, reset_less=True)
+        self.rem = Signal(N)  # path nodes whose tokens are still to be read
+        self.rem_nz = Signal()  # rem != 0, registered
+        self.rd_busy = Signal()  # a token read is in flight (data next cycle)
+        self.rd_last = Signal(reset_less=True)
 
 
 class AcceptSampler(wiring.Component):
@@ -124,29 +167,9 @@ class AcceptSampler(wiring.Component):
     stays blocked) until the previous tree's result is taken and its tokens
     have all been read out (into a ``TOKEN_FIFO``-deep output FIFO).
 
-    Storage: parents ``(N - 1) * B`` bits, the sibling matrix and the mask rows
-    as lower triangles (``(N - 1)(N - 2) / 2`` bits each: row bit ``i`` is
-    implicit and bit 0 is always 1), accept and chosen ``N`` bits each, depths
-    ``(N - 1) * B`` bits, tokens ``2 N x TOKEN_BITS`` memory. The ``N^2``
-    registers and the ``N``-input row multiplexer of the row check bound
-    ``N_NODES`` to 256 here (SPEC §5 asks 1024 of the architecture; a larger
-    tree needs a banked, multi-cycle decision).
-
-    Implementation notes: every wide reduction is a balanced tree in gates.
-    The per-row OR reductions of ``chosen``, ``on_path`` and the row check are
-    ``Value.any()`` (one Verilog ``|x``; Yosys maps ``$reduce_or`` to a
-    balanced tree) rather than per-bit ``hw.common.or_tree``, and shared
-    subexpressions are named signals: both keep the ``N^2`` logic's Verilog,
-    and so the Verilator build, small (~7.5k lines at 64 nodes). The
-    encoders are binary priority trees carrying a payload (``hw.common.priority_tree``),
-    ``u[i]`` and ``row[parent]`` come from ``hw.common.mux_tree``, the
-    products are carry-save trees, and "clear the lowest set bit" is a
-    Kogge-Stone prefix OR. Longest register-to-register path at the defaults:
-    31 gate levels (``python -m flows.depth accept_sampler``; budget 40), in the
-    token emitter (``rem`` -> lowest-bit tree / prefix OR -> next ``rem``,
-    ``rd_last`` and the token memory's read address; 31-33 levels as Yosys'
-    mapping varies); the decision path (``chosen`` -> ``on_path`` -> ``last``
-    / ``accepted``) and the load stages are shorter.
+    Tree storage is registers (the sibling matrix and the mask rows as
+    ``N^2 / 2``-bit triangles), hence ``N_NODES <= 256``; tokens are a two-bank
+    memory. Design rationale: ``docs/blocks/accept_sampler.md``.
 
     Parameters
     ----------
@@ -200,118 +223,76 @@ class AcceptSampler(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        N, T = self.N_NODES, self.TOKEN_BITS
-        P, R = self.PROB_BITS, self.RAND_BITS
-        B = idx_bits(N)
-        W = R + P  # product width; the compare works modulo 2**(W + 1)
-
-        beat = self.i.payload
-
-        # ------------------------------------------------------------ tree storage
-        # par[j]: parent of node j >= 1; sib[i][j - 1] = S[i][j] for 1 <= j < i;
-        # tri[i][j - 1] = row[i][j] for 1 <= j < i (row bit 0 and bit i are 1,
-        # bits above i are 0: checked on input); dep[i]: depth of node i.
-        # Storage has no reset (``reset_less``): every slot a tree uses is written
-        # by that tree before it is read, and slots above ``n`` are masked.
-        par = [None] + [Signal(B, name=f"par{j}", reset_less=True) for j in range(1, N)]
-        sib = [None, None] + [Signal(i - 1, name=f"sib{i}", reset_less=True) for i in range(2, N)]
-        tri = [None, None] + [Signal(i - 1, name=f"tri{i}", reset_less=True) for i in range(2, N)]
-        dep = [Const(0, B)] + [Signal(B, name=f"dep{i}", reset_less=True) for i in range(1, N)]
-        accept = Signal(N, reset_less=True)  # bit 0 unused
-
-        def full_row(p: int) -> Value:
-            if p == 0:
-                return Const(1, N)
-            mid = [tri[p]] if p >= 2 else []
-            return Cat(Const(1, 1), *mid, Const(1, 1), Const(0, N - p - 1))
-
-        # tokens: two banks, the loading tree writes one, the emitting tree reads the other
-        # bank = address bit B, so each bank has 2**B words (N rounded up to a power of 2)
-        m.submodules.tok_mem = tok_mem = memory.Memory(shape=T, depth=2 << B, init=[])
-        tok_wr = tok_mem.write_port()
-        tok_rd = tok_mem.read_port()
-
-        # ------------------------------------------------------------ control state
-        count = Signal(B + 1)  # index the next beat must carry
-        drop = Signal()  # after an error: drop beats through last = 1
-        pending = Signal()  # a valid tree is loaded, its decision not yet in the output stage
-        dec_n = Signal(B + 1, reset_less=True)  # node count of the tree being decided
-        bank_load = Signal()
-        bank_out = Signal()
-
-        s1_valid = Signal()
-        s1_node = Signal(B + 1, reset_less=True)
-        s1_start = Signal()  # s1 holds the last node of a valid tree
-        acc_done = Signal()  # accept bits complete: chosen computed this cycle
-        ch_done = Signal()  # chosen registered: waiting to move to the output stage
-        chosen = Signal(N, reset_less=True)
-
-        # output stage
-        res_valid = Signal()
-        res_last = Signal(B, reset_less=True)
-        res_path = Signal(N, reset_less=True)
-        res_acc = Signal(B, reset_less=True)
-        rem = Signal(N)  # path nodes whose tokens are still to be read
-        rem_nz = Signal()  # rem != 0, registered (keeps a 64-input OR off i.ready)
-        rd_busy = Signal()  # a token read is in flight (data next cycle)
-        rd_last = Signal(reset_less=True)
-
+        r = _Registers(m, self.N_NODES, self.TOKEN_BITS)
         m.d.sync += self.error.eq(0)
+        out_free = self._output_stage(m, r)
+        moving_out = self._decision(m, r, out_free)
+        self._load(m, r, moving_out)
+        return m
 
-        # ------------------------------------------------------------ output stage
-        m.submodules.tok_q = q = fifo.SyncFIFO(width=T + 1, depth=self.TOKEN_FIFO)
+    def _output_stage(self, m: Module, r: _Registers) -> Signal:
+        """``result`` and the token emitter; returns ``out_free`` (the stage is empty)."""
+        N, B = self.N_NODES, r.B
+        m.submodules.tok_q = q = fifo.SyncFIFO(width=self.TOKEN_BITS + 1, depth=self.TOKEN_FIFO)
         m.d.comb += [
             self.tokens.valid.eq(q.r_rdy),
             self.tokens.payload.eq(q.r_data),
             q.r_en.eq(self.tokens.ready),
-            self.result.valid.eq(res_valid),
-            self.result.payload.last.eq(res_last),
-            self.result.payload.path_mask.eq(res_path),
-            self.result.payload.accepted.eq(res_acc),
+            self.result.valid.eq(r.res_valid),
+            self.result.payload.last.eq(r.res_last),
+            self.result.payload.path_mask.eq(r.res_path),
+            self.result.payload.accepted.eq(r.res_acc),
         ]
         with m.If(self.result.valid & self.result.ready):
-            m.d.sync += res_valid.eq(0)
+            m.d.sync += r.res_valid.eq(0)
 
-        _, rem_idx = _prio_tree(m, rem, [Const(k, B) for k in range(N)], highest=False, name="rem")
+        rem = r.rem
+        _, rem_idx = priority_tree(
+            m, rem, [Const(k, B) for k in range(N)], highest=False, name="rem"
+        )
         # clear the lowest set bit: keep the bits with a set bit below them
-        # (a log-depth prefix OR; ``rem & (rem - 1)`` maps to a long carry chain)
         rem_next = Signal(N)
-        m.d.comb += rem_next.eq(rem & _below_or(m, rem, "rem_below"))
+        m.d.comb += rem_next.eq(rem & prefix_or_below(m, rem, "rem_below"))
         room = Signal()
-        m.d.comb += room.eq(q.level + rd_busy < self.TOKEN_FIFO)
-        m.d.comb += tok_rd.addr.eq(Cat(rem_idx, bank_out))
-        m.d.sync += rd_busy.eq(0)
+        m.d.comb += room.eq(q.level + r.rd_busy < self.TOKEN_FIFO)
+        m.d.comb += r.tok_rd.addr.eq(Cat(rem_idx, r.bank_out))
+        m.d.sync += r.rd_busy.eq(0)
         rem_next_nz = Signal()
         m.d.comb += rem_next_nz.eq(rem_next.any())
-        with m.If(rem_nz & room):
+        with m.If(r.rem_nz & room):
             m.d.sync += [
                 rem.eq(rem_next),
-                rem_nz.eq(rem_next_nz),
-                rd_busy.eq(1),
-                rd_last.eq(~rem_next_nz),
+                r.rem_nz.eq(rem_next_nz),
+                r.rd_busy.eq(1),
+                r.rd_last.eq(~rem_next_nz),
             ]
         m.d.comb += [
-            q.w_en.eq(rd_busy),
-            q.w_data.eq(Cat(tok_rd.data, rd_last)),
+            q.w_en.eq(r.rd_busy),
+            q.w_data.eq(Cat(r.tok_rd.data, r.rd_last)),
         ]
         out_free = Signal()
-        m.d.comb += out_free.eq(~res_valid & ~rem_nz & ~rd_busy)
+        m.d.comb += out_free.eq(~r.res_valid & ~r.rem_nz & ~r.rd_busy)
+        return out_free
 
+    def _decision(self, m: Module, r: _Registers, out_free: Value) -> Signal:
+        """``chosen`` (E2), then path, ``last``, ``accepted`` into the output stage (E3);
+        returns ``moving_out`` (the decision moves into the output stage this cycle)."""
+        N, B = self.N_NODES, r.B
+        accept, chosen = r.accept, r.chosen
         # ------------------------------------------------------------ decision, E1 -> E2
         # chosen[i] = accept[i] & present[i] & ~|(accept & S[i]); present[i]: node i
         # belongs to the tree being decided (masks stale accept bits above n).
-        # Each row is one vector AND and one OR reduction (Yosys maps ``$reduce_or``
-        # to a balanced tree; one Verilog expression keeps Verilator builds small).
+        # Each row is one vector AND and one OR reduction (``Value.any()``).
         present = Signal(N)
-        m.d.comb += present.eq(~(Const((1 << N) - 1, N) << dec_n))
+        m.d.comb += present.eq(~(Const((1 << N) - 1, N) << r.dec_n))
         acc_p = Signal(N)
         m.d.comb += acc_p.eq(accept & present)
         chosen_next = [Const(0, 1), acc_p[1]]
         for i in range(2, N):
-            chosen_next.append(acc_p[i] & ~(accept[1:i] & sib[i]).any())
-        m.d.sync += acc_done.eq(s1_start)
-        with m.If(acc_done):
-            m.d.sync += [chosen.eq(Cat(*chosen_next)), ch_done.eq(1)]
+            chosen_next.append(acc_p[i] & ~(accept[1:i] & r.sib[i]).any())
+        m.d.sync += r.acc_done.eq(r.s1_start)
+        with m.If(r.acc_done):
+            m.d.sync += [chosen.eq(Cat(*chosen_next)), r.ch_done.eq(1)]
 
         # ------------------------------------------------------------ decision, E2 -> E3
         # on_path[i] = (row[i] & ~chosen & ~1) == 0; with row bit i implicit:
@@ -321,33 +302,46 @@ class AcceptSampler(wiring.Component):
         m.d.comb += not_chosen.eq(~chosen)
         onp = [Const(1, 1), chosen[1]]
         for i in range(2, N):
-            onp.append(chosen[i] & ~(tri[i] & not_chosen[1:i]).any())
+            onp.append(chosen[i] & ~(r.tri[i] & not_chosen[1:i]).any())
         m.d.comb += on_path.eq(Cat(*onp))
-        # last = highest index with on_path, by a binary priority tree (the structure
-        # of hw.common.priority_highest) that carries depth[i] along with the index,
-        # so that accepted = depth[last] needs no multiplexer after the encoder.
-        _, last_pl = _prio_tree(
-            m, on_path, [Cat(dep[k], Const(k, B)) for k in range(N)], highest=True, name="last"
+        # last = highest index with on_path, by a priority tree that carries depth[i]
+        # along with the index: accepted = depth[last] without a multiplexer.
+        _, last_pl = priority_tree(
+            m, on_path, [Cat(r.dep[k], Const(k, B)) for k in range(N)], highest=True, name="last"
         )
         last_idx, last_dep = last_pl[B:], last_pl[:B]
         moving_out = Signal()
-        m.d.comb += moving_out.eq(ch_done & out_free)
+        m.d.comb += moving_out.eq(r.ch_done & out_free)
         with m.If(moving_out):
             m.d.sync += [
-                ch_done.eq(0),
-                pending.eq(0),
-                res_valid.eq(1),
-                res_last.eq(last_idx),
-                res_path.eq(on_path),
-                res_acc.eq(last_dep),
-                rem.eq(on_path & ~Const(1, N)),
-                rem_nz.eq(last_dep.any()),  # a path beyond the root has depth > 0
-                bank_out.eq(bank_load),
-                bank_load.eq(~bank_load),
+                r.ch_done.eq(0),
+                r.pending.eq(0),
+                r.res_valid.eq(1),
+                r.res_last.eq(last_idx),
+                r.res_path.eq(on_path),
+                r.res_acc.eq(last_dep),
+                r.rem.eq(on_path & ~Const(1, N)),
+                r.rem_nz.eq(last_dep.any()),  # a path beyond the root has depth > 0
+                r.bank_out.eq(r.bank_load),
+                r.bank_load.eq(~r.bank_load),
             ]
+        return moving_out
+
+    def _load(self, m: Module, r: _Registers, moving_out: Value) -> None:
+        """Load stages 0 (take a beat: checks, stores) and 1 (the accept bit), and the
+        input control."""
+        N, B = self.N_NODES, r.B
+        beat, count, drop = self.i.payload, r.count, r.drop
+        par, sib, tri, dep = r.par, r.sib, r.tri, r.dep
+
+        def full_row(p: int) -> Value:
+            if p == 0:
+                return Const(1, N)
+            mid = [tri[p]] if p >= 2 else []
+            return Cat(Const(1, 1), *mid, Const(1, 1), Const(0, N - p - 1))
 
         # ------------------------------------------------------------ load stage 0 (take)
-        m.d.comb += self.i.ready.eq(~pending | moving_out)
+        m.d.comb += self.i.ready.eq(~r.pending | moving_out)
         fire = Signal()
         m.d.comb += fire.eq(self.i.valid & self.i.ready)
         cnt = count[:B]
@@ -389,40 +383,11 @@ class AcceptSampler(wiring.Component):
                 if i >= 2:
                     m.d.sync += [sib[i].eq(same_par[1:i]), tri[i].eq(beat.row[1:i])]
         m.d.comb += [
-            tok_wr.addr.eq(Cat(cnt, bank_load)),
-            tok_wr.data.eq(beat.token),
-            tok_wr.en.eq(store & ~first),
+            r.tok_wr.addr.eq(Cat(cnt, r.bank_load)),
+            r.tok_wr.data.eq(beat.token),
+            r.tok_wr.en.eq(store & ~first),
         ]
-
-        # acceptance test, first half: u[i] * qt[i] + (2**W - 1 - (pt[i] << R)) + 1
-        # as carry-save operands of W + 1 bits; accept = bit W of the sum is 0.
-        u_sel = Signal(R)
-        m.d.comb += u_sel.eq(mux_tree([self.u[k] for k in range(N)], cnt))
-        ops: list[Value] = []
-        for k in range(P):
-            pp = _net(m, Mux(beat.qt[k], u_sel, 0), f"pp{k}")
-            ops.append(Cat(Const(0, k), pp, Const(0, W + 1 - R - k)))
-        ops.append(Cat(Const((1 << R) - 1, R), ~beat.pt, Const(0, 1)))
-        ops.append(Const(1, W + 1))
-        total_levels = _csa_levels(len(ops))
-        for lv in range((total_levels + 1) // 2):
-            ops = _csa_level(m, ops, W + 1, f"csa{lv}")
-        s1_ops = [Signal(W + 1, name=f"s1_op{k}", reset_less=True) for k in range(len(ops))]
-        m.d.sync += [s.eq(o) for s, o in zip(s1_ops, ops, strict=True)]
-        m.d.sync += [s1_valid.eq(store), s1_node.eq(count), s1_start.eq(0)]
-
-        # ------------------------------------------------------------ load stage 1
-        ops2: list[Value] = list(s1_ops)
-        lv = 0
-        while len(ops2) > 2:
-            ops2 = _csa_level(m, ops2, W + 1, f"csb{lv}")
-            lv += 1
-        total = ops2[0] + ops2[1] if len(ops2) == 2 else ops2[0]
-        acc_bit = Signal()
-        m.d.comb += acc_bit.eq(~total[W])
-        for i in range(1, N):
-            with m.If(s1_valid & (s1_node == i)):
-                m.d.sync += accept[i].eq(acc_bit)
+        self._accept_test(m, r, cnt, store)
 
         # ------------------------------------------------------------ take: control
         with m.If(fire):
@@ -435,10 +400,36 @@ class AcceptSampler(wiring.Component):
                 with m.If(beat.last):
                     m.d.sync += [
                         count.eq(0),
-                        pending.eq(1),
-                        dec_n.eq(count + 1),
-                        s1_start.eq(1),
+                        r.pending.eq(1),
+                        r.dec_n.eq(count + 1),
+                        r.s1_start.eq(1),
                     ]
                 with m.Else():
                     m.d.sync += count.eq(count + 1)
-        return m
+
+    def _accept_test(self, m: Module, r: _Registers, cnt: Value, store: Value) -> None:
+        """``accept[i] = u[i] * qt[i] < pt[i] << RAND_BITS`` over load stages 0 and 1."""
+        N, P, R = self.N_NODES, self.PROB_BITS, self.RAND_BITS
+        W = R + P  # product width; the compare works modulo 2**(W + 1)
+        beat = self.i.payload
+        # u[i] * qt[i] + (2**W - 1 - (pt[i] << R)) + 1 as carry-save rows of W + 1
+        # bits, the first half of the levels in stage 0; accept = bit W of the sum
+        # is 0, i.e. u[i] * qt[i] < pt[i] << R.
+        u_sel = Signal(R)
+        m.d.comb += u_sel.eq(mux_tree([self.u[k] for k in range(N)], cnt))
+        pp = [net(m, Mux(beat.qt[k], u_sel, 0), f"pp{k}") for k in range(P)]
+        ops = [*pp, Cat(Const((1 << R) - 1, R), ~beat.pt), Const(1, W + 1)]
+        shifts = [*range(P), 0, 0]
+        half = (csa_levels(len(ops)) + 1) // 2
+        ops = carry_save(m, ops, W + 1, "csa", shifts, levels=half)
+        s1_ops = [Signal(W + 1, name=f"s1_op{k}", reset_less=True) for k in range(len(ops))]
+        m.d.sync += [s.eq(o) for s, o in zip(s1_ops, ops, strict=True)]
+        m.d.sync += [r.s1_valid.eq(store), r.s1_node.eq(r.count), r.s1_start.eq(0)]
+
+        # ------------------------------------------------------------ load stage 1
+        rows = csa_rows(m, s1_ops, W + 1, "csb")
+        acc_bit = Signal()
+        m.d.comb += acc_bit.eq(~sign_of_sum(m, rows[0], rows[1], W + 1, "acc"))
+        for i in range(1, N):
+            with m.If(r.s1_valid & (r.s1_node == i)):
+                m.d.sync += r.accept[i].eq(acc_bit)

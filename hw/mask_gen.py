@@ -32,12 +32,11 @@ class TreeMaskGen(wiring.Component):
 
     Rows live in an ``amaranth.lib.memory`` (``N_NODES`` words of ``N_NODES``
     bits, one synchronous read port, not transparent: a parent written in
-    the cycle it is read is forwarded from the held row instead), so
-    ``N_NODES = 1024`` builds: the logic per cycle is one read, one OR of a
-    one-hot bit, one increment and one write. Row 0 is not stored: a node
-    whose parent is the root gets the constant row, so the write port is
-    driven by registers only. On an FPGA a small row memory is hinted to LUT
-    RAM (see :meth:`_mem_attrs`).
+    the cycle it is read is forwarded from the held row instead); the logic
+    per cycle is one read, one OR of a one-hot bit, one increment and one
+    write. Row 0 is not stored: a node whose parent is the root gets the
+    constant row. On an FPGA a small row memory is hinted to LUT RAM (see
+    :meth:`_mem_attrs`). Design rationale: ``docs/blocks/tree_mask_gen.md``.
 
     Invalid input: a parent ``>=`` its node's index, or more than ``N_NODES``
     nodes. If node ``L`` is the first invalid one, the block pulses ``error``
@@ -84,14 +83,11 @@ class TreeMaskGen(wiring.Component):
 
     @classmethod
     def _mem_attrs(cls, bits: int) -> dict[str, str]:
-        """``ram_style`` for FPGA synthesis (ignored by a generic or ASIC flow).
+        """``ram_style`` of a row memory of ``bits`` bits for FPGA synthesis.
 
-        The row memory is read, modified and written back within one cycle
-        (a node's parent may be the node before it). An ECP5 block RAM's
-        unregistered read (5.8 ns clock to output at speed grade 6) leaves too
-        little of a 10 ns cycle for the OR, the depth increment and the write,
-        so a memory small enough goes to LUT RAM (asynchronous read behind the
-        port's register), which meets 100 MHz; larger ones stay in block RAM.
+        ``"distributed"`` (LUT RAM: asynchronous read behind the read port's
+        register) up to ``LUTRAM_MAX_BITS``, none (block RAM) above; a generic
+        or ASIC flow ignores it. Why: ``docs/blocks/tree_mask_gen.md``.
         """
         return {"ram_style": "distributed"} if bits <= cls.LUTRAM_MAX_BITS else {}
 

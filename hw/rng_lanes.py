@@ -4,8 +4,7 @@ from amaranth import Cat, Const, Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common import check_param, mux_tree
-from hw.common import net as _wire
+from hw.common import check_param, csa_rows, mux_tree, net, prefix_add
 
 __all__ = ["RngLanes", "seed_cycles"]
 
@@ -37,37 +36,13 @@ def _xorshift(v: Value, k: int) -> Value:
     return v ^ Cat(v[k:64], Const(0, k))
 
 
-def _add(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
-    """``(a + b) mod 2**width`` as a Kogge-Stone prefix adder (``O(log width)`` deep).
-
-    Each prefix level is three word-wide operations on generate ``g`` and
-    propagate ``p`` (bits below 0 count as kill, carry-in 0): 32 bits are
-    12 gate levels, 64 bits 14. Yosys maps ``+`` to a ripple-carry chain
-    (62 levels at 32 bits), and ABC's area rewriting (``dc2`` in the default
-    script of ``flows.depth``) folds an unmarked prefix network back into a chain
-    (52 levels at 32 bits), so every prefix level is a ``keep`` wire: the
-    structure a timing-driven flow (or a datapath generator) would build.
-    """
-    p0 = _wire(m, a[:width] ^ b[:width], f"{name}_p0", keep=True)
-    g = _wire(m, a[:width] & b[:width], f"{name}_g0", keep=True)
-    p = p0
-    d, k = 1, 1
-    while d < width:
-        g, p = (
-            _wire(m, g | (p & _shl(g, d, width)), f"{name}_g{k}", keep=True),
-            _wire(m, p & _shl(p, d, width), f"{name}_p{k}", keep=True) if 2 * d < width else p,
-        )
-        d, k = 2 * d, k + 1
-    return _wire(m, p0 ^ _shl(g, 1, width), name, keep=True)
-
-
 def _mul_step(m: Module, acc_in: Value, chunk: Value, sel: Value) -> Signal:
     """``acc_in + chunk * SM_MUL[sel] (mod 2**64)``: one Horner step of the multiplier.
 
     ``chunk`` (``MUL_BITS`` bits) is split into ``DIGIT_BITS``-bit digits; each
     digit selects a constant multiple of the constant (a mux of constants, an
     AND gate for 1-bit digits). The partial products and ``acc_in`` go through a
-    carry-save (3:2) tree, then one 64-bit carry-propagate add.
+    kept carry-save tree, then one kept 64-bit Kogge-Stone add.
     """
     terms: list[Value] = [acc_in]
     for j in range(MUL_BITS // DIGIT_BITS):
@@ -77,19 +52,9 @@ def _mul_step(m: Module, acc_in: Value, chunk: Value, sel: Value) -> Signal:
             for c in SM_MUL
             for d in range(1 << DIGIT_BITS)
         ]
-        terms.append(_wire(m, mux_tree(table, Cat(digit, sel)), f"mul_pp{j}", keep=True))
-    level = 0
-    while len(terms) > 2:
-        nxt: list[Value] = []
-        while len(terms) >= 3:
-            a, b, c = terms.pop(0), terms.pop(0), terms.pop(0)
-            k = len(nxt) // 2
-            nxt.append(_wire(m, a ^ b ^ c, f"mul_csa{level}_s{k}", keep=True))
-            maj = (a & b) | (a & c) | (b & c)
-            nxt.append(_wire(m, Cat(Const(0, 1), maj[:63]), f"mul_csa{level}_c{k}", keep=True))
-        terms = nxt + terms
-        level += 1
-    return _add(m, terms[0], terms[1], 64, "mul_sum")
+        terms.append(net(m, mux_tree(table, Cat(digit, sel)), f"mul_pp{j}", keep=True))
+    rows = csa_rows(m, terms, 64, "mul_csa", keep=True)
+    return prefix_add(m, rows[0], rows[1], 64, "mul_sum", keep=True)
 
 
 class RngLanes(wiring.Component):
@@ -100,35 +65,35 @@ class RngLanes(wiring.Component):
     takes splitmix64 outputs ``2l`` and ``2l + 1``, each split into its low then
     high 32-bit word, as its state words ``s0, s1, s2, s3``.
 
-    **Seeding.** Taking a beat on ``seed`` (only possible while ``busy`` is low;
-    ``seed.ready = ~busy``) starts seeding: ``busy`` is high for exactly
+    Seeding: a beat on ``seed`` is taken only while ``busy`` is low
+    (``seed.ready = ~busy``). ``busy`` is then high for exactly
     ``seed_cycles(N_NODES) = 32 * N_NODES`` cycles, from the cycle after the
-    beat is taken (2,048 cycles at ``N_NODES = 64``, 32,768 at 1024); in the
-    first cycle ``busy`` is low again every lane holds its new state and
-    ``advance`` is accepted. splitmix64's two 64 x 64-bit multiplies by
-    constants are done by one shared multiplier, ``MUL_BITS = 8`` multiplicand
-    bits per cycle (Horner, most significant byte first: 8 AND-selected
-    partial products and the shifted accumulator in a carry-save tree, one
-    64-bit add), so one splitmix64 output takes 2 x 8 = 16 cycles, back to
-    back, and a lane 32. Each finished lane is shifted into a chain of lane
-    registers at lane ``N_NODES - 1`` (every lane takes its neighbour's
-    state), so after ``N_NODES`` shifts lane 0 holds the first-produced state:
-    no write decoder and no broadcast of the write data. A reset stops
-    seeding; the lanes are then unseeded.
+    beat is taken; in the first cycle ``busy`` is low again every lane holds
+    its new state and ``advance`` is accepted. One shared splitmix64
+    multiplier computes the states lane by lane and shifts each finished lane
+    into a chain of lane registers. A reset stops seeding; the lanes are then
+    unseeded.
 
-    **Advance.** ``advance`` is a one-cycle strobe. When it is high in a cycle
+    Advance: ``advance`` is a one-cycle strobe. When it is high in a cycle
     where ``busy`` is low and a seeding has completed since reset, every lane
-    advances once and ``out`` shows the new outputs from the next cycle on
-    (latency 1 cycle, one advance per cycle sustained), unchanged until the
-    next accepted advance. Otherwise (``busy`` high, or no seeding completed
-    since reset) ``error`` is high in the next cycle for one cycle and nothing
-    changes. An advance in the same cycle as a seed beat is taken (with the
-    lanes seeded and not busy) is accepted: it acts on the old streams, whose
-    outputs ``out`` shows, and the reseeding then replaces them. ``out`` is 0
-    after reset and is not changed by seeding.
+    advances once and ``out`` shows the new outputs. An advance in the same
+    cycle as a seed beat is taken (with the lanes seeded and not busy) is
+    accepted: it acts on the old streams, whose outputs ``out`` shows, and the
+    reseeding then replaces them. ``out`` is 0 after reset and is not changed
+    by seeding.
+
+    Invalid input: ``advance`` high while ``busy`` is high, or before any
+    seeding has completed since reset. ``error`` is high in the next cycle
+    for one cycle and nothing changes.
+
+    Latency: ``out`` shows an accepted advance's outputs from the next cycle
+    on (1 cycle), unchanged until the next accepted advance; one advance per
+    cycle is sustained. Seeding takes ``32 * N_NODES`` cycles (SPEC §6 sets
+    no target for either).
 
     Lane state and the seeding datapath are registers without reset (always
-    written before use); control, ``out`` and ``error`` are reset.
+    written before use); control, ``out`` and ``error`` are reset. Design
+    rationale: ``docs/blocks/rng_lanes.md``.
 
     Parameters
     ----------
@@ -199,9 +164,9 @@ class RngLanes(wiring.Component):
 
         # splitmix64 states: seed + gamma (first output), seed + 2 gamma, st + gamma
         sd = self.seed.payload
-        sm1 = _add(m, sd, Const(SM_GAMMA, 64), 64, "seed_g1")
-        sm2 = _add(m, sd, Const((2 * SM_GAMMA) & _M64, 64), 64, "seed_g2")
-        st_next = _add(m, st, Const(SM_GAMMA, 64), 64, "st_next")
+        sm1 = prefix_add(m, sd, Const(SM_GAMMA, 64), 64, "seed_g1", keep=True)
+        sm2 = prefix_add(m, sd, Const((2 * SM_GAMMA) & _M64, 64), 64, "seed_g2", keep=True)
+        st_next = prefix_add(m, st, Const(SM_GAMMA, 64), 64, "st_next", keep=True)
 
         with m.If(fire):
             m.d.sync += [
@@ -255,11 +220,11 @@ class RngLanes(wiring.Component):
         m.d.comb += self.out.eq(Cat(*outs))  # one assignment: no per-lane slice of `out`
         for lane in range(N):
             s0, s1, s2, s3 = lanes[lane]
-            pre = _add(m, s0, s3, 32, f"lane{lane}_sum")
-            out = _add(m, pre.rotate_left(7), s0, 32, f"lane{lane}_out")
+            pre = prefix_add(m, s0, s3, 32, f"lane{lane}_pre", keep=True)
+            out = prefix_add(m, pre.rotate_left(7), s0, 32, f"lane{lane}_out", keep=True)
             t = _shl(s1, 9, 32)
-            n2 = _wire(m, s2 ^ s0, f"lane{lane}_n2")
-            n3 = _wire(m, s3 ^ s1, f"lane{lane}_n3")
+            n2 = net(m, s2 ^ s0, f"lane{lane}_n2")
+            n3 = net(m, s3 ^ s1, f"lane{lane}_n3")
             with m.If(ok):
                 m.d.sync += [
                     outs[lane].eq(out),

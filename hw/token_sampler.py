@@ -4,18 +4,23 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common import check_param, idx_bits, mux_tree, or_tree, priority_lowest
+from hw.common import (
+    carry_out,
+    check_param,
+    csa_rows,
+    idx_bits,
+    mux_tree,
+    or_tree,
+    priority_lowest,
+    sign_of_sum,
+    zext,
+)
 
 __all__ = [
     "TokenSampler",
     "Phase",
     "beat_layout",
     "token_layout",
-    "carry_save",
-    "csa_rows",
-    "carry_out",
-    "sign_of_sum",
-    "zext",
 ]
 
 #: width of lane 0's random output (SPEC §3.4)
@@ -35,93 +40,12 @@ def token_layout(token_bits: int) -> data.StructLayout:
     return data.StructLayout({"token": token_bits})
 
 
-def carry_save(
-    m: Module, values: list[Value], width: int, name: str = "csa", shifts: list[int] | None = None
-) -> list[Value]:
-    """Reduce ``values[k] << shifts[k]`` to at most two rows with 3:2 compressors.
-
-    A Wallace tree: ``O(log N)`` full-adder levels deep, no carry chain; the
-    sum of the (one or two) rows returned is the sum of the inputs. Everything
-    is modulo ``2**width``: the caller guarantees the true sum fits. Each row
-    is kept only over the bit range it can occupy (one comb ``Signal`` per
-    compressor output), which keeps the Verilog, and Verilator's C++ of it,
-    small.
-    """
-    shifts = shifts or [0] * len(values)
-    rows = [(v[: max(0, width - sh)], sh) for v, sh in zip(values, shifts, strict=True)]
-    rows = [(v, sh) for v, sh in rows if len(v)]
-    level = 0
-    while len(rows) > 2:
-        rows.sort(key=lambda r: r[1])
-        nxt = []
-        for k in range(len(rows) // 3):
-            group = rows[3 * k : 3 * k + 3]
-            lo = min(sh for _, sh in group)
-            hi = min(width, max(sh + len(v) for v, sh in group))
-            a, b, c = (zext(Cat(Const(0, sh - lo), v), hi - lo) for v, sh in group)
-            t = a ^ b
-            sv = Signal(hi - lo, name=f"{name}_l{level}_s{k}")
-            m.d.comb += sv.eq(t ^ c)
-            nxt.append((sv, lo))
-            cw = min(hi - lo, width - lo - 1)  # the carry row, one bit up
-            if cw > 0:
-                cv = Signal(cw, name=f"{name}_l{level}_c{k}")
-                m.d.comb += cv.eq(((a & b) | (t & c))[:cw])
-                nxt.append((cv, lo + 1))
-        rows = nxt + rows[3 * (len(rows) // 3) :]
-        level += 1
-    return [zext(Cat(Const(0, sh), v), width) for v, sh in rows]
-
-
-def csa_rows(
-    m: Module, values: list[Value], width: int, name: str, shifts: list[int] | None = None
-) -> tuple[Value, Value]:
-    """:func:`carry_save` down to exactly two rows (a zero row added if needed)."""
-    rows = carry_save(m, values, width, name, shifts)
-    return (rows + [Const(0, width), Const(0, width)])[0], (rows + [Const(0, width)] * 2)[1]
-
-
-def carry_out(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
-    """Carry out of ``a[:width] + b[:width]``: a single-output parallel-prefix tree.
-
-    Only single-output carry trees are used in this block: Yosys/ABC area
-    recovery turns a multi-output carry-propagate adder back into a ripple
-    chain (a 33-bit Kogge-Stone adder measured 56 gate levels, a lone
-    33-bit carry 19).
-    """
-    g = Signal(width, name=f"{name}_g")
-    p = Signal(width, name=f"{name}_p")
-    m.d.comb += [g.eq(zext(a, width) & zext(b, width)), p.eq(zext(a, width) ^ zext(b, width))]
-    dist, level = 1, 0
-    while dist < width:
-        g2 = Signal(width, name=f"{name}_g{level}")
-        p2 = Signal(width, name=f"{name}_p{level}")
-        m.d.comb += [g2.eq(g | (p & (g << dist)[:width])), p2.eq(p & (p << dist)[:width])]
-        g, p, dist, level = g2, p2, dist * 2, level + 1
-    out = Signal(name=f"{name}_co")
-    m.d.comb += out.eq(g[width - 1])
-    return out
-
-
-def sign_of_sum(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
-    """Bit ``width - 1`` of ``(a + b) % 2**width`` (the sign of a two-row number)."""
-    if width == 1:
-        return a[0] ^ b[0]
-    co = carry_out(m, a, b, width - 1, name)
-    return zext(a, width)[width - 1] ^ zext(b, width)[width - 1] ^ co
-
-
 def _sum(values: list[Value]) -> Value:
     """``values[0] + values[1] + ...`` as a balanced tree of operator adders (full width)."""
     vs = list(values)
     while len(vs) > 1:
         vs = [vs[i] + vs[i + 1] for i in range(0, len(vs) - 1, 2)] + vs[len(vs) - len(vs) % 2 :]
     return vs[0]
-
-
-def zext(v: Value, width: int) -> Value:
-    """``v`` zero-extended (or truncated) to exactly ``width`` bits."""
-    return Cat(v, Const(0, width - len(v))) if len(v) < width else v[:width]
 
 
 class Phase(enum.Enum, shape=2):
@@ -144,26 +68,10 @@ class TokenSampler(wiring.Component):
     smallest ``v`` with ``w[0] + ... + w[v] > (u * total) >> 32``, bit-exact
     with ``golden.sampler.sample_weights(w, u)``.
 
-    Micro-architecture. No carry-propagate adder is wider than a counter:
-    every sum is kept as two carry-save rows, and only single carries and
-    signs are ever resolved (single-output parallel-prefix trees), which keeps
-    every path between registers within a few full-adder levels plus one
-    ``log2`` carry tree.
-
-    * Pass 1: ``acc = (acc_s, acc_c)``; each beat, a 3:2-compressor tree
-      reduces the ``LANES`` weights and both rows back to two rows.
-    * Threshold: in the one cycle after pass 1 (``i.ready`` low) a Wallace tree
-      of the 64 partial products of ``u * acc_s`` and ``u * acc_c`` gives two
-      rows ``S + C = u * total``, registered. In the next cycle the remainder
-      rows are loaded with ``rem = S[32:] + C[32:] + cin``, ``cin`` being the
-      carry out of ``S[:32] + C[:32]``, so ``rem = (u * total) >> 32`` exactly.
-    * Pass 2, stage 1: each lane's in-beat prefix sum, as two carry-save rows,
-      is registered. Stage 2: ``hit[j] = prefix[j] > rem``, i.e. the sign of
-      ``rem - prefix[j]`` (a 5-operand compressor tree and one carry tree per
-      lane), the first hit by a tree priority encoder
-      (``hw.common.priority_lowest``), and ``rem -= beat sum`` in carry-save
-      form. ``rem = threshold - (sum of the weights of the earlier beats)``:
-      no serial add chain over the lanes or the beats.
+    Every sum is kept as two carry-save rows and only single carries and
+    signs are resolved (``TARGET="asic"``), or as one value computed by
+    operators (``TARGET="fpga"``); the pipeline and its cycles are the same.
+    Design rationale: ``docs/blocks/token_sampler.md``.
 
     The token is written to a small output FIFO after pass 2's last beat, so
     ``o`` may be stalled; while that FIFO is full, pass 2 waits (``i.ready``
@@ -199,13 +107,12 @@ class TokenSampler(wiring.Component):
         Width of a token, ``1 .. 17``: vocabularies up to ``2**TOKEN_BITS``
         (SPEC §5, default 17).
     TARGET : str
-        ``"asic"`` (default): the carry-save micro-architecture above, every
-        path within the 40-gate-level budget. ``"fpga"``: the same pipeline,
-        cycle for cycle, with every sum kept as one value and computed by
-        Amaranth's ``+``, ``-``, ``<`` and ``*`` (one row where the ASIC
-        variant keeps two; the second row, ``rem_cin`` and the threshold's
-        low carry are constant 0), which FPGA synthesis maps to carry chains
-        and multiplier blocks (an ECP5 LUT-level Wallace tree ran at 57 MHz).
+        ``"asic"`` (default): every sum as two carry-save rows of gates
+        (Wallace trees, single-output parallel-prefix carries). ``"fpga"``:
+        the same pipeline, cycle for cycle, with every sum kept as one value
+        and computed by Amaranth's ``+``, ``-``, ``<`` and ``*`` (the second
+        row, ``rem_cin`` and the threshold's low carry are constant 0), for
+        FPGA carry chains and multiplier blocks.
 
     Members
     -------
@@ -250,7 +157,6 @@ class TokenSampler(wiring.Component):
         m = Module()
         L, TB = self.LANES, self.TOKEN_BITS
         M, TW, PW = self.MAX_BEATS, self.TOTAL_BITS, self.PREFIX_BITS
-        RW = max(TW, PW) + 1  # remainder rows: signed, holds rem - prefix
         MW = U_BITS + TW  # product rows
         pow2 = L & (L - 1) == 0
 
@@ -305,25 +211,10 @@ class TokenSampler(wiring.Component):
         def next_beat():
             m.d.sync += [cnt.eq(cnt + 1), base.eq(base + L)]
 
-        # ---- threshold: Wallace tree of u * (acc_s + acc_c) into two rows
+        # ---- threshold: u * (acc_s + acc_c) into two rows
         s_reg = Signal(MW)
         c_reg = Signal(MW)
-        if fpga:  # multiplier blocks (16 x 17 bits each), registered; summed at load
-            prods, shifts = [], []
-            for ui in range(0, U_BITS, 16):
-                for ai in range(0, TW, 17):
-                    pr = Signal(16 + min(17, TW - ai), name=f"prod_u{ui}_a{ai}")
-                    m.d.sync += pr.eq(u_reg[ui : ui + 16] * acc_s[ai : ai + 17])
-                    prods.append(pr)
-                    shifts.append(ui + ai)
-            product = Signal(MW)
-            m.d.comb += product.eq(_sum([pr << sh for pr, sh in zip(prods, shifts, strict=True)]))
-            rows = (Const(0, MW), Const(0, MW))  # s_reg / c_reg unused
-            low_carry = Const(0, 1)
-        else:
-            pp = [Mux(u_reg[k], a, 0) for a in (acc_s, acc_c) for k in range(U_BITS)]
-            rows = csa_rows(m, pp, MW, "mul", shifts=[k for _ in range(2) for k in range(U_BITS)])
-            low_carry = carry_out(m, s_reg[:U_BITS], c_reg[:U_BITS], U_BITS, "thr")
+        rows, thr = self._threshold(m, u_reg, acc_s, acc_c, s_reg, c_reg)
         load_rem = Signal()
         m.d.sync += load_rem.eq(0)
 
@@ -383,7 +274,58 @@ class TokenSampler(wiring.Component):
                 with m.If(~drop_two):
                     m.d.sync += phase.eq(Phase.PASS1)
 
-        # ---- pass 2, stage 2: rem - prefix[j] < 0 for every lane, pick the first
+        miss = self._select(m, q, load_rem, thr, q1_valid, q1_last, q1_ps, q1_pc, q1_cand)
+        m.d.sync += self.error.eq(err0 | miss)
+        return m
+
+    def _threshold(
+        self, m: Module, u_reg: Value, acc_s: Value, acc_c: Value, s_reg: Value, c_reg: Value
+    ) -> tuple[tuple[Value, Value], tuple[Value, Value, Value]]:
+        """``u * total`` for the stalled cycle after pass 1.
+
+        Returns the two rows to register into ``s_reg`` / ``c_reg`` and the
+        remainder's initial ``(rem_s, rem_c, rem_cin)`` (``(u * total) >> 32``)
+        from those registers. ``"asic"``: a Wallace tree of the 64 partial
+        products of ``u * acc_s`` and ``u * acc_c``, and the carry out of the
+        rows' low 32 bits. ``"fpga"``: 16 x 17-bit multiplier blocks, registered,
+        summed when the remainder is loaded (rows and carries 0).
+        """
+        TW = self.TOTAL_BITS
+        MW = U_BITS + TW
+        if self.TARGET == "fpga":
+            prods, shifts = [], []
+            for ui in range(0, U_BITS, 16):
+                for ai in range(0, TW, 17):
+                    pr = Signal(16 + min(17, TW - ai), name=f"prod_u{ui}_a{ai}")
+                    m.d.sync += pr.eq(u_reg[ui : ui + 16] * acc_s[ai : ai + 17])
+                    prods.append(pr)
+                    shifts.append(ui + ai)
+            product = Signal(MW)
+            m.d.comb += product.eq(_sum([pr << sh for pr, sh in zip(prods, shifts, strict=True)]))
+            rows = (Const(0, MW), Const(0, MW))  # s_reg / c_reg unused
+            return rows, (product[U_BITS:], c_reg[U_BITS:], Const(0, 1))
+        pp = [Mux(u_reg[k], a, 0) for a in (acc_s, acc_c) for k in range(U_BITS)]
+        rows = csa_rows(m, pp, MW, "mul", shifts=[k for _ in range(2) for k in range(U_BITS)])
+        low_carry = carry_out(m, s_reg[:U_BITS], c_reg[:U_BITS], U_BITS, "thr")
+        return rows, (s_reg[U_BITS:], c_reg[U_BITS:], low_carry)
+
+    def _select(
+        self,
+        m: Module,
+        q: fifo.SyncFIFO,
+        load_rem: Value,
+        thr: tuple[Value, Value, Value],
+        q1_valid: Value,
+        q1_last: Value,
+        q1_ps: list[Signal],
+        q1_pc: list[Signal],
+        q1_cand: list[Signal],
+    ) -> Signal:
+        """Pass 2, stage 2: ``rem - prefix[j] < 0`` for every lane of the stage-1 beat, the
+        first hit, the token into ``q``; returns ``miss`` (pass 2 ended without a hit)."""
+        L, TB = self.LANES, self.TOKEN_BITS
+        RW = max(self.TOTAL_BITS, self.PREFIX_BITS) + 1  # signed: holds rem - prefix
+        fpga = self.TARGET == "fpga"
         rem_s = Signal(RW)  # rem = rem_s + rem_c + rem_cin (mod 2**RW, signed)
         rem_c = Signal(RW)
         rem_cin = Signal()
@@ -404,19 +346,14 @@ class TokenSampler(wiring.Component):
             rem_next = csa_rows(
                 m, [rem_s, rem_c, ~zext(q1_ps[L - 1], RW), ~zext(q1_pc[L - 1], RW), k], RW, "rem"
             )
-        any_hit, first = priority_lowest(m, hit)
-        if fpga:  # prefix sums never decrease across the lanes: a hit anywhere hits the last lane
-            any_hit = hit[L - 1]
+        _, first = priority_lowest(m, hit)
+        # prefix sums never decrease across the lanes: a hit anywhere hits the last lane
+        any_hit = hit[L - 1]
         tok_first = Signal(TB)
         m.d.comb += tok_first.eq(mux_tree(q1_cand, first) if L > 1 else q1_cand[0])
         miss = Signal()
         with m.If(load_rem):
-            m.d.sync += [
-                rem_s.eq((product if fpga else s_reg)[U_BITS:]),
-                rem_c.eq(c_reg[U_BITS:]),
-                rem_cin.eq(low_carry),
-                found.eq(0),
-            ]
+            m.d.sync += [rem_s.eq(thr[0]), rem_c.eq(thr[1]), rem_cin.eq(thr[2]), found.eq(0)]
         with m.If(q1_valid):
             m.d.sync += [rem_s.eq(rem_next[0]), rem_c.eq(rem_next[1]), rem_cin.eq(0)]
             with m.If(any_hit & ~found):
@@ -427,5 +364,4 @@ class TokenSampler(wiring.Component):
                     q.w_data.eq(Mux(found, tok, tok_first)),
                     miss.eq(~(found | any_hit)),
                 ]
-        m.d.sync += self.error.eq(err0 | miss)
-        return m
+        return miss

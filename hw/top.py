@@ -64,7 +64,8 @@ class Top(wiring.Component):
     vector, fields from bit 0 in declaration order.
 
     Latency and behaviour are the blocks' own (their docstrings; SPEC §6):
-    the top adds no logic and no register.
+    the top adds no logic and no register. The co-simulation built on it:
+    ``docs/blocks/specdecode_top.md``.
 
     Parameters
     ----------

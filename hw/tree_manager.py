@@ -55,8 +55,18 @@ class TreeManager(wiring.Component):
     it is a copy of what the sampler loads and must be taken (``ready``) or the
     tree stalls; tie ``rows.ready`` high if unused.
 
+    Invalid input: the RNG lanes' and the token sampler's errors are theirs (a
+    refused ``advance`` changes nothing; an invalid draw is dropped and the
+    next one works). An invalid draft tree (a parent ``>=`` its node, more than
+    ``N_NODES`` nodes) pulses ``error.mask``, but the block does not recover
+    from it: node data of the dropped beats stays in the side FIFO and the
+    acceptance sampler holds the rows emitted before the error, so later
+    trees are joined with stale data (and ``error.accept`` pulses). Reset the
+    block after an ``error.mask`` pulse; validate trees before sending them.
+
     Latency: the blocks' own (see their docstrings) plus nothing: the join is
     combinational between the mask generator's output and the sampler's input.
+    Design rationale: ``docs/blocks/tree_manager.md``.
 
     Parameters
     ----------

@@ -1,4 +1,5 @@
-"""hw.common: tree priority encoders and mux tree, on Amaranth's simulator."""
+"""hw.common: reductions, priority encoders, adders and carry-save trees, on Amaranth's
+simulator against Python integers."""
 
 import random
 
@@ -6,16 +7,31 @@ import pytest
 from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
+import hw.common
 from hw.common import (
+    and_tree,
+    carry_out,
+    carry_save,
     check_param,
+    csa_levels,
+    csa_rows,
     idx_bits,
     mux_tree,
     or_tree,
     popcount,
+    prefix_add,
     prefix_or_below,
     priority_highest,
     priority_lowest,
+    sign_of_sum,
+    zext,
 )
+
+
+def _run(m: Module, bench) -> None:
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 64])
@@ -106,3 +122,95 @@ def test_prefix_or_below(n: int, radix: int) -> None:
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_exports() -> None:
+    """Every name of ``hw.common.__all__`` is importable from ``hw.common``."""
+    for name in hw.common.__all__:
+        assert callable(getattr(hw.common, name)), name
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 13])
+def test_and_tree_zext(n: int) -> None:
+    m = Module()
+    vec = Signal(n)
+    out_and, out_z, out_t = Signal(), Signal(n + 3), Signal(max(1, n - 1))
+    m.d.comb += [out_and.eq(and_tree(vec)), out_z.eq(zext(vec, n + 3))]
+    m.d.comb += out_t.eq(zext(vec, max(1, n - 1)))
+
+    async def bench(ctx) -> None:
+        for x in [0, (1 << n) - 1] + [random.Random(n).randrange(1 << n) for _ in range(50)]:
+            ctx.set(vec, x)
+            assert ctx.get(out_and) == (x == (1 << n) - 1)
+            assert ctx.get(out_z) == x
+            assert ctx.get(out_t) == x % (1 << max(1, n - 1))
+
+    _run(m, bench)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("width", [1, 2, 5, 8, 32, 33])
+def test_prefix_add(width: int, keep: bool) -> None:
+    """``prefix_add`` with and without a carry-in and narrower operands; ``carry_out``
+    and ``sign_of_sum`` on the same operands."""
+    m = Module()
+    a, b, cin = Signal(width), Signal(max(1, width - 1)), Signal()
+    plain = prefix_add(m, a, b, width, "p", keep=keep)
+    with_cin = prefix_add(m, a, b, width, "c", cin=cin, keep=keep)
+    co = carry_out(m, a, b, width, "co")
+    sign = sign_of_sum(m, a, b, width, "sg")
+    rng = random.Random(width)
+    top = (1 << width) - 1
+
+    async def bench(ctx) -> None:
+        cases = [(0, 0), (top, 1), (top, (1 << len(b)) - 1)]
+        cases += [(rng.randrange(1 << width), rng.randrange(1 << len(b))) for _ in range(200)]
+        for x, y in cases:
+            for c in (0, 1):
+                ctx.set(a, x)
+                ctx.set(b, y)
+                ctx.set(cin, c)
+                assert ctx.get(plain) == (x + y) & top, (x, y)
+                assert ctx.get(with_cin) == (x + y + c) & top, (x, y, c)
+                assert ctx.get(co) == (x + y) >> width, (x, y)
+                assert ctx.get(sign) == ((x + y) >> (width - 1)) & 1, (x, y)
+
+    _run(m, bench)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize(
+    ("n_rows", "row_bits", "width", "shifted"),
+    [(1, 8, 8, False), (2, 8, 9, False), (3, 8, 10, False), (9, 16, 20, False), (16, 6, 24, True)],
+)
+def test_carry_save(n_rows: int, row_bits: int, width: int, shifted: bool, keep: bool) -> None:
+    """``carry_save`` / ``csa_rows`` (with shifts, and stopped after ``levels``) keep the sum
+    modulo ``2**width``; at most two rows come out, after at most ``csa_levels`` levels."""
+    m = Module()
+    rows_in = [Signal(row_bits, name=f"r{k}") for k in range(n_rows)]
+    shifts = [k for k in range(n_rows)] if shifted else None
+    two = csa_rows(m, rows_in, width, "t", shifts, keep=keep)
+    half = max(1, csa_levels(n_rows) // 2)
+    part = carry_save(m, rows_in, width, "h", shifts, keep=keep, levels=half)
+    assert len(two) == 2 and len(carry_save(m, rows_in, width, "f", shifts)) <= 2
+    outs = [Signal(width, name=f"o{k}") for k in range(2 + len(part))]
+    m.d.comb += [o.eq(v) for o, v in zip(outs, [*two, *part], strict=True)]
+    rng = random.Random(n_rows * width)
+
+    async def bench(ctx) -> None:
+        for trial in range(100):
+            vals = [rng.randrange(1 << row_bits) for _ in range(n_rows)]
+            if trial == 0:
+                vals = [(1 << row_bits) - 1] * n_rows
+            for s, v in zip(rows_in, vals, strict=True):
+                ctx.set(s, v)
+            want = sum(v << (k if shifted else 0) for k, v in enumerate(vals)) % (1 << width)
+            got = [ctx.get(o) for o in outs]
+            assert sum(got[:2]) % (1 << width) == want, vals
+            assert sum(got[2:]) % (1 << width) == want, vals
+
+    _run(m, bench)
+
+
+def test_csa_levels() -> None:
+    assert [csa_levels(n) for n in (1, 2, 3, 4, 6, 9, 18, 64)] == [0, 0, 1, 2, 3, 4, 6, 10]

@@ -1,0 +1,64 @@
+"""Gateware helpers shared by the blocks of ``hw``: written once, imported from here.
+
+* :mod:`hw.common.params`: :func:`check_param` (keyword-parameter validation),
+  :func:`idx_bits`;
+* :mod:`hw.common.nets`: :func:`net` (a named, optionally kept, comb signal),
+  :func:`zext`;
+* :mod:`hw.common.reduce`: balanced OR / AND / mux trees, priority encoders
+  (:func:`priority_tree` carries a payload), the prefix OR
+  :func:`prefix_or_below`;
+* :mod:`hw.common.arith`: the Kogge-Stone adder :func:`prefix_add` and its
+  single-output forms :func:`carry_out` / :func:`sign_of_sum`, carry-save
+  trees (:func:`carry_save`, :func:`csa_rows`, :func:`full_adder`) and
+  :func:`popcount`.
+
+Everything builds trees, never linear chains, so that a structure over ``n``
+inputs is ``O(log n)`` gate levels deep.
+
+Note: modules that declare ``wiring.Component`` signatures must not use
+``from __future__ import annotations`` (Amaranth reads the annotations).
+"""
+
+from hw.common.arith import (
+    carry_out,
+    carry_save,
+    csa_levels,
+    csa_rows,
+    full_adder,
+    popcount,
+    prefix_add,
+    sign_of_sum,
+)
+from hw.common.nets import net, zext
+from hw.common.params import check_param, idx_bits
+from hw.common.reduce import (
+    and_tree,
+    mux_tree,
+    or_tree,
+    prefix_or_below,
+    priority_highest,
+    priority_lowest,
+    priority_tree,
+)
+
+__all__ = [
+    "check_param",
+    "idx_bits",
+    "net",
+    "zext",
+    "or_tree",
+    "and_tree",
+    "mux_tree",
+    "priority_tree",
+    "priority_lowest",
+    "priority_highest",
+    "prefix_or_below",
+    "full_adder",
+    "prefix_add",
+    "carry_out",
+    "sign_of_sum",
+    "carry_save",
+    "csa_rows",
+    "csa_levels",
+    "popcount",
+]

@@ -1,0 +1,222 @@
+"""Adders in gates: Kogge-Stone prefix carries, carry-save (3:2) trees, population count.
+
+Synthesis maps an operator ``+`` to a carry-propagate chain, ``O(width)``
+gate levels deep. The functions here build the logarithmic-depth structures
+instead, every intermediate result a named net (see :func:`hw.common.net`):
+
+* :func:`prefix_add`, :func:`carry_out`, :func:`sign_of_sum`: a sum, or just
+  its top carry / top bit, through a Kogge-Stone prefix network,
+  ``O(log width)`` levels;
+* :func:`carry_save`, :func:`csa_rows`: many operands reduced to two rows by
+  full adders, ``O(log n)`` levels and no carry chain;
+* :func:`popcount`: a column-wise carry-save tree of the bits, then
+  :func:`prefix_add`.
+
+``keep`` marks every net of a structure ``(* keep *)``, so that synthesis
+preserves it instead of re-deriving (and possibly serialising) it.
+"""
+
+from amaranth import Cat, Const, Module, Signal, Value
+from amaranth.utils import bits_for
+
+from hw.common.nets import net, zext
+
+__all__ = [
+    "full_adder",
+    "prefix_add",
+    "carry_out",
+    "sign_of_sum",
+    "carry_save",
+    "csa_rows",
+    "csa_levels",
+    "popcount",
+]
+
+
+def full_adder(a: Value, b: Value, c: Value, *, majority: bool = False) -> tuple[Value, Value]:
+    """Bitwise 3:2 compressor: ``(sum, carry)`` with ``a + b + c = sum + 2 * carry``.
+
+    The carry is ``(a & b) | ((a ^ b) & c)``, sharing ``a ^ b`` with the sum, or
+    with ``majority`` the three-term majority ``(a & b) | (a & c) | (b & c)``,
+    whose cone does not pass through the sum's XOR. Expressions, not nets: the
+    caller names (and shifts) them.
+    """
+    t = a ^ b
+    if majority:
+        return t ^ c, (a & b) | (a & c) | (b & c)
+    return t ^ c, (a & b) | (t & c)
+
+
+def _prefix_carries(m: Module, g: Value, p: Value, name: str, keep: bool) -> Value:
+    """Kogge-Stone: ``G[k]``, the carry out of bit ``k``, from generate ``g`` and propagate
+    ``p``. Levels ``<name>_g<l>`` / ``<name>_q<l>`` (the last level's propagate is
+    not needed and not built)."""
+    width = len(g)
+    s, lv = 1, 1
+    while s < width:
+        g_new = net(m, g | (p & (g << s)[:width]), f"{name}_g{lv}", keep=keep)
+        if 2 * s < width:
+            p = net(m, p & (p << s)[:width], f"{name}_q{lv}", keep=keep)
+        g, s, lv = g_new, s * 2, lv + 1
+    return g
+
+
+def _generate_propagate(
+    m: Module, a: Value, b: Value, width: int, name: str, cin: Value | None, keep: bool
+) -> tuple[Signal, Signal]:
+    """Bit generate (``<name>_g0``, with ``cin`` folded into bit 0) and propagate
+    (``<name>_p``) of ``a + b`` over ``width`` bits."""
+    a, b = zext(a.as_unsigned(), width), zext(b.as_unsigned(), width)
+    p = net(m, a ^ b, f"{name}_p", keep=keep)
+    g = a & b
+    if cin is not None:
+        g = Cat(g[0] | (p[0] & cin), g[1:])
+    return net(m, g, f"{name}_g0", keep=keep), p
+
+
+def prefix_add(
+    m: Module,
+    a: Value,
+    b: Value,
+    width: int,
+    name: str,
+    *,
+    cin: Value | None = None,
+    keep: bool = False,
+) -> Signal:
+    """``(a + b + cin) mod 2**width`` as a Kogge-Stone adder, ``2 + ceil(log2(width))`` levels.
+
+    ``a`` and ``b`` are zero-extended or truncated to ``width`` bits. The 1-bit
+    carry-in joins bit 0's generate (``g0 | p0 & cin``), two levels after the
+    operands' bit 0, so a carry-in that arrives a few levels after the operands
+    lengthens no path. The result is the net ``<name>_sum``.
+    """
+    g, p = _generate_propagate(m, a, b, width, name, cin, keep)
+    carries = _prefix_carries(m, g, p, name, keep)
+    carry_in = Cat(Const(0, 1) if cin is None else cin, carries[: width - 1])
+    return net(m, p ^ carry_in, f"{name}_sum", keep=keep)
+
+
+def carry_out(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
+    """Carry out of ``a[:width] + b[:width]``: the top output of a Kogge-Stone network.
+
+    Only the carry's cone is used (synthesis removes the rest), a single-output
+    prefix tree of ``ceil(log2(width))`` levels after the generate/propagate.
+    The result is the net ``<name>_co``.
+    """
+    g, p = _generate_propagate(m, a, b, width, name, None, False)
+    return net(m, _prefix_carries(m, g, p, name, False)[width - 1], f"{name}_co")
+
+
+def sign_of_sum(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
+    """Bit ``width - 1`` of ``(a + b) mod 2**width`` (the sign of a two-row number)."""
+    if width == 1:
+        return a[0] ^ b[0]
+    co = carry_out(m, a, b, width - 1, name)
+    return zext(a, width)[width - 1] ^ zext(b, width)[width - 1] ^ co
+
+
+def csa_levels(n_rows: int) -> int:
+    """Full-adder levels :func:`carry_save` needs at most to reduce ``n_rows`` rows to two."""
+    levels = 0
+    while n_rows > 2:
+        n_rows = 2 * (n_rows // 3) + n_rows % 3
+        levels += 1
+    return levels
+
+
+def carry_save(
+    m: Module,
+    values: list[Value],
+    width: int,
+    name: str = "csa",
+    shifts: list[int] | None = None,
+    *,
+    keep: bool = False,
+    levels: int | None = None,
+) -> list[Value]:
+    """Reduce the rows ``values[k] << shifts[k]`` with 3:2 compressors (a Wallace tree).
+
+    Each level sorts the rows by shift and compresses consecutive triples, so
+    rows of neighbouring weights meet. Each compressor output (``<name>_l<level>_s<k>``,
+    ``_c<k>``) is kept only over the bit range it can occupy, which keeps the
+    Verilog small. Everything is modulo ``2**width``: the caller guarantees the
+    true sum fits. With ``keep``, every compressor output is a kept net and the
+    carries take :func:`full_adder`'s majority form (each kept carry is a cone
+    of its own); without, the carries share the sums' XOR.
+
+    Returns
+    -------
+    list of Value
+        ``width``-bit rows whose sum is the sum of the inputs: at most two, or,
+        with ``levels``, what is left after that many levels (to register
+        between pipeline stages).
+    """
+    shifts = shifts or [0] * len(values)
+    rows = [(v[: max(0, width - sh)], sh) for v, sh in zip(values, shifts, strict=True)]
+    rows = [(v, sh) for v, sh in rows if len(v)]
+    level = 0
+    while len(rows) > 2 and (levels is None or level < levels):
+        rows.sort(key=lambda r: r[1])
+        nxt = []
+        for k in range(len(rows) // 3):
+            group = rows[3 * k : 3 * k + 3]
+            lo = min(sh for _, sh in group)
+            hi = min(width, max(sh + len(v) for v, sh in group))
+            a, b, c = (zext(Cat(Const(0, sh - lo), v), hi - lo) for v, sh in group)
+            s, cy = full_adder(a, b, c, majority=keep)
+            nxt.append((net(m, s, f"{name}_l{level}_s{k}", keep=keep), lo))
+            cw = min(hi - lo, width - lo - 1)  # the carry row, one bit up
+            if cw > 0:
+                nxt.append((net(m, cy[:cw], f"{name}_l{level}_c{k}", keep=keep), lo + 1))
+        rows = nxt + rows[3 * (len(rows) // 3) :]
+        level += 1
+    return [zext(Cat(Const(0, sh), v), width) for v, sh in rows]
+
+
+def csa_rows(
+    m: Module,
+    values: list[Value],
+    width: int,
+    name: str,
+    shifts: list[int] | None = None,
+    *,
+    keep: bool = False,
+) -> tuple[Value, Value]:
+    """:func:`carry_save` down to exactly two rows (zero rows added if needed)."""
+    rows = carry_save(m, values, width, name, shifts, keep=keep) + [Const(0, width)] * 2
+    return rows[0], rows[1]
+
+
+def popcount(m: Module, vec: Value, name: str, *, late: Value | None = None) -> Signal:
+    """Number of set bits of ``vec``, ``bits_for(len(vec))`` wide.
+
+    A column-wise Wallace tree of full adders (sum / carry of each as nets
+    ``<name>_<stage>_<column>_<k>s`` / ``c``) down to two rows, then
+    :func:`prefix_add`: about ``2 * log1.5(n / 2) + 2 + log2(log2(n))`` levels.
+
+    ``late`` (1 bit) is added to the count as the final adder's carry-in (the
+    result must still fit the width): the units column leaves the tree before
+    the high ones, so a bit that arrives a few levels late lengthens no path.
+    """
+    n = len(vec)
+    width = bits_for(n)
+    cols: list[list[Value]] = [[vec[k] for k in range(n)]] + [[] for _ in range(width)]
+    stage = 0
+    while max(len(c) for c in cols) > 2:
+        nxt: list[list[Value]] = [[] for _ in range(len(cols) + 1)]
+        for w, bits in enumerate(cols):
+            k = 0
+            while len(bits) - k >= 3:
+                tag = f"{name}_{stage}_{w}_{k // 3}"
+                s, cy = full_adder(*bits[k : k + 3])
+                nxt[w].append(net(m, s, f"{tag}s"))
+                nxt[w + 1].append(net(m, cy, f"{tag}c"))
+                k += 3
+            nxt[w].extend(bits[k:])
+        cols = nxt
+        stage += 1
+    cols = cols[:width]
+    row_a = Cat(*[c[0] if len(c) > 0 else Const(0, 1) for c in cols])
+    row_b = Cat(*[c[1] if len(c) > 1 else Const(0, 1) for c in cols])
+    return prefix_add(m, row_a, row_b, width, f"{name}_add", cin=late)
