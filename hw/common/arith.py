@@ -49,14 +49,14 @@ def full_adder(a: Value, b: Value, c: Value, *, majority: bool = False) -> tuple
 
 def _prefix_carries(m: Module, g: Value, p: Value, name: str, keep: bool) -> Value:
     """Kogge-Stone: ``G[k]``, the carry out of bit ``k``, from generate ``g`` and propagate
-    ``p``. Levels ``<name>_g<l>`` / ``<name>_q<l>`` (the last level's propagate is
-    not needed and not built)."""
+    ``p``, levels ``<name>_g<l>`` / ``<name>_p<l>`` from 0. The last level's propagate
+    is not used; synthesis removes it, except from a kept network, which leaves it out."""
     width = len(g)
-    s, lv = 1, 1
+    s, lv = 1, 0
     while s < width:
         g_new = net(m, g | (p & (g << s)[:width]), f"{name}_g{lv}", keep=keep)
-        if 2 * s < width:
-            p = net(m, p & (p << s)[:width], f"{name}_q{lv}", keep=keep)
+        if 2 * s < width or not keep:
+            p = net(m, p & (p << s)[:width], f"{name}_p{lv}", keep=keep)
         g, s, lv = g_new, s * 2, lv + 1
     return g
 
@@ -64,14 +64,13 @@ def _prefix_carries(m: Module, g: Value, p: Value, name: str, keep: bool) -> Val
 def _generate_propagate(
     m: Module, a: Value, b: Value, width: int, name: str, cin: Value | None, keep: bool
 ) -> tuple[Signal, Signal]:
-    """Bit generate (``<name>_g0``, with ``cin`` folded into bit 0) and propagate
+    """Bit generate (``<name>_g``, with ``cin`` folded into bit 0) and propagate
     (``<name>_p``) of ``a + b`` over ``width`` bits."""
     a, b = zext(a.as_unsigned(), width), zext(b.as_unsigned(), width)
-    p = net(m, a ^ b, f"{name}_p", keep=keep)
     g = a & b
     if cin is not None:
-        g = Cat(g[0] | (p[0] & cin), g[1:])
-    return net(m, g, f"{name}_g0", keep=keep), p
+        g = Cat(g[0] | ((a[0] ^ b[0]) & cin), g[1:])
+    return net(m, g, f"{name}_g", keep=keep), net(m, a ^ b, f"{name}_p", keep=keep)
 
 
 def prefix_add(
