@@ -58,6 +58,9 @@ SKIP_UNLESS_FULL = pytest.mark.skipif(not FULL, reason="make sim-full (SIM_FULL=
 #: the marks of a parameter set that only ``make sim-full`` runs:
 #: ``pytest.param(..., marks=FULL_ONLY)``
 FULL_ONLY = (pytest.mark.full, SKIP_UNLESS_FULL)
+#: ``N_NODES`` of a tree block's testbench: the smallest in ``make test``, the larger
+#: ones (64: the default, also inside the chip co-simulation) in ``make sim-full``
+N_NODES_SETS = [8, pytest.param(16, marks=FULL_ONLY), pytest.param(64, marks=FULL_ONLY)]
 
 __all__ = [
     "PATTERNS",
@@ -73,6 +76,7 @@ __all__ = [
     "random_tree",
     "FULL",
     "FULL_ONLY",
+    "N_NODES_SETS",
     "SKIP_UNLESS_FULL",
     "sized",
 ]

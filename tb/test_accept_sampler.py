@@ -25,16 +25,7 @@ import numpy as np
 from golden import accept as gaccept
 from golden import tree as gtree
 from hw.accept_sampler import node_layout, result_layout, token_layout
-from tb.common import (
-    FULL_ONLY,
-    TB,
-    StreamSink,
-    StreamSource,
-    params,
-    random_tree,
-    report,
-    run_block,
-)
+from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
 
 TREES = 1200  # full-speed run, per parameter set
 TREES_PATTERNS = 150  # in each idle/backpressure run (6 runs)
@@ -441,10 +432,10 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
 
+from tb.common import N_NODES_SETS  # noqa: E402
 
-@pytest.mark.parametrize(
-    "n_nodes", [8, pytest.param(16, marks=FULL_ONLY), pytest.param(64, marks=FULL_ONLY)]
-)
+
+@pytest.mark.parametrize("n_nodes", N_NODES_SETS)
 def test_accept_sampler(n_nodes: int) -> None:
     run_block("accept_sampler", {"N_NODES": n_nodes}, "tb.test_accept_sampler")
 

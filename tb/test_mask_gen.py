@@ -12,16 +12,7 @@ import random
 
 from golden import tree as gtree
 from hw.mask_gen import parent_layout, row_layout
-from tb.common import (
-    FULL_ONLY,
-    TB,
-    StreamSink,
-    StreamSource,
-    params,
-    random_tree,
-    report,
-    run_block,
-)
+from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
 
 TREES = 2000  # random trees in the full-speed run, per parameter set
 TREES_PATTERNS = 300  # in each idle/backpressure run
@@ -179,9 +170,9 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
 
+from tb.common import N_NODES_SETS  # noqa: E402
 
-@pytest.mark.parametrize(
-    "n_nodes", [8, pytest.param(16, marks=FULL_ONLY), pytest.param(64, marks=FULL_ONLY)]
-)
+
+@pytest.mark.parametrize("n_nodes", N_NODES_SETS)
 def test_tree_mask_gen(n_nodes: int) -> None:
     run_block("tree_mask_gen", {"N_NODES": n_nodes}, "tb.test_mask_gen")

@@ -19,7 +19,7 @@ import random
 import numpy as np
 
 from golden.rng import LaneRNG
-from tb.common import FULL_ONLY, TB, StreamSource, params, pattern, report, run_block
+from tb.common import TB, StreamSource, params, pattern, report, run_block
 
 CORNER_SEEDS = [0, 1, 2**64 - 1, 0x9E3779B97F4A7C15]
 RANDOM_SEEDS = 6  # random seeds after the corners in `sequences`
@@ -353,9 +353,9 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
 
+from tb.common import N_NODES_SETS  # noqa: E402
 
-@pytest.mark.parametrize(
-    "n_nodes", [8, pytest.param(16, marks=FULL_ONLY), pytest.param(64, marks=FULL_ONLY)]
-)
+
+@pytest.mark.parametrize("n_nodes", N_NODES_SETS)
 def test_rng_lanes(n_nodes: int) -> None:
     run_block("rng_lanes", {"N_NODES": n_nodes}, "tb.test_rng_lanes")

@@ -20,7 +20,7 @@ import random
 
 from golden.sampler import sample_weights
 from hw.token_sampler import beat_layout, token_layout
-from tb.common import FULL_ONLY, TB, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, StreamSink, StreamSource, params, report, run_block
 
 DRAWS = 100  # random draws in the full-speed run (lengths up to LONG)
 DRAWS_PATTERNS = 100  # in each idle/backpressure run (short vectors)
@@ -397,6 +397,8 @@ if cocotb is not None:
 
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
+
+from tb.common import FULL_ONLY  # noqa: E402
 
 
 @pytest.mark.parametrize(

@@ -17,16 +17,7 @@ from hw.mask_gen import row_layout
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_layout
 from hw.tree_manager import draft_layout
-from tb.common import (
-    FULL_ONLY,
-    TB,
-    StreamSink,
-    StreamSource,
-    params,
-    random_step,
-    report,
-    run_block,
-)
+from tb.common import TB, StreamSink, StreamSource, params, random_step, report, run_block
 
 STEPS = 150
 
@@ -157,6 +148,8 @@ if cocotb is not None:
 
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
+
+from tb.common import FULL_ONLY  # noqa: E402
 
 
 @pytest.mark.parametrize("n_nodes", [8, pytest.param(16, marks=FULL_ONLY)])
