@@ -90,9 +90,11 @@ report: $(STAMP)
 docs: $(STAMP)
 	$(VPY) -m sphinx -W --keep-going -q -b html docs/api build/docs/html
 
-# HDL parameters given on the command line (make verilog N_NODES=256) are passed on.
-HDL_PARAMS := N_NODES TOKEN_BITS PROB_BITS RAND_BITS WEIGHT_BITS LANES ENTRIES PAGES SEQS LAYER_BITS POS_BITS
-HDL_ARGS := $(foreach v,$(HDL_PARAMS),$(if $(value $(v)),$(v)=$(value $(v))))
+# Variables given on the command line (make verilog N_NODES=256) are passed on as
+# NAME=VALUE, but for this Makefile's own; flows.verilog checks them against the
+# blocks' declared parameters (hw: each block's PARAMS).
+MAKE_VARS := PYTHON JOBS SYNTH_JOBS SEEDS
+HDL_ARGS = $(strip $(foreach v,$(filter-out $(MAKE_VARS),$(.VARIABLES)),$(if $(filter command line,$(origin $(v))),$(v)=$(value $(v)))))
 
 verilog: $(STAMP)
 	$(VPY) -m flows.verilog --lint $(HDL_ARGS)

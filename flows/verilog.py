@@ -18,6 +18,8 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from hw.common import check_params
+
 __all__ = [
     "BLOCKS",
     "block_class",
@@ -36,13 +38,13 @@ WAIVERS = Path(__file__).resolve().parent / "lint.vlt"
 
 #: block name (= Verilog module name) -> "module:Class"
 BLOCKS: dict[str, str] = {
-    "tree_mask_gen": "hw.mask_gen:TreeMaskGen",
+    "tree_mask_gen": "hw.tree_mask_gen:TreeMaskGen",
     "rng_lanes": "hw.rng_lanes:RngLanes",
     "accept_sampler": "hw.accept_sampler:AcceptSampler",
     "token_sampler": "hw.token_sampler:TokenSampler",
     "tree_manager": "hw.tree_manager:TreeManager",
     "kv_pool": "hw.kv_pool:KVPool",
-    "specdecode_top": "hw.top:Top",
+    "specdecode_top": "hw.specdecode_top:Top",
 }
 
 
@@ -54,9 +56,11 @@ def block_class(name: str) -> type:
 
 
 def block_params(name: str) -> dict[str, object]:
-    """The keyword parameters of a block with their defaults."""
-    sig = inspect.signature(block_class(name).__init__)
-    return {
+    """The keyword parameters of a block with their defaults: its declared
+    integer parameters (``PARAMS``), then any other keyword (``TARGET``)."""
+    cls = block_class(name)
+    sig = inspect.signature(cls.__init__)
+    return {k: p.default for k, p in cls.PARAMS.items()} | {
         p.name: p.default
         for p in sig.parameters.values()
         if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
@@ -116,6 +120,11 @@ def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[
         raise SystemExit(
             f"no block of {', '.join(names)} takes parameter(s) {', '.join(sorted(unknown))}"
         )
+    for b, p in out.items():  # every value checked before any Verilog is written
+        try:
+            check_params(block_class(b).PARAMS, p)
+        except ValueError as e:
+            raise SystemExit(f"{b}: {e}") from None
     return out
 
 

@@ -5,8 +5,9 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common import (
+    Param,
     carry_save,
-    check_param,
+    check_params,
     csa_levels,
     csa_rows,
     idx_bits,
@@ -199,18 +200,26 @@ class AcceptSampler(wiring.Component):
 
     TOKEN_FIFO = 4
 
+    #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
+    PARAMS = {
+        "N_NODES": Param(default=64, lo=4, hi=256, small=4),
+        "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=4),
+        "PROB_BITS": Param(default=16, lo=8, hi=32, small=8),
+        "RAND_BITS": Param(default=16, lo=8, hi=32, small=8),
+    }
+
     def __init__(
         self,
         *,
-        N_NODES: int = 64,
-        TOKEN_BITS: int = 17,
-        PROB_BITS: int = 16,
-        RAND_BITS: int = 16,
+        N_NODES: int = PARAMS["N_NODES"].default,
+        TOKEN_BITS: int = PARAMS["TOKEN_BITS"].default,
+        PROB_BITS: int = PARAMS["PROB_BITS"].default,
+        RAND_BITS: int = PARAMS["RAND_BITS"].default,
     ) -> None:
-        self.N_NODES = check_param("N_NODES", N_NODES, 4, 256)
-        self.TOKEN_BITS = check_param("TOKEN_BITS", TOKEN_BITS, 1, 17)
-        self.PROB_BITS = check_param("PROB_BITS", PROB_BITS, 8, 32)
-        self.RAND_BITS = check_param("RAND_BITS", RAND_BITS, 8, 32)
+        given = {"N_NODES": N_NODES, "TOKEN_BITS": TOKEN_BITS}
+        given |= {"PROB_BITS": PROB_BITS, "RAND_BITS": RAND_BITS}
+        for name, value in check_params(self.PARAMS, given).items():
+            setattr(self, name, value)
         super().__init__(
             {
                 "u": In(data.ArrayLayout(RAND_BITS, N_NODES)),

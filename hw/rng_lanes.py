@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common import check_param, csa_rows, mux_tree, net, prefix_add
+from hw.common import Param, check_params, csa_rows, mux_tree, net, prefix_add
 
 __all__ = ["RngLanes", "seed_cycles"]
 
@@ -23,7 +23,7 @@ SEED_CYCLES_PER_LANE = 4 * _MUL_CYCLES
 
 def seed_cycles(n_nodes: int) -> int:
     """Cycles ``busy`` stays high after a seed beat is taken: ``32 * N_NODES``."""
-    return SEED_CYCLES_PER_LANE * check_param("N_NODES", n_nodes, 4, 1024)
+    return SEED_CYCLES_PER_LANE * check_params(RngLanes.PARAMS, {"N_NODES": n_nodes})["N_NODES"]
 
 
 def _shl(v: Value, k: int, width: int) -> Value:
@@ -116,8 +116,11 @@ class RngLanes(wiring.Component):
         before any seeding completed.
     """
 
-    def __init__(self, *, N_NODES: int = 64) -> None:
-        self.N_NODES = check_param("N_NODES", N_NODES, 4, 1024)
+    #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
+    PARAMS = {"N_NODES": Param(default=64, lo=4, hi=1024, small=4)}
+
+    def __init__(self, *, N_NODES: int = PARAMS["N_NODES"].default) -> None:
+        self.N_NODES = check_params(self.PARAMS, {"N_NODES": N_NODES})["N_NODES"]
         super().__init__(
             {
                 "seed": In(stream.Signature(64)),

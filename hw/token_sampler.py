@@ -5,8 +5,9 @@ from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.common import (
+    Param,
     carry_out,
-    check_param,
+    check_params,
     csa_rows,
     idx_bits,
     mux_tree,
@@ -129,15 +130,27 @@ class TokenSampler(wiring.Component):
 
     OUT_DEPTH = 2
 
+    #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
+    PARAMS = {
+        "LANES": Param(default=4, lo=1, hi=16, small=1),
+        "WEIGHT_BITS": Param(default=16, lo=8, hi=32, small=8),
+        "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=4),
+    }
+
     def __init__(
-        self, *, LANES: int = 4, WEIGHT_BITS: int = 16, TOKEN_BITS: int = 17, TARGET: str = "asic"
+        self,
+        *,
+        LANES: int = PARAMS["LANES"].default,
+        WEIGHT_BITS: int = PARAMS["WEIGHT_BITS"].default,
+        TOKEN_BITS: int = PARAMS["TOKEN_BITS"].default,
+        TARGET: str = "asic",
     ) -> None:
         if TARGET not in TARGETS:
             raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
+        given = {"LANES": LANES, "WEIGHT_BITS": WEIGHT_BITS, "TOKEN_BITS": TOKEN_BITS}
+        for name, value in check_params(self.PARAMS, given).items():
+            setattr(self, name, value)
         self.TARGET = TARGET
-        self.LANES = check_param("LANES", LANES, 1, 16)
-        self.WEIGHT_BITS = check_param("WEIGHT_BITS", WEIGHT_BITS, 8, 32)
-        self.TOKEN_BITS = check_param("TOKEN_BITS", TOKEN_BITS, 1, 17)
         #: most beats in one pass
         self.MAX_BEATS = -(-(1 << TOKEN_BITS) // LANES)
         #: width of ``total`` (the largest valid total is ``2**TOKEN_BITS * (2**WEIGHT_BITS - 1)``)

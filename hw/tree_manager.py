@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from hw.accept_sampler import AcceptSampler, result_layout
 from hw.accept_sampler import token_layout as accepted_token_layout
-from hw.common import check_param, idx_bits
-from hw.mask_gen import TreeMaskGen, row_layout
+from hw.common import check_params, idx_bits, merge_params, pick
+from hw.tree_mask_gen import TreeMaskGen, row_layout
 from hw.rng_lanes import RngLanes
 from hw.token_sampler import TokenSampler, beat_layout
 from hw.token_sampler import token_layout as extra_layout
@@ -37,7 +37,7 @@ class TreeManager(wiring.Component):
     One verification step:
 
     1. ``advance`` (one cycle) steps every RNG lane (after a ``seed`` once);
-    2. the draft tree arrives on ``i`` as in :class:`hw.mask_gen.TreeMaskGen`:
+    2. the draft tree arrives on ``i`` as in :class:`hw.tree_mask_gen.TreeMaskGen`:
        nodes ``1 .. n-1`` in order (parent, token and the verifier's ``pt``,
        ``qt``), then an ``end`` beat. The mask generator turns parents into
        mask rows; each row is joined with its node's token, ``pt`` and ``qt``
@@ -80,7 +80,7 @@ class TreeManager(wiring.Component):
     busy : Out(1)
     advance : In(1)
     i : In(stream.Signature(draft_layout(...)))
-    rows : Out(stream.Signature(mask_gen.row_layout(N_NODES)))
+    rows : Out(stream.Signature(tree_mask_gen.row_layout(N_NODES)))
     result, tokens : Out(stream.Signature(...)) of the acceptance sampler
     w : In(stream.Signature(...)) of the token sampler
     extra : Out(stream.Signature(...)) of the token sampler
@@ -90,30 +90,22 @@ class TreeManager(wiring.Component):
 
     SIDE_DEPTH = 8
 
-    def __init__(
-        self,
-        *,
-        N_NODES: int = 64,
-        TOKEN_BITS: int = 17,
-        PROB_BITS: int = 16,
-        RAND_BITS: int = 16,
-        WEIGHT_BITS: int = 16,
-        LANES: int = 4,
-    ) -> None:
-        self.N_NODES = check_param("N_NODES", N_NODES, 4, 256)
+    #: the blocks' parameters, a shared name accepting what every block accepts
+    PARAMS = merge_params(
+        TreeMaskGen.PARAMS, RngLanes.PARAMS, AcceptSampler.PARAMS, TokenSampler.PARAMS
+    )
+
+    def __init__(self, **params: int) -> None:
         # check everything before building any block (no half-built blocks left over)
-        check_param("TOKEN_BITS", TOKEN_BITS, 1, 17)
-        check_param("PROB_BITS", PROB_BITS, 8, 32)
-        check_param("RAND_BITS", RAND_BITS, 8, 32)
-        check_param("WEIGHT_BITS", WEIGHT_BITS, 8, 32)
-        check_param("LANES", LANES, 1, 16)
-        self.mask = TreeMaskGen(N_NODES=N_NODES)
-        self.rng = RngLanes(N_NODES=N_NODES)
-        self.acc = AcceptSampler(
-            N_NODES=N_NODES, TOKEN_BITS=TOKEN_BITS, PROB_BITS=PROB_BITS, RAND_BITS=RAND_BITS
-        )
-        self.tok = TokenSampler(LANES=LANES, WEIGHT_BITS=WEIGHT_BITS, TOKEN_BITS=TOKEN_BITS)
-        self.TOKEN_BITS, self.PROB_BITS, self.RAND_BITS = TOKEN_BITS, PROB_BITS, RAND_BITS
+        p = check_params(self.PARAMS, params)
+        for name, value in p.items():
+            setattr(self, name, value)
+        N_NODES, TOKEN_BITS, PROB_BITS = p["N_NODES"], p["TOKEN_BITS"], p["PROB_BITS"]
+        LANES, WEIGHT_BITS = p["LANES"], p["WEIGHT_BITS"]
+        self.mask = TreeMaskGen(**pick(p, TreeMaskGen.PARAMS))
+        self.rng = RngLanes(**pick(p, RngLanes.PARAMS))
+        self.acc = AcceptSampler(**pick(p, AcceptSampler.PARAMS))
+        self.tok = TokenSampler(**pick(p, TokenSampler.PARAMS))
         super().__init__(
             {
                 "seed": In(stream.Signature(64)),

@@ -11,7 +11,7 @@ The chip model (:mod:`sim.chip`) is written once against two protocols:
 
 Two implementations: ``python`` (the golden fixed-point functions and
 ``golden.kvcache.BlockTable``, cycles from :mod:`sim.cycles`) and ``rtl``
-(:mod:`sim.rtl`: ``hw/top.py`` simulated on Verilator through cocotb,
+(:mod:`sim.rtl`: ``hw/specdecode_top.py`` simulated on Verilator through cocotb,
 cycles counted on the simulated clock). For the same inputs both return the
 same values, bit for bit; errors raise :class:`golden.kvcache.KVError` (a
 ``ValueError``) with the same ``code`` in both.

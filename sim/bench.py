@@ -4,7 +4,7 @@ Decodes the default workload (``ChipConfig()``: the n-gram pair on code, the
 ``specdecode1-7b`` profile, the topology optimiser's trees) and reports chip
 steps per wall-clock second with the ``python`` backend (target: 200) and,
 when :mod:`sim.rtl` is importable and Verilator is present, with the
-``rtl`` backend (the first rtl run builds ``hw/top.py`` once; the build is not
+``rtl`` backend (the first rtl run builds ``hw/specdecode_top.py`` once; the build is not
 timed). Per-step timing on the profile is included (``Chip.run(timing=True)``),
 as in ``make chip``. Writes ``build/reports/chip_bench.json``.
 

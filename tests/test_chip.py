@@ -2,7 +2,7 @@
 
 Every run is seeded; a failing comparison names its configuration and seed.
 The ``rtl`` test runs only when the co-simulation backend is importable and
-Verilator is present (it builds ``hw/top.py`` once, cached under ``build/``).
+Verilator is present (it builds ``hw/specdecode_top.py`` once, cached under ``build/``).
 """
 
 from __future__ import annotations

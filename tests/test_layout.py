@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from flows.verilog import BLOCKS
+
 REPO = Path(__file__).resolve().parent.parent
 
 #: package -> the project packages it may import (itself included)
@@ -179,3 +181,12 @@ def test_sizes(path: Path) -> None:
         if f.end_lineno - f.lineno + 1 > MAX_FUNCTION
     ]
     assert not long, "\n".join(long)
+
+
+def test_every_block_found_by_its_one_name() -> None:
+    """A block's RTL, testbench and doc page carry the block's (Verilog module's) name."""
+    for block, where in BLOCKS.items():
+        assert where.split(":")[0] == f"hw.{block}", f"{block}: RTL in {where}"
+        tb = [REPO / "tb" / f"test_{block}.py", REPO / "tb" / block]
+        assert any(p.exists() for p in tb), f"{block}: no tb/test_{block}.py or tb/{block}/"
+        assert (REPO / "docs" / "blocks" / f"{block}.md").exists(), f"{block}: no doc page"

@@ -83,7 +83,7 @@ class BlockInfo:
 BLOCK_INFO: dict[str, BlockInfo] = {
     "tree_mask_gen": BlockInfo(
         ("golden.tree.mask_rows",),
-        "tb/test_mask_gen.py",
+        "tb/test_tree_mask_gen.py",
         "n + at most 2",
         r"^(\d+) \(<=",
         "n + {0}",
@@ -123,7 +123,7 @@ BLOCK_INFO: dict[str, BlockInfo] = {
     ),
     "specdecode_top": BlockInfo(
         ("sim.python_backend.PythonTreeManager", "sim.python_backend.PythonKV"),
-        "tb/test_top.py",
+        "tb/test_specdecode_top.py",
         "",
     ),
 }

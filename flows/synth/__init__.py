@@ -43,7 +43,7 @@ from flows.synth.fit import fit_log2, fit_power, sweep_fits
 from flows.synth.fmt import label
 from flows.synth.report import REPORT_JSON, REPORT_MD, REPORTS, load_report, render, save_report
 from flows.synth.runner import measure, memory_bits, run_jobs
-from flows.synth.sweep import SMALL_VALUES, SWEEPS, small_params
+from flows.synth.sweep import SWEEPS, small_params
 
 __all__ = [
     "AREA",
@@ -51,7 +51,6 @@ __all__ = [
     "REPORTS",
     "REPORT_JSON",
     "REPORT_MD",
-    "SMALL_VALUES",
     "SWEEPS",
     "area_mm2",
     "fit_log2",

@@ -1,9 +1,10 @@
 """The parameter sweep (``--sweep``) and the small configurations of the smoke test.
 
-:data:`SWEEPS` (the points each block is swept over) and :data:`SMALL_VALUES`
-(small values of the usual parameters) are the only per-block parameter
-declarations of the synthesis flows; :func:`sweep` reads the first only
-through :func:`sweep_plan`, :func:`small_params` the second.
+:data:`SWEEPS` (the points each block is swept over) is the synthesis flows'
+only per-block parameter declaration; :func:`sweep` reads it through
+:func:`sweep_plan`. A block's small configuration (:func:`small_params`) is
+the ``small`` value of each of its parameters (``PARAMS``,
+:class:`hw.common.Param`).
 """
 
 from flows import verilog
@@ -11,7 +12,7 @@ from flows.synth.fit import sweep_fits
 from flows.synth.fmt import fmt_s, now
 from flows.synth.runner import run_jobs
 
-__all__ = ["SMALL_VALUES", "SWEEPS", "small_params", "sweep", "sweep_plan"]
+__all__ = ["SWEEPS", "small_params", "sweep", "sweep_plan"]
 
 #: sweeps: block -> (parameter(s) set together, values)
 SWEEPS: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {
@@ -21,21 +22,6 @@ SWEEPS: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {
     "tree_manager": (("N_NODES",), (8, 16, 32, 64, 128, 256)),
     "token_sampler": (("LANES",), (1, 2, 4, 8, 16)),
     "kv_pool": (("ENTRIES", "PAGES"), (16, 64, 256, 1024)),
-}
-
-#: small values of the usual parameters (CI smoke test: every block, seconds each)
-SMALL_VALUES = {
-    "N_NODES": 4,
-    "ENTRIES": 4,
-    "PAGES": 4,
-    "SEQS": 2,
-    "LANES": 1,
-    "TOKEN_BITS": 4,
-    "PROB_BITS": 8,
-    "RAND_BITS": 8,
-    "WEIGHT_BITS": 8,
-    "LAYER_BITS": 2,
-    "POS_BITS": 3,
 }
 
 #: what a sweep point keeps of a :func:`flows.synth.runner.measure` result
@@ -53,8 +39,9 @@ _POINT_KEYS = (
 
 
 def small_params(name: str) -> dict[str, int]:
-    """A small configuration of block ``name`` (its parameters found in :data:`SMALL_VALUES`)."""
-    return {k: SMALL_VALUES[k] for k in verilog.block_params(name) if k in SMALL_VALUES}
+    """A small configuration of block ``name``: each of its parameters at its
+    declared ``small`` value (CI smoke test: every block, seconds each)."""
+    return {k: p.small for k, p in verilog.block_class(name).PARAMS.items()}
 
 
 def sweep_plan(

@@ -1,6 +1,7 @@
 """Gateware helpers shared by the blocks of ``hw``: written once, imported from here.
 
-* :mod:`hw.common.params`: :func:`check_param` (keyword-parameter validation),
+* :mod:`hw.common.params`: :class:`Param` (one block parameter's declaration),
+  :func:`check_param` / :func:`check_params` (validation), :func:`merge_params`, :func:`pick`,
   :func:`idx_bits`;
 * :mod:`hw.common.nets`: :func:`net` (a named, optionally kept, comb signal),
   :func:`zext`;
@@ -30,7 +31,7 @@ from hw.common.arith import (
     sign_of_sum,
 )
 from hw.common.nets import net, zext
-from hw.common.params import check_param, idx_bits
+from hw.common.params import Param, check_param, check_params, idx_bits, merge_params, pick
 from hw.common.reduce import (
     and_tree,
     mux_tree,
@@ -42,7 +43,11 @@ from hw.common.reduce import (
 )
 
 __all__ = [
+    "Param",
     "check_param",
+    "check_params",
+    "merge_params",
+    "pick",
     "idx_bits",
     "net",
     "zext",

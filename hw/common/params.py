@@ -1,8 +1,44 @@
-"""Keyword-parameter checks and index widths shared by every block."""
+"""Block parameters: one declaration per block, checked in one place.
+
+Each block module declares its integer keyword parameters once, as a
+``PARAMS`` mapping of name to :class:`Param` (default, inclusive range, a
+small value for the synthesis smoke test). The block's signature defaults,
+its checks, the top level's union (:func:`merge_params`), the synthesis
+flows' small configurations and the co-simulation's argument checks all read
+that mapping; ``tests/test_params.py`` checks the docstrings against it.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
 
-__all__ = ["check_param", "idx_bits"]
+__all__ = ["Param", "check_param", "check_params", "merge_params", "pick", "idx_bits"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One integer keyword parameter of a block.
+
+    Attributes
+    ----------
+    default : int
+        The value a block is built with when the parameter is not given.
+    lo, hi : int
+        The inclusive range accepted.
+    small : int
+        A small value inside the range that still builds every structure the
+        parameter sizes (the synthesis smoke test's configuration).
+    """
+
+    default: int
+    lo: int
+    hi: int
+    small: int
+
+    def __post_init__(self) -> None:
+        if not self.lo <= self.small <= self.hi or not self.lo <= self.default <= self.hi:
+            raise ValueError(f"{self!r}: default and small must be in lo .. hi")
 
 
 def check_param(name: str, value: object, lo: int, hi: int) -> int:
@@ -33,6 +69,60 @@ def check_param(name: str, value: object, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise ValueError(f"{name} = {value!r}: must be in {lo} .. {hi}")
     return value
+
+
+def check_params(params: Mapping[str, Param], given: Mapping[str, object]) -> dict[str, int]:
+    """Validate every value of ``given`` against its declaration in ``params``
+    (:func:`check_param`), all of them before anything is built.
+
+    Returns
+    -------
+    dict
+        Every parameter of ``params``, in its order: the value given, or the
+        declared default.
+
+    Raises
+    ------
+    ValueError
+        The first value that :func:`check_param` refuses, or a name of
+        ``given`` that ``params`` does not declare.
+    """
+    unknown = sorted(set(given) - set(params))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(unknown)}; known: {', '.join(params)}")
+    return {
+        n: check_param(n, given[n], p.lo, p.hi) if n in given else p.default
+        for n, p in params.items()
+    }
+
+
+def pick(values: Mapping[str, int], params: Mapping[str, Param]) -> dict[str, int]:
+    """The entries of ``values`` that ``params`` declares (a sub-block's share)."""
+    return {n: values[n] for n in params}
+
+
+def merge_params(*decls: Mapping[str, Param]) -> dict[str, Param]:
+    """The parameters of a design built from blocks that share parameters: a
+    name declared by several blocks accepts the intersection of their ranges.
+
+    Raises
+    ------
+    ValueError
+        Two blocks declare different defaults for one name, or ranges that do
+        not overlap (a declaration error, found when the module is imported).
+    """
+    out: dict[str, Param] = {}
+    for decl in decls:
+        for name, p in decl.items():
+            q = out.get(name)
+            if q is None:
+                out[name] = p
+                continue
+            if p.default != q.default:
+                raise ValueError(f"{name}: defaults {q.default} and {p.default} disagree")
+            lo, hi = max(p.lo, q.lo), min(p.hi, q.hi)
+            out[name] = Param(p.default, lo, hi, min(max(p.small, q.small, lo), hi))
+    return out
 
 
 def idx_bits(n: int) -> int:

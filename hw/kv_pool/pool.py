@@ -7,7 +7,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import check_param
+from hw.common import Param, check_params
 from hw.kv_pool import errors, insert, ops
 from hw.kv_pool.asic import Asic
 from hw.kv_pool.fpga import PORTS, Fpga, Replicas
@@ -182,26 +182,34 @@ class KVPool(wiring.Component):
         ``pos_b<b>``, ``owner_b<b>`` for testbenches that read them.
     """
 
+    #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
+    PARAMS = {
+        "ENTRIES": Param(default=256, lo=2, hi=4096, small=4),
+        "PAGES": Param(default=256, lo=2, hi=4096, small=4),
+        "SEQS": Param(default=8, lo=1, hi=64, small=2),
+        "N_NODES": Param(default=64, lo=2, hi=1024, small=4),
+        "LAYER_BITS": Param(default=5, lo=1, hi=16, small=2),
+        "POS_BITS": Param(default=17, lo=1, hi=32, small=3),
+    }
+
     def __init__(
         self,
         *,
-        ENTRIES: int = 256,
-        PAGES: int = 256,
-        SEQS: int = 8,
-        N_NODES: int = 64,
-        LAYER_BITS: int = 5,
-        POS_BITS: int = 17,
+        ENTRIES: int = PARAMS["ENTRIES"].default,
+        PAGES: int = PARAMS["PAGES"].default,
+        SEQS: int = PARAMS["SEQS"].default,
+        N_NODES: int = PARAMS["N_NODES"].default,
+        LAYER_BITS: int = PARAMS["LAYER_BITS"].default,
+        POS_BITS: int = PARAMS["POS_BITS"].default,
         TARGET: str = "asic",
     ) -> None:
         if TARGET not in TARGETS:
             raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
+        given = {"ENTRIES": ENTRIES, "PAGES": PAGES, "SEQS": SEQS, "N_NODES": N_NODES}
+        given |= {"LAYER_BITS": LAYER_BITS, "POS_BITS": POS_BITS}
+        for name, value in check_params(self.PARAMS, given).items():
+            setattr(self, name, value)
         self.TARGET = TARGET
-        self.ENTRIES = check_param("ENTRIES", ENTRIES, 2, 4096)
-        self.PAGES = check_param("PAGES", PAGES, 2, 4096)
-        self.SEQS = check_param("SEQS", SEQS, 1, 64)
-        self.N_NODES = check_param("N_NODES", N_NODES, 2, 1024)
-        self.LAYER_BITS = check_param("LAYER_BITS", LAYER_BITS, 1, 16)
-        self.POS_BITS = check_param("POS_BITS", POS_BITS, 1, 32)
         q = query_layout(SEQS, N_NODES, LAYER_BITS, POS_BITS)
         r = reply_layout(PAGES)
         super().__init__(

@@ -149,7 +149,7 @@ class Chip:
 
         ``make_tree_manager()`` returns the tree manager of the next sequence
         (the ``python`` backend: one per sequence, each with its own lanes;
-        ``rtl``: the one in ``hw/top.py``). Subclasses may override this (the
+        ``rtl``: the one in ``hw/specdecode_top.py``). Subclasses may override this (the
         tests inject faulty blocks here).
         """
         c = self.config

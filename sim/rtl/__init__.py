@@ -1,6 +1,6 @@
-"""The chip model's ``rtl`` backend: ``hw/top.py`` simulated on Verilator through cocotb.
+"""The chip model's ``rtl`` backend: ``hw/specdecode_top.py`` simulated on Verilator through cocotb.
 
-:func:`open_rtl` builds ``specdecode_top`` (:class:`hw.top.Top`: the token
+:func:`open_rtl` builds ``specdecode_top`` (:class:`hw.specdecode_top.Top`: the token
 tree manager and the KV-cache pool side by side) for one parameter set
 (Verilog and the Verilator model are cached under ``build/``), starts the
 co-simulation in a child process and yields the two backends of

@@ -423,9 +423,9 @@ def open_rtl(
     Parameters
     ----------
     n_nodes, entries, pages, seqs, layer_bits, pos_bits : int
-        The HDL parameters of :class:`hw.top.Top` (SPEC §5), in lower case.
+        The HDL parameters of :class:`hw.specdecode_top.Top` (SPEC §5), in lower case.
     token_bits, prob_bits, rand_bits, weight_bits, lanes : int
-        The HDL parameters of :class:`hw.top.Top` (SPEC §5), in lower case.
+        The HDL parameters of :class:`hw.specdecode_top.Top` (SPEC §5), in lower case.
     build_args : sequence of str
         Verilator arguments (default :data:`DEFAULT_BUILD_ARGS`).
     timeout : float

@@ -12,7 +12,8 @@ import amaranth
 import numpy as np
 
 from flows import toolchain, verilog
-from hw.top import PARAMS
+from hw.common import check_param
+from hw.specdecode_top import PARAMS
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE = "specdecode_top"
@@ -28,13 +29,11 @@ def hdl_params(**params: int) -> dict[str, int]:
     """Lower-case :func:`open_rtl` parameters -> ``Top``'s, validated (``ValueError``
     naming the lower-case parameter and quoting its value)."""
     out = {}
-    for name, (default, lo, hi) in PARAMS.items():
-        v = params.pop(name.lower(), default)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise ValueError(f"{name.lower()} = {v!r}: must be an integer in {lo} .. {hi}")
-        if not lo <= int(v) <= hi:
-            raise ValueError(f"{name.lower()} = {v!r}: must be in {lo} .. {hi}")
-        out[name] = int(v)
+    for name, p in PARAMS.items():
+        v = params.pop(name.lower(), p.default)
+        if isinstance(v, np.integer):
+            v = int(v)
+        out[name] = check_param(name.lower(), v, p.lo, p.hi)
     if params:
         raise ValueError(f"unknown parameter(s): {', '.join(sorted(params))}")
     return out

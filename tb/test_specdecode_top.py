@@ -1,4 +1,4 @@
-"""The chip top (hw/top.py) through the chip model's ``rtl`` backend (sim/rtl/).
+"""The chip top (hw/specdecode_top.py) through the chip model's ``rtl`` backend (sim/rtl/).
 
 One co-simulation of ``specdecode_top`` per test module and xdist worker, at
 a small, odd parameter set (every range error reachable in the RTL:
@@ -493,9 +493,9 @@ def test_top_params_match_signature() -> None:
     from amaranth.hdl import UnusedElaboratable
 
     from flows import verilog
-    from hw.top import PARAMS, Top
+    from hw.specdecode_top import PARAMS, Top
 
-    assert verilog.block_params("specdecode_top") == {k: v[0] for k, v in PARAMS.items()}
+    assert verilog.block_params("specdecode_top") == {k: p.default for k, p in PARAMS.items()}
     # a component built and never elaborated is reported when collected: expected here
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnusedElaboratable)

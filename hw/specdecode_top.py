@@ -11,27 +11,15 @@ model's whole ``rtl`` backend (:mod:`sim.rtl`).
 from amaranth import Module
 from amaranth.lib import wiring
 
-from hw.common import check_param
+from hw.common import Param, check_params, merge_params, pick
 from hw.kv_pool import KVPool
 from hw.tree_manager import TreeManager
 
 __all__ = ["Top", "PARAMS", "TM_PORTS", "KV_PORTS"]
 
-#: parameter -> (default, lowest, highest): the union of both blocks' parameters
-#: (``N_NODES``: the tree manager's 4 .. 256 inside the pool's 2 .. 1024)
-PARAMS: dict[str, tuple[int, int, int]] = {
-    "N_NODES": (64, 4, 256),
-    "TOKEN_BITS": (17, 1, 17),
-    "PROB_BITS": (16, 8, 32),
-    "RAND_BITS": (16, 8, 32),
-    "WEIGHT_BITS": (16, 8, 32),
-    "LANES": (4, 1, 16),
-    "ENTRIES": (256, 2, 4096),
-    "PAGES": (256, 2, 4096),
-    "SEQS": (8, 1, 64),
-    "LAYER_BITS": (5, 1, 16),
-    "POS_BITS": (17, 1, 32),
-}
+#: both blocks' parameters (:class:`hw.common.Param`); ``N_NODES`` accepts what
+#: both accept (the tree manager's range, inside the pool's)
+PARAMS: dict[str, Param] = merge_params(TreeManager.PARAMS, KVPool.PARAMS)
 
 #: ports of the tree manager, brought out as ``tm_<name>``
 TM_PORTS = ("seed", "busy", "advance", "i", "rows", "result", "tokens", "w", "extra", "error")
@@ -69,15 +57,11 @@ class Top(wiring.Component):
 
     Parameters
     ----------
-    N_NODES : int
-        Draft-tree nodes (SPEC §5), ``4 .. 256`` (the acceptance sampler's
-        range, inside the pool's ``2 .. 1024``). Default 64.
-    TOKEN_BITS, PROB_BITS, RAND_BITS, WEIGHT_BITS, LANES : int
-        Tree manager (SPEC §5): ``1 .. 17`` (17), ``8 .. 32`` (16),
-        ``8 .. 32`` (16), ``8 .. 32`` (16), ``1 .. 16`` (4).
+    N_NODES, TOKEN_BITS, PROB_BITS, RAND_BITS, WEIGHT_BITS, LANES : int
+        As in :class:`hw.tree_manager.TreeManager` (SPEC §5). ``N_NODES`` is
+        also the pool's; it accepts what both blocks accept (:data:`PARAMS`).
     ENTRIES, PAGES, SEQS, LAYER_BITS, POS_BITS : int
-        KV pool (SPEC §5): ``2 .. 4096`` (256), ``2 .. 4096`` (256),
-        ``1 .. 64`` (8), ``1 .. 16`` (5), ``1 .. 32`` (17).
+        As in :class:`hw.kv_pool.KVPool` (SPEC §5).
 
     Raises
     ------
@@ -95,53 +79,16 @@ class Top(wiring.Component):
         The pool's status counts and error pulse.
     """
 
-    def __init__(
-        self,
-        *,
-        N_NODES: int = 64,
-        TOKEN_BITS: int = 17,
-        PROB_BITS: int = 16,
-        RAND_BITS: int = 16,
-        WEIGHT_BITS: int = 16,
-        LANES: int = 4,
-        ENTRIES: int = 256,
-        PAGES: int = 256,
-        SEQS: int = 8,
-        LAYER_BITS: int = 5,
-        POS_BITS: int = 17,
-    ) -> None:
+    #: the module's :data:`PARAMS`, where every block keeps its declaration
+    PARAMS = PARAMS
+
+    def __init__(self, **params: int) -> None:
         # every parameter checked before any block is built (no half-built blocks)
-        given = {
-            "N_NODES": N_NODES,
-            "TOKEN_BITS": TOKEN_BITS,
-            "PROB_BITS": PROB_BITS,
-            "RAND_BITS": RAND_BITS,
-            "WEIGHT_BITS": WEIGHT_BITS,
-            "LANES": LANES,
-            "ENTRIES": ENTRIES,
-            "PAGES": PAGES,
-            "SEQS": SEQS,
-            "LAYER_BITS": LAYER_BITS,
-            "POS_BITS": POS_BITS,
-        }
-        for name, (_default, lo, hi) in PARAMS.items():
-            setattr(self, name, check_param(name, given[name], lo, hi))
-        self.tm = TreeManager(
-            N_NODES=N_NODES,
-            TOKEN_BITS=TOKEN_BITS,
-            PROB_BITS=PROB_BITS,
-            RAND_BITS=RAND_BITS,
-            WEIGHT_BITS=WEIGHT_BITS,
-            LANES=LANES,
-        )
-        self.kv = KVPool(
-            ENTRIES=ENTRIES,
-            PAGES=PAGES,
-            SEQS=SEQS,
-            N_NODES=N_NODES,
-            LAYER_BITS=LAYER_BITS,
-            POS_BITS=POS_BITS,
-        )
+        p = check_params(self.PARAMS, params)
+        for name, value in p.items():
+            setattr(self, name, value)
+        self.tm = TreeManager(**pick(p, TreeManager.PARAMS))
+        self.kv = KVPool(**pick(p, KVPool.PARAMS))
         members = {}
         for prefix, block, names in (("tm", self.tm, TM_PORTS), ("kv", self.kv, KV_PORTS)):
             sig = block.signature.members

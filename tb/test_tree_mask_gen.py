@@ -1,4 +1,4 @@
-"""Testbench: tree mask generator (hw/mask_gen.py) against golden.tree (SPEC §2, §6).
+"""Testbench: tree mask generator (hw/tree_mask_gen.py) against golden.tree (SPEC §2, §6).
 
 Driver: parent beats on ``i`` (idle patterns). Monitor: rows on ``o``
 (backpressure patterns) and ``error`` pulses. Model: ``golden.tree.mask_rows``
@@ -11,7 +11,7 @@ tree, bit for bit, and for an invalid tree an ``error`` pulse, no row with
 import random
 
 from golden import tree as gtree
-from hw.mask_gen import parent_layout, row_layout
+from hw.tree_mask_gen import parent_layout, row_layout
 from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
 
 TREES = 2000  # random trees in the full-speed run, per parameter set
@@ -175,4 +175,4 @@ from tb.common import N_NODES_SETS  # noqa: E402
 
 @pytest.mark.parametrize("n_nodes", N_NODES_SETS)
 def test_tree_mask_gen(n_nodes: int) -> None:
-    run_block("tree_mask_gen", {"N_NODES": n_nodes}, "tb.test_mask_gen")
+    run_block("tree_mask_gen", {"N_NODES": n_nodes}, "tb.test_tree_mask_gen")

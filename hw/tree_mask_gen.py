@@ -4,7 +4,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common import check_param, idx_bits
+from hw.common import Param, check_params, idx_bits
 
 __all__ = ["TreeMaskGen", "parent_layout", "row_layout"]
 
@@ -68,8 +68,11 @@ class TreeMaskGen(wiring.Component):
 
     OUT_DEPTH = 4
 
-    def __init__(self, *, N_NODES: int = 64) -> None:
-        self.N_NODES = check_param("N_NODES", N_NODES, 4, 1024)
+    #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
+    PARAMS = {"N_NODES": Param(default=64, lo=4, hi=1024, small=4)}
+
+    def __init__(self, *, N_NODES: int = PARAMS["N_NODES"].default) -> None:
+        self.N_NODES = check_params(self.PARAMS, {"N_NODES": N_NODES})["N_NODES"]
         super().__init__(
             {
                 "i": In(stream.Signature(parent_layout(N_NODES))),
