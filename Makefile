@@ -28,6 +28,9 @@ STAMP  := $(VENV)/.installed
 # pytest-xdist workers; CI machines have 2 cores.
 JOBS   ?= auto
 PYTEST := $(VPY) -m pytest -n $(JOBS)
+# a producer's JSON report gets the checkout's commit, the date and the machine
+REPORTS := build/reports
+STAMP_REPORT := $(VPY) -m flows.report --stamp
 
 .PHONY: all venv test lint sim sim-full golden bench chip perf verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
 
@@ -59,6 +62,7 @@ golden: $(STAMP)
 bench: $(STAMP)
 	$(VPY) -m golden.bench
 	$(VPY) -m sim.bench
+	$(STAMP_REPORT) $(REPORTS)/golden_bench.json $(REPORTS)/chip_bench.json
 
 chip: $(STAMP)
 	$(VPY) -m sim
@@ -68,21 +72,26 @@ perf: $(STAMP)
 
 soak: $(STAMP)
 	$(VPY) -m tb.kv_pool.soak
+	$(STAMP_REPORT) $(REPORTS)/kv_soak.json
 
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
+	$(STAMP_REPORT) $(REPORTS)/formal.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.
 SYNTH_JOBS ?= 2
 
 synth: $(STAMP)
 	$(VPY) -m flows.synth --jobs $(SYNTH_JOBS)
+	$(STAMP_REPORT) $(REPORTS)/synth.json
 
 synth-fpga: $(STAMP)
 	$(VPY) -m flows.synth_fpga --jobs $(SYNTH_JOBS) $(if $(SEEDS),--seeds $(SEEDS))
+	$(STAMP_REPORT) $(REPORTS)/synth.json
 
 synth-sweep: $(STAMP)
 	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS)
+	$(STAMP_REPORT) $(REPORTS)/synth.json
 
 report: $(STAMP)
 	$(VPY) -m flows.report

@@ -46,6 +46,7 @@ valid_entries == PAGES + 1``) to show the flow does find failures.
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -67,6 +68,8 @@ __all__ = ["KVPoolFormal", "CONFIG", "run", "main"]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
+#: the JSON report of :func:`main` (``make formal``), read by ``make report``
+REPORT = REPO / "build" / "reports" / "formal.json"
 #: the proved configuration (small enough for the solver, every feature present)
 CONFIG = {"ENTRIES": 8, "PAGES": 8, "SEQS": 2, "N_NODES": 4, "LAYER_BITS": 1, "POS_BITS": 2}
 #: every proved configuration: the default one and, since the RTL stores no page
@@ -355,21 +358,38 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m formal.kv_pool [prove] [bmc]``: every configuration of
+    :data:`CONFIGS`; writes ``build/reports/formal.json``; exit status 1 if a
+    task fails."""
     ap = argparse.ArgumentParser(
         prog="python -m formal.kv_pool", description=__doc__.splitlines()[0]
     )
     ap.add_argument("tasks", nargs="*", default=["prove", "bmc"], help="prove and/or bmc")
     args = ap.parse_args(argv)
-    bad = 0
+    bad = [t for t in args.tasks if t not in ("prove", "bmc")]
+    if bad:
+        ap.error(f"tasks = {bad!r}: each must be 'prove' or 'bmc'")
+    rows = []
     for config, over in CONFIGS.items():
         print(f"KV pool formal, configuration { ({**CONFIG, **over}) }", flush=True)
         for task, (ok, dt, log) in run(tuple(args.tasks), config=config).items():
             print(f"  {task:<6} {'PASS' if ok else 'FAIL'}  {dt:6.1f} s", flush=True)
+            rows.append(
+                {
+                    "config": config,
+                    "params": {**CONFIG, **over},
+                    "task": task,
+                    "status": "PASS" if ok else "FAIL",
+                    "seconds": round(dt, 1),
+                    "depth": PROVE_DEPTH if task == "prove" else BMC_DEPTH,
+                }
+            )
             if not ok:
-                bad += 1
                 print(log)
-    return 1 if bad else 0
-
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps({"what": "make formal", "results": rows}, indent=1) + "\n")
+    print(f"wrote {REPORT.relative_to(REPO)}")
+    return 1 if any(r["status"] != "PASS" for r in rows) else 0
 
 if __name__ == "__main__":
     sys.exit(main())

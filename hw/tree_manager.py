@@ -7,10 +7,10 @@ from amaranth.lib.wiring import In, Out
 from hw.accept_sampler import AcceptSampler, result_layout
 from hw.accept_sampler import token_layout as accepted_token_layout
 from hw.common import check_params, idx_bits, merge_params, pick
-from hw.tree_mask_gen import TreeMaskGen, row_layout
 from hw.rng_lanes import RngLanes
 from hw.token_sampler import TokenSampler, beat_layout
 from hw.token_sampler import token_layout as extra_layout
+from hw.tree_mask_gen import TreeMaskGen, row_layout
 
 __all__ = ["TreeManager", "draft_layout", "error_layout"]
 

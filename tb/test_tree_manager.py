@@ -13,10 +13,10 @@ from golden.rng import LaneRNG
 from golden.sampler import sample_weights
 from hw.accept_sampler import result_layout
 from hw.accept_sampler import token_layout as acc_token_layout
-from hw.tree_mask_gen import row_layout
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_layout
 from hw.tree_manager import draft_layout
+from hw.tree_mask_gen import row_layout
 from tb.common import TB, StreamSink, StreamSource, params, random_step, report, run_block
 
 STEPS = 150

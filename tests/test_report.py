@@ -9,7 +9,7 @@ import pytest
 from flows import report, verilog
 from flows.report import status
 from flows.report.sources import Context
-from flows.report.stamp import Stamp
+from flows.report.stamp import Stamp, stamp_file
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "docs" / "results"
@@ -231,3 +231,26 @@ def test_check_reports_a_stale_readme(tmp_path: Path) -> None:
     no_markers.write_text("no table\n")
     assert report.generate(ctx, no_markers).readme == "no markers"
     assert no_markers.read_text() == "no table\n"
+
+
+def test_formal_page_reads_the_json_report(tmp_path: Path) -> None:
+    """``make formal``'s JSON report is preferred to SymbiYosys' status files."""
+    ctx = _fabricate(tmp_path)
+    row = {"config": "e6p4", "params": {"ENTRIES": 6}, "task": "bmc", "depth": 12}
+    _write(ctx.reports / "formal.json", {"results": [{**row, "status": "FAIL", "seconds": 3.5}]})
+    report.generate(ctx, _readme(tmp_path))
+    text = (ctx.out / "formal.md").read_text()
+    assert "| `e6p4` | ENTRIES=6 | `bmc` | 12 | FAIL | 3.5 |" in text
+    assert "kv_pool_e8p8" not in text
+
+
+def test_stamp_file_writes_the_measurement_provenance(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    _write(path, {"machine": {"python": "3.11", "processor": "x86_64"}, "results": []})
+    stamp = stamp_file(path, REPO)
+    data = json.loads(path.read_text())
+    assert data["commit"] == stamp["commit"] and data["date"] == stamp["date"]
+    assert data["machine"]["processor"] == "x86_64" and data["machine"]["cpus"]
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="path = .*bad.json.*not a JSON object"):
+        stamp_file(tmp_path / "bad.json", REPO)

@@ -12,7 +12,7 @@ from pathlib import Path
 from flows.report import status as status_mod
 from flows.report.page import Page, table
 from flows.report.sources import SOURCES, Context
-from flows.report.stamp import environment
+from flows.report.stamp import environment, stamp_file
 
 __all__ = ["REPO", "Result", "generate", "main"]
 
@@ -99,6 +99,16 @@ def generate(ctx: Context, readme: Path | None = None) -> Result:
     return Result(pages, st, how, written)
 
 
+def _stamp(files: Sequence[Path]) -> int:
+    for f in files:
+        if not f.exists():
+            print(f"  {f}: no report to stamp (its producer wrote none)")
+            continue
+        s = stamp_file(f, REPO)
+        print(f"  {f}: stamped {s['commit']}, {s['date']}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m flows.report``; exit status 1 when ``--check`` finds the README stale."""
     ap = argparse.ArgumentParser(prog="python -m flows.report", description=__doc__)
@@ -110,7 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="only compare the README's status table with OUT/status.json (exit 1 if stale)",
     )
+    ap.add_argument(
+        "--stamp",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="only write this checkout's commit, the date and this machine into each JSON "
+        "report FILE (make runs it right after the producer)",
+    )
     args = ap.parse_args(argv)
+    if args.stamp:
+        return _stamp(args.stamp)
     if args.check:
         st = json.loads((args.out / "status.json").read_text())
         ok = status_mod.readme_matches(args.readme, st)

@@ -310,8 +310,25 @@ def _sby_status(task_dir: Path) -> str | None:
 
 
 def formal(ctx: Context) -> Page:
-    """SymbiYosys' own status files under ``build/formal`` (``python -m formal.kv_pool``
-    writes no JSON report)."""
+    """``build/reports/formal.json`` (``make formal``); without it, the status files
+    SymbiYosys leaves under ``build/formal`` (a run of ``tests/test_formal.py``)."""
+    path = ctx.reports / "formal.json"
+    rep = load_json(path)
+    if isinstance(rep, dict) and rep.get("results"):
+        page = _page(ctx, "formal", "KV pool formal proofs", path, rep, "make formal")
+        page.lines = table(
+            ["configuration", "parameters", "task", "depth", "status", "seconds"],
+            [
+                [f"`{r.get('config')}`", r.get("params"), f"`{r.get('task')}`"]
+                + [r.get("depth"), r.get("status"), r.get("seconds")]
+                for r in rep["results"]
+            ],
+        )
+        return page
+    return _formal_status_files(ctx)
+
+
+def _formal_status_files(ctx: Context) -> Page:
     root = ctx.reports.parent / "formal"
     rows, files = [], []
     for task in sorted(p for p in root.glob("*/*") if p.is_dir()) if root.exists() else []:
@@ -323,8 +340,8 @@ def formal(ctx: Context) -> Page:
     page = _page(ctx, "formal", "KV pool formal proofs", anchor, rows or None, "make formal")
     page.source = rel(ctx, root) + "/*/*/status"
     page.lines = [
-        "`formal/kv_pool.py` writes no JSON report: this page reads the status SymbiYosys "
-        "leaves in each task's folder.",
+        "No `build/reports/formal.json` (`make formal` writes it): this page reads the "
+        "status SymbiYosys leaves in each task's folder.",
         "",
     ]
     if rows:

@@ -9,6 +9,7 @@ which of these it came from.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import subprocess
@@ -16,7 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Stamp", "environment", "file_date", "for_report", "git_commit", "machine"]
+__all__ = [
+    "Stamp",
+    "environment",
+    "file_date",
+    "for_report",
+    "git_commit",
+    "machine",
+    "stamp_file",
+]
 
 
 def git_commit(repo: Path) -> str:
@@ -128,3 +137,29 @@ def for_report(meta: Mapping[str, object] | None, path: Path | None, env: Stamp)
             mach[k] = env.machine.get(k)
         mach_from = "report" if not missing else f"report; {', '.join(missing)} at generation"
     return Stamp(commit, date, mach, commit_from, date_from, mach_from)
+
+
+def stamp_file(path: Path, repo: Path) -> dict[str, object]:
+    """Write this checkout's ``commit``, now as ``date`` and this machine into the
+    JSON report at ``path`` (top-level keys; a ``machine`` the report has keeps its
+    fields, the missing ones are added). ``make`` runs it right after a producer
+    (``python -m flows.report --stamp FILE...``),
+    so that the stamp is the measurement's. Returns the stamp written.
+
+    Raises
+    ------
+    ValueError
+        ``path`` does not hold a JSON object.
+    """
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"path = {str(path)!r}: not a JSON object")
+    env = environment(repo)
+    mach = data.get("machine") if isinstance(data.get("machine"), dict) else {}
+    stamp = {"commit": env.commit, "date": env.date, "machine": {**env.machine, **mach}}
+    data.update(stamp)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+    return stamp
+

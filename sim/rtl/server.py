@@ -1,4 +1,4 @@
-"""Co-simulation server: ``hw/specdecode_top.py`` on Verilator, driven by the chip model's ``rtl`` backend.
+"""Co-simulation server: ``hw/specdecode_top.py`` on Verilator, driven by the ``rtl`` backend.
 
 The chip model (:mod:`sim.rtl`) is synchronous Python; cocotb runs
 this module inside the simulator process. The cocotb test :func:`serve`
@@ -45,10 +45,10 @@ from hw.accept_sampler import result_layout as acc_result
 from hw.accept_sampler import token_layout as acc_token
 from hw.kv_pool import op_layout, query_layout, reply_layout
 from hw.kv_pool import result_layout as kv_result
-from hw.tree_mask_gen import row_layout
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_token
 from hw.tree_manager import draft_layout
+from hw.tree_mask_gen import row_layout
 
 try:
     import cocotb
