@@ -2,6 +2,7 @@
 #   make test    everything CI runs (lint + golden tests + testbenches): every block's smallest
 #                parameter sets that reach every code path, quick operation counts
 #   make sim     the cocotb testbenches of make test (Verilator)
+#   make test-timed  make test, measured (wall, CPU, counts) -> build/reports/make_test.json
 #   make sim-full  make test's checks with more parameter sets and operations (SIM_FULL=1):
 #                also the tests marked `full` (skipped elsewhere: N_NODES = 16 / 64, LANES = 4,
 #                the KV pool's defaults and power-of-two sets, two formal configurations) and
@@ -32,7 +33,7 @@ PYTEST := $(VPY) -m pytest -n $(JOBS)
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
 
-.PHONY: all venv test lint sim sim-full golden bench chip perf verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
+.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
 
 all: test
 
@@ -55,6 +56,10 @@ sim: $(STAMP)
 
 sim-full: $(STAMP)
 	SIM_FULL=1 $(PYTEST) tests tb
+
+# make test measured (wall, CPU of the process tree, pytest's counts) -> build/reports/make_test.json
+test-timed: $(STAMP)
+	$(VPY) -m flows.testtime -- $(MAKE) --no-print-directory test
 
 golden: $(STAMP)
 	$(VPY) -m golden

@@ -2,11 +2,12 @@
 
 import importlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from flows import report, verilog
+from flows import report, testtime, verilog
 from flows.report import status
 from flows.report.sources import Context
 from flows.report.stamp import Stamp, stamp_file
@@ -115,6 +116,10 @@ def _fabricate(root: Path) -> Context:
         },
     )
     _write(rep / "kv_soak.json", {"operations": 1000, "leaks": 0, "lost_committed": 0})
+    _write(
+        rep / "make_test.json",
+        {"cpu_min": 15.9, "wall_s": 546.0, "passed": 864, "skipped": 17, "fresh_build": True},
+    )
     defaults = verilog.block_params("tree_mask_gen")
     for i, lat in enumerate(["2 (<= 2)", "1 (<= 2)", ""]):
         _write(
@@ -254,3 +259,23 @@ def test_stamp_file_writes_the_measurement_provenance(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="path = .*bad.json.*not a JSON object"):
         stamp_file(tmp_path / "bad.json", REPO)
+
+
+def test_make_test_page_and_summary_parser(tmp_path: Path) -> None:
+    ctx = _fabricate(tmp_path)
+    report.generate(ctx, _readme(tmp_path))
+    assert "| this report | `0123456789ab` | 15.9 | 9.1 | - | 864 | 17 | yes |" in (
+        ctx.out / "make_test.md"
+    ).read_text()
+    lines = ["x", "== 3 failed, 864 passed, 17 skipped in 491.68s (0:08:11) ==", "make: done"]
+    assert testtime.pytest_summary(lines) == {
+        "failed": 3,
+        "passed": 864,
+        "skipped": 17,
+        "pytest_s": 491.68,
+    }
+    assert testtime.pytest_summary(["no summary"]) == {}
+    rec = testtime.measure([sys.executable, "-c", "print('== 2 passed in 0.10s ==')"])
+    assert rec["returncode"] == 0 and rec["passed"] == 2 and rec["wall_s"] >= 0
+    with pytest.raises(ValueError, match="cmd = "):
+        testtime.measure([])

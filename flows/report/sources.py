@@ -349,6 +349,39 @@ def _formal_status_files(ctx: Context) -> Page:
     return page
 
 
+# ---------------------------------------------------------------------------- make test
+
+
+def make_test(ctx: Context) -> Page:
+    """``make_test.json`` (``python -m flows.testtime -- make test``); without one in
+    ``build/reports``, the committed ``docs/results/make_test_measured.json``
+    (a fresh-clone run, with the figures before the budget work as baselines)."""
+    path = ctx.reports / "make_test.json"
+    rep = load_json(path)
+    if rep is None:
+        path = ctx.out / "make_test_measured.json"
+        rep = load_json(path)
+    page = _page(ctx, "make_test", "make test: time and CPU", path, rep, "make test-timed")
+    if rep is None:
+        return page
+    runs = [*rep.get("baselines", []), {"commit": page.stamp.commit, **rep}]
+    page.lines = [
+        "Budget: at most 30 CPU-minutes (user + system of the whole process tree) and "
+        "15 minutes wall on 2 cores, from a fresh clone (decision 0014).",
+        "",
+    ]
+    page.lines += table(
+        ["run", "commit", "CPU min", "wall min", "load before", "passed", "skipped", "fresh"],
+        [
+            [r.get("what", "this report"), f"`{r.get('commit')}`", r.get("cpu_min")]
+            + [None if r.get("wall_s") is None else round(r["wall_s"] / 60, 1)]
+            + [r.get("load_before"), r.get("passed"), r.get("skipped"), r.get("fresh_build")]
+            for r in runs
+        ],
+    )
+    return page
+
+
 # ---------------------------------------------------------------------------- chip model
 
 
@@ -459,6 +492,7 @@ SOURCES: tuple[Callable[[Context], Page], ...] = (
     testbenches,
     kv_soak,
     formal,
+    make_test,
     golden_bench,
     chip_bench,
     chip_model,
