@@ -1,7 +1,7 @@
 """``python -m golden`` (``make golden``): the golden decoder on code text.
 
 Decodes the same held-out Python prompt with the default byte-level n-gram
-pair (target order 6, draft order 3, trained on the standard library) using
+pair (target order 6, draft order 4, trained on the standard library) using
 plain decoding, a chain, a Sequoia DP tree (shape re-solved from observed
 acceptance) and an EAGLE-2 dynamic tree, and prints a table of accepted
 tokens per step and the generated text of each.
