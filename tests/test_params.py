@@ -1,11 +1,12 @@
 """Block parameters are declared once (each block's ``PARAMS``): signatures,
-checks, docstrings, the top level and the synthesis smoke configuration agree
-with the declaration."""
+checks, docstrings, doc pages, the top level and the synthesis smoke
+configuration agree with the declaration."""
 
 import gc
 import inspect
 import re
 import warnings
+from pathlib import Path
 
 import pytest
 from amaranth.hdl import UnusedElaboratable
@@ -15,6 +16,7 @@ from hw.common import Param, check_params, merge_params
 from hw.specdecode_top import PARAMS as TOP_PARAMS
 from hw.tree_manager import TreeManager
 
+REPO = Path(__file__).resolve().parent.parent
 BLOCKS = list(verilog.BLOCKS)
 
 
@@ -101,3 +103,16 @@ def test_small_configuration_is_the_declared_one(block: str) -> None:
 def test_verilog_cli_checks_values_before_writing(capsys) -> None:
     with pytest.raises(SystemExit, match="tree_mask_gen: N_NODES = 3: must be in 4 .. 1024"):
         verilog.main(["N_NODES=3"])
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_doc_page_table_is_the_declaration(block: str) -> None:
+    """``docs/blocks/<block>.md``'s parameter table lists every declared
+    parameter with its declared range and default."""
+    page = (REPO / "docs" / "blocks" / f"{block}.md").read_text()
+    rows = {
+        m[0]: (int(m[1]), int(m[2]), int(m[3]))
+        for m in re.findall(r"^\| `([A-Z_]+)` \| (\d+) \.\. (\d+) \| (\d+) \|", page, re.M)
+    }
+    decl = verilog.block_class(block).PARAMS
+    assert rows == {k: (p.lo, p.hi, p.default) for k, p in decl.items()}
