@@ -6,7 +6,7 @@
 #   make sim-full  make test's checks with more parameter sets and operations (SIM_FULL=1):
 #                also the tests marked `full` (skipped elsewhere: N_NODES = 16 / 64, LANES = 4,
 #                the KV pool's defaults and power-of-two sets, two formal configurations) and
-#                the full operation counts (KV pool: 100,000 per set); docs/decisions/0014
+#                the full operation counts (KV pool: 100,000 per set); docs/decisions/0012
 #   make golden  golden-model demo (chain / Sequoia / EAGLE-2 on code text)
 #   make bench   golden-model and chip-model throughput -> build/reports/{golden,chip}_bench.json
 #   make chip    behavioural chip demo (python -m sim): text, phase times, projections, PNGs

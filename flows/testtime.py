@@ -1,6 +1,6 @@
 """``python -m flows.testtime -- COMMAND...``: run a command (``make test``) and
 report what it cost, for the ``make test`` budget (at most 30 CPU-minutes and 15
-minutes wall on 2 cores from a fresh clone; ``docs/decisions/0014``).
+minutes wall on 2 cores from a fresh clone; ``docs/decisions/0012``).
 
 Measures the wall time and the CPU time (user + system) of the command's whole
 process tree (every descendant that was waited for: pytest-xdist workers,

@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 #: C++ optimisation of a model's own code (make's ``OPT_FAST``; Verilator's default
 #: is ``-Os``): ``-Og`` compiles a large model much faster and runs it nearly as
-#: fast (measured in docs/decisions/0014-make-test-budget.md). ``-CFLAGS`` in a
+#: fast (measured in docs/decisions/0012-make-test-budget.md). ``-CFLAGS`` in a
 #: build's arguments comes later on the compiler's command line and wins. The
 #: run-time library keeps ``-Os``: cocotb's every access goes through it.
 MODEL_OPT = "-Og"

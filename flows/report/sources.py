@@ -367,7 +367,7 @@ def make_test(ctx: Context) -> Page:
     runs = [*rep.get("baselines", []), {"commit": page.stamp.commit, **rep}]
     page.lines = [
         "Budget: at most 30 CPU-minutes (user + system of the whole process tree) and "
-        "15 minutes wall on 2 cores, from a fresh clone (decision 0014).",
+        "15 minutes wall on 2 cores, from a fresh clone (decision 0012).",
         "",
     ]
     page.lines += table(
