@@ -1,9 +1,11 @@
 """The project's layout rules, read from the sources with :mod:`ast` (nothing is imported).
 
-* Import direction: ``hw`` imports nothing of the project but ``hw``; ``golden``
-  nothing but ``golden``; ``flows`` only ``hw``; ``sim`` only ``golden``, ``hw``
-  and ``flows``; ``tb`` only ``golden``, ``hw``, ``flows`` and ``sim``;
-  ``formal`` only ``hw`` and ``flows`` (:data:`ALLOWED`).
+* Import direction: ``checks`` (the argument checks) imports nothing of the
+  project and every package may import it; besides it, ``hw`` imports nothing
+  of the project but ``hw``; ``golden`` nothing but ``golden``; ``flows`` only
+  ``hw``; ``sim`` only ``golden``, ``hw`` and ``flows``; ``tb`` only
+  ``golden``, ``hw``, ``flows`` and ``sim``; ``formal`` only ``hw`` and
+  ``flows`` (:data:`ALLOWED`).
 * No product module imports a test module (``tests`` or any ``test_*`` module).
 * No import cycle between project modules, counting imports made inside
   functions (a late import does not make a cycle go away).
@@ -25,12 +27,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: package -> the project packages it may import (itself included)
 ALLOWED: dict[str, set[str]] = {
-    "hw": {"hw"},
-    "golden": {"golden"},
-    "flows": {"flows", "hw"},
-    "sim": {"sim", "golden", "hw", "flows"},
-    "tb": {"tb", "golden", "hw", "flows", "sim"},
-    "formal": {"formal", "hw", "flows"},
+    "checks": {"checks"},
+    "hw": {"hw", "checks"},
+    "golden": {"golden", "checks"},
+    "flows": {"flows", "hw", "checks"},
+    "sim": {"sim", "golden", "hw", "flows", "checks"},
+    "tb": {"tb", "golden", "hw", "flows", "sim", "checks"},
+    "formal": {"formal", "hw", "flows", "checks"},
 }
 PROJECT = set(ALLOWED) | {"tests"}
 

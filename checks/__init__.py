@@ -1,0 +1,34 @@
+"""Argument checks shared by every package of the project (``golden``, ``hw``,
+``sim``, ``flows``, ``tb``, ``formal``) and by every command line.
+
+One message family: every check takes the argument's ``name`` first and raises
+:class:`ValueError` whose message starts ``<name> = <value!r>:`` (an array
+entry: ``<name>[<index>] = <value!r>:``) and states the rule broken, for a
+wrong type and a value out of range alike. The checks return the value
+converted (``int``, ``float``, an ``ndarray``); they never truncate, round or
+wrap.
+
+* :mod:`checks.values`: scalars: :func:`integer`, :func:`bits`, :func:`seed`,
+  :func:`real`, :func:`choice`, :func:`boolean`.
+* :mod:`checks.arrays`: :func:`int_array` (integers, e.g. a parent list or
+  tokens), :func:`prob_vector` and :func:`prob_matrix` (finite, non-negative,
+  normalised within a stated tolerance unless the API takes weights).
+
+``checks`` imports nothing of the project (tests/test_layout.py).
+"""
+
+from checks.arrays import NORM_TOL, int_array, prob_matrix, prob_vector
+from checks.values import bits, boolean, choice, integer, real, seed
+
+__all__ = [
+    "NORM_TOL",
+    "bits",
+    "boolean",
+    "choice",
+    "int_array",
+    "integer",
+    "prob_matrix",
+    "prob_vector",
+    "real",
+    "seed",
+]
