@@ -218,8 +218,14 @@ class AcceptSampler(wiring.Component):
     ) -> None:
         given = {"N_NODES": N_NODES, "TOKEN_BITS": TOKEN_BITS}
         given |= {"PROB_BITS": PROB_BITS, "RAND_BITS": RAND_BITS}
-        for name, value in check_params(self.PARAMS, given).items():
-            setattr(self, name, value)
+        p = check_params(self.PARAMS, given)  # Python ints from here on
+        N_NODES, TOKEN_BITS, PROB_BITS, RAND_BITS = (p[k] for k in given)
+        self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, self.RAND_BITS = (
+            N_NODES,
+            TOKEN_BITS,
+            PROB_BITS,
+            RAND_BITS,
+        )
         super().__init__(
             {
                 "u": In(data.ArrayLayout(RAND_BITS, N_NODES)),

@@ -120,7 +120,7 @@ class RngLanes(wiring.Component):
     PARAMS = {"N_NODES": Param(default=64, lo=4, hi=1024, small=4)}
 
     def __init__(self, *, N_NODES: int = PARAMS["N_NODES"].default) -> None:
-        self.N_NODES = check_params(self.PARAMS, {"N_NODES": N_NODES})["N_NODES"]
+        N_NODES = self.N_NODES = check_params(self.PARAMS, {"N_NODES": N_NODES})["N_NODES"]
         super().__init__(
             {
                 "seed": In(stream.Signature(64)),

@@ -148,8 +148,9 @@ class TokenSampler(wiring.Component):
         if TARGET not in TARGETS:
             raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
         given = {"LANES": LANES, "WEIGHT_BITS": WEIGHT_BITS, "TOKEN_BITS": TOKEN_BITS}
-        for name, value in check_params(self.PARAMS, given).items():
-            setattr(self, name, value)
+        p = check_params(self.PARAMS, given)  # Python ints from here on
+        LANES, WEIGHT_BITS, TOKEN_BITS = (p[k] for k in given)
+        self.LANES, self.WEIGHT_BITS, self.TOKEN_BITS = LANES, WEIGHT_BITS, TOKEN_BITS
         self.TARGET = TARGET
         #: most beats in one pass
         self.MAX_BEATS = -(-(1 << TOKEN_BITS) // LANES)

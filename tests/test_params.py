@@ -8,6 +8,7 @@ import re
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from amaranth.hdl import UnusedElaboratable
 
@@ -34,7 +35,7 @@ def test_range_ends_accepted_and_refused(block: str) -> None:
         warnings.simplefilter("ignore", UnusedElaboratable)
         for name, p in cls.PARAMS.items():
             for bad in (p.lo - 1, p.hi + 1):
-                msg = f"^{name} = {bad}: must be in {p.lo} .. {p.hi}"
+                msg = f"^{name} = {bad}: must be an integer in {p.lo} .. {p.hi}"
                 with pytest.raises(ValueError, match=msg):
                     cls(**{name: bad})
         gc.collect()
@@ -88,7 +89,7 @@ def test_merge_params_refuses_disagreeing_declarations() -> None:
 def test_check_params_checks_every_value_and_names_unknown_ones() -> None:
     decl = {"A": Param(default=1, lo=1, hi=4, small=1), "B": Param(default=2, lo=1, hi=4, small=1)}
     assert check_params(decl, {"B": 3, "A": 2}) == {"A": 2, "B": 3}
-    with pytest.raises(ValueError, match="^B = 5: must be in 1 .. 4"):
+    with pytest.raises(ValueError, match="^B = 5: must be an integer in 1 .. 4"):
         check_params(decl, {"A": 2, "B": 5})
     with pytest.raises(ValueError, match="unknown parameter.*C"):
         check_params(decl, {"C": 1})
@@ -101,7 +102,8 @@ def test_small_configuration_is_the_declared_one(block: str) -> None:
 
 
 def test_verilog_cli_checks_values_before_writing(capsys) -> None:
-    with pytest.raises(SystemExit, match="tree_mask_gen: N_NODES = 3: must be in 4 .. 1024"):
+    msg = "tree_mask_gen: N_NODES = 3: must be an integer in 4 .. 1024"
+    with pytest.raises(SystemExit, match=msg):
         verilog.main(["N_NODES=3"])
 
 
@@ -116,3 +118,15 @@ def test_doc_page_table_is_the_declaration(block: str) -> None:
     }
     decl = verilog.block_class(block).PARAMS
     assert rows == {k: (p.lo, p.hi, p.default) for k, p in decl.items()}
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_numpy_integers_accepted_as_python_ints(block: str) -> None:
+    cls = verilog.block_class(block)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        name, p = next(iter(cls.PARAMS.items()))
+        obj = cls(**{name: np.int16(p.small)})
+        assert type(getattr(obj, name)) is int and getattr(obj, name) == p.small
+        del obj
+        gc.collect()

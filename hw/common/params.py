@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
 
+from checks import integer
+
 __all__ = ["Param", "check_param", "check_params", "merge_params", "pick", "idx_bits"]
 
 
@@ -42,7 +44,7 @@ class Param:
 
 
 def check_param(name: str, value: object, lo: int, hi: int) -> int:
-    """Validate an integer keyword parameter.
+    """Validate an integer keyword parameter (:func:`checks.integer`).
 
     Parameters
     ----------
@@ -56,19 +58,15 @@ def check_param(name: str, value: object, lo: int, hi: int) -> int:
     Returns
     -------
     int
-        ``value``, unchanged.
+        ``value`` as an ``int`` (a numpy integer is accepted).
 
     Raises
     ------
     ValueError
-        ``value`` is not an ``int`` (``bool`` is refused) or not in ``lo .. hi``;
-        the message starts with ``"<name> = <value>"``.
+        ``value`` is not an integer (``bool`` and floats are refused) or not in
+        ``lo .. hi``: ``"<name> = <value!r>: must be an integer in lo .. hi"``.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} = {value!r}: must be an integer in {lo} .. {hi}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} = {value!r}: must be in {lo} .. {hi}")
-    return value
+    return integer(name, value, lo, hi)
 
 
 def check_params(params: Mapping[str, Param], given: Mapping[str, object]) -> dict[str, int]:

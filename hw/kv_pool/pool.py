@@ -207,8 +207,10 @@ class KVPool(wiring.Component):
             raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
         given = {"ENTRIES": ENTRIES, "PAGES": PAGES, "SEQS": SEQS, "N_NODES": N_NODES}
         given |= {"LAYER_BITS": LAYER_BITS, "POS_BITS": POS_BITS}
-        for name, value in check_params(self.PARAMS, given).items():
-            setattr(self, name, value)
+        p = check_params(self.PARAMS, given)  # Python ints from here on
+        ENTRIES, PAGES, SEQS, N_NODES, LAYER_BITS, POS_BITS = (p[k] for k in given)
+        self.ENTRIES, self.PAGES, self.SEQS, self.N_NODES = ENTRIES, PAGES, SEQS, N_NODES
+        self.LAYER_BITS, self.POS_BITS = LAYER_BITS, POS_BITS
         self.TARGET = TARGET
         q = query_layout(SEQS, N_NODES, LAYER_BITS, POS_BITS)
         r = reply_layout(PAGES)

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import amaranth
-import numpy as np
 
 from flows import toolchain, verilog
 from hw.common import check_param
@@ -30,10 +29,7 @@ def hdl_params(**params: int) -> dict[str, int]:
     naming the lower-case parameter and quoting its value)."""
     out = {}
     for name, p in PARAMS.items():
-        v = params.pop(name.lower(), p.default)
-        if isinstance(v, np.integer):
-            v = int(v)
-        out[name] = check_param(name.lower(), v, p.lo, p.hi)
+        out[name] = check_param(name.lower(), params.pop(name.lower(), p.default), p.lo, p.hi)
     if params:
         raise ValueError(f"unknown parameter(s): {', '.join(sorted(params))}")
     return out
