@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from checks import bits
 from golden import plan as _plan
 from golden import tree as _tree
-from golden._check import check_bits
 from golden.draft import check_children_rule
 from golden.sampler import quantize, quantize_weights
 from golden.walk import extra_token, plan_q_rows, plan_step, walk_step
@@ -157,8 +157,8 @@ def precompute(
     """
     S = _tree.structure(parents)
     check_children_rule(children)
-    prob_bits = check_bits("prob_bits", prob_bits)
-    weight_bits = check_bits("weight_bits", weight_bits)
+    prob_bits = bits("prob_bits", prob_bits)
+    weight_bits = bits("weight_bits", weight_bits)
     n = S.n
     p = np.asarray(p, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] != n:
@@ -367,8 +367,8 @@ def decide_detail(
     ``pt[0]``, ``qt[0]``, ``u[0]`` are ignored.
     """
     S = _tree.structure(parents)
-    rand_bits = check_bits("rand_bits", rand_bits)
-    prob_bits = check_bits("prob_bits", prob_bits)
+    rand_bits = bits("rand_bits", rand_bits)
+    prob_bits = bits("prob_bits", prob_bits)
     n = S.n
     pt_a = _check_vec("pt", pt, n, prob_bits)
     qt_a = _check_vec("qt", qt, n, prob_bits)
@@ -445,8 +445,8 @@ def parallel_step(
     Q = None
     if not greedy:
         check_children_rule(children)
-        prob_bits = check_bits("prob_bits", prob_bits)
-        weight_bits = check_bits("weight_bits", weight_bits)
+        prob_bits = bits("prob_bits", prob_bits)
+        weight_bits = bits("weight_bits", weight_bits)
         if p.ndim != 2 or p.shape[0] != n:
             raise ValueError(f"p has shape {p.shape}: expected ({n}, V)")
         V = p.shape[1]

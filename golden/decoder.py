@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from checks import bits, integer
+from checks import seed as seed_check
 from golden import accept as _acc
 from golden import plan as _plan
-from golden._check import check_bits, check_np_int
 from golden.draft import (
     Model,
     StepRecord,
@@ -96,8 +97,8 @@ def _check_mode(mode: str) -> str:
 
 
 def _check_common(model: Model, prompt: Sequence[int], max_new_tokens: int, seed: int) -> None:
-    check_np_int("max_new_tokens", max_new_tokens, 0)
-    check_np_int("seed", seed, 0, 2**64 - 1, hi_text="2**64 - 1")
+    integer("max_new_tokens", max_new_tokens, 0)
+    seed_check("seed", seed)
     V = int(model.vocab_size)
     for i, t in enumerate(prompt):
         if not isinstance(t, (int, np.integer)) or not 0 <= int(t) < V:
@@ -257,8 +258,8 @@ def speculative_generate(
     _check_common(target, prompt, max_new_tokens, seed)
     _check_pair(target, draft, mode, children, arith)
     for name, b in (("prob_bits", prob_bits), ("rand_bits", rand_bits)):
-        check_bits(name, b)
-    check_bits("weight_bits", weight_bits)
+        bits(name, b)
+    bits("weight_bits", weight_bits)
     policy = _as_policy(tree)
     n_lanes = int(lanes if lanes is not None else max(1, policy.max_nodes))
     lane_rng = LaneRNG(int(seed), n_lanes)
@@ -270,7 +271,7 @@ def speculative_generate(
     accepted: list[int] = []
     steps: list[StepRecord] = []
     if max_steps is not None:
-        check_np_int("max_steps", max_steps, 0)
+        integer("max_steps", max_steps, 0)
     # static shapes (TreePolicy.build: a shape, then draw_tree) are drawn here, on
     # their plan, without building a DraftTree unless a child had to be pruned
     static = type(policy).build is TreePolicy.build

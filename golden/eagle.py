@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from golden._check import check_min
+from checks import integer
 from golden.draft import DraftTree, Model, TreePolicy, context_tail
 
 __all__ = ["Eagle2Tree"]
@@ -59,9 +59,9 @@ class Eagle2Tree(TreePolicy):
     """
 
     def __init__(self, n_nodes: int, depth: int, topk: int) -> None:
-        self.n_nodes = check_min("n_nodes", n_nodes, 1)
-        self.depth = check_min("depth", depth, 1)
-        self.topk = check_min("topk", topk, 1)
+        self.n_nodes = integer("n_nodes", n_nodes, 1)
+        self.depth = integer("depth", depth, 1)
+        self.topk = integer("topk", topk, 1)
         self.max_nodes = self.n_nodes
         self.last_values = np.ones(1)
 

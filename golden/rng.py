@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from golden._check import check_np_int
+from checks import integer
+from checks import seed as seed_check
 
 __all__ = ["splitmix64", "lane_states", "LaneRNG", "xoshiro_step", "uniforms"]
 
@@ -36,8 +37,8 @@ def splitmix64(state: int) -> tuple[int, int]:
 
 def lane_states(seed: int, lanes: int) -> np.ndarray:
     """Initial xoshiro128++ states, shape ``(4, lanes)`` uint32 (rows ``s0..s3``)."""
-    check_np_int("seed", seed, 0, _M64, hi_text="2**64 - 1")
-    check_np_int("lanes", lanes, 1)
+    seed_check("seed", seed)
+    integer("lanes", lanes, 1)
     st = np.zeros((4, int(lanes)), dtype=np.uint32)
     state = int(seed)
     for lane in range(int(lanes)):

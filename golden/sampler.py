@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from golden._check import check_np_int
+from checks import integer
 
 __all__ = ["quantize", "quantize_weights", "sample_weights", "sample_float"]
 
@@ -79,7 +79,7 @@ def sample_weights(
     if weight_bits is not None and (w >= (1 << weight_bits)).any():
         v = int(np.flatnonzero(w >= (1 << weight_bits))[0])
         raise ValueError(f"weights[{v}] = {int(w[v])}: does not fit in {weight_bits} bits")
-    check_np_int("u32", u32, 0, (1 << 32) - 1, hi_text="2**32 - 1")
+    integer("u32", u32, 0, (1 << 32) - 1)
     cum = np.cumsum(w)
     total = int(cum[-1])
     if total == 0:

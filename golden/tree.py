@@ -17,9 +17,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from checks import int_array, integer
 from golden._check import parents_key
 
 __all__ = [
+    "MAX_NODES",
     "validate",
     "mask_rows",
     "depths",
@@ -32,23 +34,36 @@ __all__ = [
 ]
 
 
+#: the largest tree (SPEC §5: ``N_NODES`` up to 1,024)
+MAX_NODES = 1024
+
+
 def validate(parents: Sequence[int], *, max_nodes: int | None = None) -> list[int]:
     """Check a parent list and return it as a list of Python ints.
+
+    Parameters
+    ----------
+    parents : sequence of int
+        ``parents[0] == -1`` and ``0 <= parents[i] < i``; Python or numpy
+        integers (a float, ``bool`` or string entry is refused, never truncated).
+    max_nodes : int, optional
+        The largest tree accepted (``N_NODES``); at most :data:`MAX_NODES`,
+        which is the bound without it.
 
     Raises
     ------
     ValueError
         Naming the offending node (``parents[i]``) or the size.
     """
-    try:
-        par = [int(p) for p in parents]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"parents must be a sequence of integers, got {parents!r}") from exc
+    limit = MAX_NODES if max_nodes is None else integer("max_nodes", max_nodes, 1, MAX_NODES)
+    if hasattr(parents, "__len__") and len(parents) > limit:  # before converting anything
+        raise ValueError(f"tree has {len(parents)} nodes, more than N_NODES = {limit}")
+    par = int_array("parents", parents).tolist()
     n = len(par)
     if n == 0:
         raise ValueError("parents is empty: a tree has at least the root node 0")
-    if max_nodes is not None and n > max_nodes:
-        raise ValueError(f"tree has {n} nodes, more than N_NODES = {max_nodes}")
+    if n > limit:
+        raise ValueError(f"tree has {n} nodes, more than N_NODES = {limit}")
     if par[0] != -1:
         raise ValueError(f"parents[0] = {par[0]}: node 0 is the root and its parent must be -1")
     for i in range(1, n):

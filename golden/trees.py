@@ -43,8 +43,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from checks import integer, real
 from golden import tree as _tree
-from golden._check import check_min, check_nonneg, check_unit
 from golden.draft import StepRecord, TreePolicy
 from golden.eagle import Eagle2Tree
 
@@ -106,7 +106,7 @@ def chain(k: int) -> list[int]:
     list[int]
         ``[-1, 0, 1, ..., k - 1]``.
     """
-    k = check_min("k", k, 0)
+    k = integer("k", k, 0)
     return [-1] + list(range(k))
 
 
@@ -123,7 +123,7 @@ def star(k: int) -> list[int]:
     list[int]
         ``[-1, 0, 0, ..., 0]``.
     """
-    k = check_min("k", k, 0)
+    k = integer("k", k, 0)
     return [-1] + [0] * k
 
 
@@ -148,7 +148,7 @@ def full_tree(branching: Sequence[int]) -> list[int]:
         raise ValueError(f"branching = {branching!r}: must be a sequence of integers") from exc
     total, level = 1, 1
     for d, b in enumerate(br):
-        check_min(f"branching[{d}]", b, 1)
+        integer(f"branching[{d}]", b, 1)
         level *= int(b)
         total += level
         if total > FULL_TREE_LIMIT:
@@ -197,7 +197,7 @@ class Chain(StaticTree):
     """
 
     def __init__(self, k: int) -> None:
-        self.k = check_min("k", k, 0)
+        self.k = integer("k", k, 0)
         super().__init__(chain(self.k))
 
     def __repr__(self) -> str:
@@ -226,8 +226,8 @@ def chain_expected_accepted(alpha: float, gamma: int) -> float:
     float
         ``sum_{i=1..gamma} alpha**i``.
     """
-    a = check_unit("alpha", alpha)
-    g = check_min("gamma", gamma, 0)
+    a = real("alpha", alpha, 0, 1)
+    g = integer("gamma", gamma, 0)
     if a == 1.0:
         return float(g)
     if a == 0.0 or g == 0:
@@ -311,7 +311,7 @@ def estimate_acceptance(records: Iterable[StepRecord], max_children: int) -> np.
     np.ndarray
         ``float64``, shape ``(max_children,)``.
     """
-    k = check_min("max_children", max_children, 1)
+    k = integer("max_children", max_children, 1)
     hits = np.zeros(k, dtype=np.int64)
     trials = np.zeros(k, dtype=np.int64)
     for rec in records:
@@ -393,8 +393,8 @@ def sequoia_tree(acc: Sequence[float], n_nodes: int, max_depth: int) -> tuple[li
         :func:`expected_accepted` of ``parents``).
     """
     p = _check_acc(acc)
-    n = check_min("n_nodes", n_nodes, 1)
-    depth = check_min("max_depth", max_depth, 1)
+    n = integer("n_nodes", n_nodes, 1)
+    depth = integer("max_depth", max_depth, 1)
     nz = np.flatnonzero(p > 0.0)
     budget = n - 1
     K = min(int(nz[-1]) + 1 if nz.size else 0, budget)  # trailing zero ranks add nothing
@@ -456,7 +456,7 @@ def check_prior(
             f"initial_acc = {init.tolist()!r}: {init.size} entries, more than "
             f"max_children = {max_children}"
         )
-    w = check_nonneg("prior_weight", prior_weight)
+    w = real("prior_weight", prior_weight, 0)
     prior = np.zeros(max_children)
     prior[: init.size] = init
     return w, prior
@@ -516,10 +516,10 @@ class AdaptiveSequoia(TreePolicy):
         max_children: int = 8,
         prior_weight: float = 2.0,
     ) -> None:
-        self.n_nodes = check_min("n_nodes", n_nodes, 1)
-        self.max_depth = check_min("max_depth", max_depth, 1)
-        self.update_every = check_min("update_every", update_every, 1)
-        self.max_children = check_min("max_children", max_children, 1)
+        self.n_nodes = integer("n_nodes", n_nodes, 1)
+        self.max_depth = integer("max_depth", max_depth, 1)
+        self.update_every = integer("update_every", update_every, 1)
+        self.max_children = integer("max_children", max_children, 1)
         self.prior_weight, self.prior = check_prior(initial_acc, self.max_children, prior_weight)
         self.max_nodes = self.n_nodes
         self.hits = np.zeros(self.max_children, dtype=np.int64)

@@ -50,11 +50,11 @@ lookups)`` runs under the verifier and binds only if it outlasts it.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
+from checks import integer
+
 __all__ = [
-    "check_int",
     "RTL_LATENCY",
     "SPEC_LATENCY",
     "AcceptCycles",
@@ -144,18 +144,6 @@ class AcceptCycles:
         return self.pre_verify + self.post_verify
 
 
-def check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
-    """``int(value)`` if it is an integer (numpy's included, bools not) in
-    ``lo .. hi`` (``hi=None``: no upper bound), else ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} = {value!r}: must be an integer")
-    value = int(value)
-    if value < lo or (hi is not None and value > hi):
-        rng = f">= {lo}" if hi is None else f"in {lo} .. {hi}"
-        raise ValueError(f"{name} = {value!r}: must be {rng}")
-    return value
-
-
 def _latency(latency: Latency | str) -> Latency:
     if isinstance(latency, Latency):
         return latency
@@ -178,7 +166,7 @@ def mask_cycles(n_nodes: int, latency: Latency | str = RTL_LATENCY) -> int:
     -------
     int
     """
-    n = check_int("n_nodes", n_nodes, 1, MAX_NODES)
+    n = integer("n_nodes", n_nodes, 1, MAX_NODES)
     return n + _latency(latency).mask
 
 
@@ -198,8 +186,8 @@ def sampler_cycles(vocab: int, lanes: int = 4, latency: Latency | str = RTL_LATE
     -------
     int
     """
-    v = check_int("vocab", vocab, 1, MAX_VOCAB)
-    ln = check_int("lanes", lanes, MIN_LANES, MAX_LANES)
+    v = integer("vocab", vocab, 1, MAX_VOCAB)
+    ln = integer("lanes", lanes, MIN_LANES, MAX_LANES)
     return 2 * math.ceil(v / ln) + _latency(latency).sampler
 
 
@@ -245,11 +233,11 @@ def accept_cycles(
     ValueError
         Naming the argument that is out of range.
     """
-    n = check_int("n_nodes", n_nodes, 1, MAX_NODES)
-    a = check_int("accepted", accepted, 0, n - 1)
-    ins = check_int("inserts", inserts, 0)
-    lk = check_int("lookups", lookups, 0)
-    ports = check_int("lookup_ports", lookup_ports, 1)
+    n = integer("n_nodes", n_nodes, 1, MAX_NODES)
+    a = integer("accepted", accepted, 0, n - 1)
+    ins = integer("inserts", inserts, 0)
+    lk = integer("lookups", lookups, 0)
+    ports = integer("lookup_ports", lookup_ports, 1)
     lat = _latency(latency)
     return AcceptCycles(
         mask=mask_cycles(n, lat),

@@ -47,11 +47,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from checks import integer as _int
 from golden import tree as _tree
 from golden import trees as _trees
 from golden.draft import StepRecord, TreePolicy
 from sim import timing
-from sim.cycles import check_int as _int
 
 __all__ = ["Decision", "TopologyOptimiser", "DEFAULT_BUDGETS"]
 

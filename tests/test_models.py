@@ -142,7 +142,7 @@ def test_table_errors() -> None:
     for order in (0, 1.0, "1"):
         with pytest.raises(ValueError, match="order = "):
             TableModel(good, order=order)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="V = 0: must be in 1..131072"):
+    with pytest.raises(ValueError, match="V = 0: must be an integer in 1 .. 131072"):
         TableModel.random(0, seed=1)
     with pytest.raises(ValueError, match="concentration = 0.0: must be > 0"):
         TableModel.random(3, seed=1, concentration=0.0)
@@ -161,7 +161,7 @@ def test_table_errors() -> None:
         m.probs("ab")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"prompt\[1\] = 7: token out of range 0..2"):
         m.joint([0, 7], 2)
-    with pytest.raises(ValueError, match="length = -1: must be in >= 0"):
+    with pytest.raises(ValueError, match="length = -1: must be an integer >= 0"):
         m.joint([0], -1)
     with pytest.raises(ValueError, match="length = 13: V\\*\\*length"):
         m.joint([0], 13)
@@ -349,9 +349,9 @@ def test_code_prompts() -> None:
         assert b[0] != ord("\n")
         assert held.startswith(b) or b"\n" + b in held  # starts at a line start
     assert code_prompts(0, 5, seed=1) == []
-    with pytest.raises(ValueError, match="n = -1: must be in >= 0"):
+    with pytest.raises(ValueError, match="n = -1: must be an integer >= 0"):
         code_prompts(-1, 5, seed=1)
-    with pytest.raises(ValueError, match="length = 0: must be in >= 1"):
+    with pytest.raises(ValueError, match="length = 0: must be an integer >= 1"):
         code_prompts(3, 0, seed=1)
     with pytest.raises(ValueError, match="length = 10000000: longer than"):
         code_prompts(3, 10_000_000, seed=1)
@@ -427,9 +427,9 @@ def test_cache_key_and_dir(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_default_pair_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="draft_order = 6: must be lower than target_order = 6"):
         default_ngram_pair(target_order=6, draft_order=6, cache_dir=tmp_path)
-    with pytest.raises(ValueError, match="target_order = 8: must be in 2..7"):
+    with pytest.raises(ValueError, match="target_order = 8: must be an integer in 2 .. 7"):
         default_ngram_pair(target_order=8, cache_dir=tmp_path)
-    with pytest.raises(ValueError, match="draft_order = 0: must be in 1..7"):
+    with pytest.raises(ValueError, match="draft_order = 0: must be an integer in 1 .. 7"):
         default_ngram_pair(draft_order=0, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="discount = 2"):
         default_ngram_pair(discount=2, cache_dir=tmp_path)
@@ -532,9 +532,9 @@ def test_synthetic_errors() -> None:
     for a in (-0.1, 1.1, float("nan"), "x", None):
         with pytest.raises(ValueError, match="alpha = "):
             SyntheticPair(16, a)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="vocab_size = 1: must be in 2..131072"):
+    with pytest.raises(ValueError, match="vocab_size = 1: must be an integer in 2 .. 131072"):
         SyntheticPair(1, 0.5)
-    with pytest.raises(ValueError, match=r"alpha = 1.5: must be in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"alpha = 1.5: must be a finite number in \[0, 1\]"):
         SyntheticPair(4, 1.5)
     for z in (-1.0, float("inf"), "z"):
         with pytest.raises(ValueError, match="zipf = "):

@@ -66,7 +66,7 @@ def test_examples() -> None:
         ([-1, 1], r"parents\[1\] = 1"),
         ([-1, 0, 3, 1], r"parents\[2\] = 3"),
         ([-1, 0, -1], r"parents\[2\] = -1"),
-        ([-1, "x"], "integers"),
+        ([-1, "x"], r"parents\[1\] = .x.: must be an integer"),
     ],
 )
 def test_invalid_trees(parents, match) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from golden._check import check_int
+from checks import integer
 
 __all__ = [
     "MAX_VOCAB",
@@ -119,7 +119,7 @@ def tails_matrix(contexts: Sequence[Sequence[int]], window: int) -> np.ndarray:
         ``window`` tokens of ``contexts[i]``, right-aligned, ``-1`` before them
         when the context is shorter. Tokens are not range-checked here.
     """
-    window = check_int("window", window, 0)
+    window = integer("window", window, 0)
     check_contexts(contexts)
     out = np.full((len(contexts), window), -1, dtype=np.int64)
     if window:

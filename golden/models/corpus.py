@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from golden._check import check_int
+from checks import integer
 
 __all__ = [
     "STDLIB_HELDOUT_FILES",
@@ -176,8 +176,8 @@ def code_prompts(
         If ``n`` or ``length`` is out of range (``length`` longer than any
         prompt the files can give).
     """
-    n = check_int("n", n, 0)
-    length = check_int("length", length, 1)
+    n = integer("n", n, 0)
+    length = integer("length", length, 1)
     buf = np.frombuffer(stdlib_corpus(files), dtype=np.uint8)
     nl = np.flatnonzero(buf[:-1] == ord("\n")) + 1
     starts = np.concatenate([[0], nl])

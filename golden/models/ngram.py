@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from golden._check import check_int, check_unit
+from checks import integer, real
 from golden.models.base import check_contexts, check_tails, checked_tail
 
 __all__ = ["NGRAM_FORMAT", "MAX_ORDER", "NGramModel"]
@@ -89,9 +89,9 @@ class NGramModel:
         *,
         cache_size: int = 1 << 15,
     ) -> None:
-        self.order = check_int("order", order, 1, MAX_ORDER)
-        self.discount = check_unit("discount", discount, open_low=True)
-        self.cache_size = check_int("cache_size", cache_size, 1)
+        self.order = integer("order", order, 1, MAX_ORDER)
+        self.discount = real("discount", discount, 0, 1, lo_open=True)
+        self.cache_size = integer("cache_size", cache_size, 1)
         if len(levels) != self.order:
             raise ValueError(
                 f"levels: {len(levels)} levels given, order = {self.order} needs {self.order}"
@@ -184,8 +184,8 @@ class NGramModel:
             If ``data`` is empty or not bytes, or ``order``/``discount`` is out
             of range.
         """
-        order = check_int("order", order, 1, MAX_ORDER)
-        discount = check_unit("discount", discount, open_low=True)
+        order = integer("order", order, 1, MAX_ORDER)
+        discount = real("discount", discount, 0, 1, lo_open=True)
         if not isinstance(data, bytes | bytearray | memoryview):
             raise ValueError(f"data: must be bytes, not {type(data).__name__}")
         buf = np.frombuffer(bytes(data), dtype=np.uint8)

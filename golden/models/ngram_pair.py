@@ -9,7 +9,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from golden._check import check_int, check_unit
+from checks import integer, real
 from golden.models.corpus import STDLIB_TRAIN_FILES, stdlib_corpus
 from golden.models.ngram import MAX_ORDER, NGRAM_FORMAT, NGramModel
 
@@ -108,13 +108,13 @@ def default_ngram_pair(
     FileNotFoundError
         If a training file is missing from the interpreter's stdlib.
     """
-    target_order = check_int("target_order", target_order, 2, MAX_ORDER)
-    draft_order = check_int("draft_order", draft_order, 1, MAX_ORDER)
+    target_order = integer("target_order", target_order, 2, MAX_ORDER)
+    draft_order = integer("draft_order", draft_order, 1, MAX_ORDER)
     if draft_order >= target_order:
         raise ValueError(
             f"draft_order = {draft_order}: must be lower than target_order = {target_order}"
         )
-    discount = check_unit("discount", discount, open_low=True)
+    discount = real("discount", discount, 0, 1, lo_open=True)
     cdir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     files = STDLIB_TRAIN_FILES
     corpus = stdlib_corpus(files)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from golden._check import check_int, check_nonneg, check_unit
+from checks import integer, real
 from golden.models.base import MAX_VOCAB, check_contexts, check_tails, checked_tail
 
 __all__ = ["SyntheticModel", "SyntheticPair"]
@@ -142,10 +142,10 @@ class SyntheticPair:
     """
 
     def __init__(self, vocab_size: int, alpha: float, *, seed: int = 0, zipf: float = 1.1) -> None:
-        self.vocab_size = V = check_int("vocab_size", vocab_size, 2, MAX_VOCAB)
-        self.alpha = a = check_unit("alpha", alpha)
-        self.seed = check_int("seed", seed, -(1 << 63), (1 << 64) - 1)
-        self.zipf = z = check_nonneg("zipf", zipf)
+        self.vocab_size = V = integer("vocab_size", vocab_size, 2, MAX_VOCAB)
+        self.alpha = a = real("alpha", alpha, 0, 1)
+        self.seed = integer("seed", seed, -(1 << 63), (1 << 64) - 1)
+        self.zipf = z = real("zipf", zipf, 0)
         s0 = (np.arange(1, V + 1, dtype=np.float64)) ** -z
         s0 /= s0.sum()
         # alpha * s0, twice: row with offset `off` is the slice [V - off, 2V - off)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from golden._check import check_int
+from checks import integer
 from golden.models.base import MAX_VOCAB, check_contexts, check_tails, check_token, checked_tail
 
 __all__ = ["TableModel"]
@@ -50,7 +50,7 @@ class TableModel:
     """
 
     def __init__(self, table: npt.ArrayLike, *, order: int = 1) -> None:
-        self.order = check_int("order", order, 1)
+        self.order = integer("order", order, 1)
         t = np.array(table, dtype=np.float64)
         if t.ndim != 2 or t.shape[1] < 1:
             raise ValueError(f"table: shape {t.shape} must be (V**order + 1, V) with V >= 1")
@@ -106,8 +106,8 @@ class TableModel:
         ValueError
             If ``V``, ``concentration`` or ``order`` is out of range.
         """
-        V = check_int("V", V, 1, MAX_VOCAB)
-        order = check_int("order", order, 1)
+        V = integer("V", V, 1, MAX_VOCAB)
+        order = integer("order", order, 1)
         c = float(concentration)
         if not (np.isfinite(c) and c > 0):
             raise ValueError(f"concentration = {concentration!r}: must be > 0")
@@ -211,7 +211,7 @@ class TableModel:
         ValueError
             If ``length`` is negative or too large, or ``prompt`` has a bad token.
         """
-        length = check_int("length", length, 0)
+        length = integer("length", length, 0)
         V = self.vocab_size
         if V**length > 1 << 20:
             raise ValueError(f"length = {length}: V**length = {V}**{length} exceeds 2**20")

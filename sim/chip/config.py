@@ -16,11 +16,11 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
+from checks import integer as _int
 from golden import trees as _trees
 from golden.decoder import MODES
 from golden.draft import CHILDREN_RULES
 from golden.tree import validate as _validate_tree
-from sim.cycles import check_int as _int
 from sim.timing import Profile, known_profiles, load_profile
 from sim.workloads import WORKLOADS
 

@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from checks import integer as _int
 from golden.decoder import DRAFT_STREAM
 from golden.draft import StepRecord, TreePolicy
 from golden.tree import structure as _structure
@@ -74,7 +75,6 @@ from sim.chip.policy import make_policy
 from sim.chip.result import ChipResult, ChipStep, SeqResult, SeqStep
 from sim.chip.step_timing import time_step
 from sim.chip.verifier import fixed_point, kv_walk
-from sim.cycles import check_int as _int
 from sim.python_backend import PythonKV, PythonTreeManager
 from sim.timing import StepTiming, draft_evals_of
 from sim.workloads import load_workload
