@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from checks import integer
+from checks import bits, int_array, integer
 from checks import seed as seed_check
 
-__all__ = ["splitmix64", "lane_states", "LaneRNG", "xoshiro_step", "uniforms"]
+__all__ = ["MAX_LANES", "splitmix64", "lane_states", "LaneRNG", "xoshiro_step", "uniforms"]
 
 _M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
+#: the most lanes: one per tree node (SPEC §5: ``N_NODES`` up to 1,024)
+MAX_LANES = 1024
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
@@ -38,7 +41,7 @@ def splitmix64(state: int) -> tuple[int, int]:
 def lane_states(seed: int, lanes: int) -> np.ndarray:
     """Initial xoshiro128++ states, shape ``(4, lanes)`` uint32 (rows ``s0..s3``)."""
     seed_check("seed", seed)
-    integer("lanes", lanes, 1)
+    integer("lanes", lanes, 1, MAX_LANES)
     st = np.zeros((4, int(lanes)), dtype=np.uint32)
     state = int(seed)
     for lane in range(int(lanes)):
@@ -57,7 +60,7 @@ class LaneRNG:
     seed : int
         64-bit seed of the splitmix64 stream that seeds the lanes.
     lanes : int
-        Number of lanes (``N_NODES`` on the chip).
+        Number of lanes (``N_NODES`` on the chip), ``1 .. MAX_LANES`` (1,024).
 
     Members
     -------
@@ -100,7 +103,15 @@ def xoshiro_step(state: np.ndarray) -> np.ndarray:
 
 
 def uniforms(out: np.ndarray, rand_bits: int = 16) -> np.ndarray:
-    """Fixed-point uniforms ``out >> (32 - rand_bits)`` (SPEC §3.4), as int64."""
-    if not 1 <= rand_bits <= 32:
-        raise ValueError(f"rand_bits = {rand_bits!r}: must be in 1 .. 32")
+    """Fixed-point uniforms ``out >> (32 - rand_bits)`` (SPEC §3.4), as int64.
+
+    Raises
+    ------
+    ValueError
+        ``rand_bits`` not in ``1 .. 32``, or an entry of ``out`` not an integer
+        in ``0 .. 2**32 - 1`` (a lane output: nothing wraps).
+    """
+    rand_bits = bits("rand_bits", rand_bits)
+    if not (isinstance(out, np.ndarray) and out.dtype == np.uint32):
+        out = int_array("out", out, 0, _M32)
     return (np.asarray(out, dtype=np.uint32) >> np.uint32(32 - rand_bits)).astype(np.int64)

@@ -12,19 +12,33 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from checks import integer
+from checks import bits as check_bits
+from checks import int_array, integer, prob_vector, real
 
-__all__ = ["quantize", "quantize_weights", "sample_weights", "sample_float"]
+__all__ = ["MAX_TOKENS", "quantize", "quantize_weights", "sample_weights", "sample_float"]
+
+#: the largest vocabulary the token sampler streams (``TOKEN_BITS <= 17``, SPEC §5)
+MAX_TOKENS = 1 << 17
 
 
 def quantize(x: np.ndarray | float, bits: int) -> np.ndarray:
     """SPEC §3.3 quantisation: ``min(round(x * 2**bits), 2**bits - 1)`` as int64.
 
     ``round`` is round-half-up (``floor(y + 0.5)``); negative inputs clamp to 0.
+
+    Raises
+    ------
+    ValueError
+        ``bits`` not an integer in ``1 .. 32``; an entry of ``x`` NaN or
+        infinite (``"x[<i>] = nan: must be a finite number"``).
     """
-    if not 1 <= bits <= 32:
-        raise ValueError(f"bits = {bits!r}: must be in 1 .. 32")
-    y = np.floor(np.asarray(x, dtype=np.float64) * float(1 << bits) + 0.5)
+    bits = check_bits("bits", bits)
+    a = np.asarray(x, dtype=np.float64)
+    if not np.isfinite(a).all():
+        i = np.unravel_index(int(np.flatnonzero(~np.isfinite(a).ravel())[0]), a.shape)
+        where = f"[{', '.join(map(str, i))}]" if a.ndim else ""
+        raise ValueError(f"x{where} = {float(a[i])!r}: must be a finite number")
+    y = np.floor(a * float(1 << bits) + 0.5)
     return np.clip(y, 0, (1 << bits) - 1).astype(np.int64)
 
 
@@ -33,8 +47,19 @@ def quantize_weights(dist: np.ndarray, weight_bits: int = 16) -> np.ndarray:
 
     The distribution is normalised first (an all-zero input stays all zero),
     then quantised like ``pt``/``qt`` to ``weight_bits``.
+
+    Raises
+    ------
+    ValueError
+        An entry NaN, infinite or negative (``"dist[<i>] = ...: must be a
+        finite number >= 0"``), or ``weight_bits`` not in ``1 .. 32``.
     """
     d = np.asarray(dist, dtype=np.float64)
+    bad = ~np.isfinite(d) | (d < 0)
+    if bad.any():
+        i = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), d.shape)
+        where = f"[{', '.join(map(str, i))}]" if d.ndim else ""
+        raise ValueError(f"dist{where} = {float(d[i])!r}: must be a finite number >= 0")
     s = d.sum(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         norm = np.where(s > 0, d / np.where(s > 0, s, 1.0), 0.0)
@@ -53,8 +78,9 @@ def sample_weights(
     u32 : int
         Lane 0's 32-bit output.
     weight_bits : int, optional
-        Width of one weight (``WEIGHT_BITS``); when given, wider weights are
-        rejected. The result does not depend on it.
+        Width of one weight (``WEIGHT_BITS``, ``1 .. 32``); when given, wider
+        weights are rejected (without it, weights of up to 32 bits). The result
+        does not depend on it.
 
     Returns
     -------
@@ -64,21 +90,18 @@ def sample_weights(
     Raises
     ------
     ValueError
-        ``weights`` empty, negative, too wide or all zero (``total == 0``), or
-        ``u32`` outside ``0 .. 2**32 - 1``.
+        ``weights`` empty, longer than :data:`MAX_TOKENS`, an entry not an
+        integer in ``0 .. 2**weight_bits - 1`` (``2**32 - 1`` without
+        ``weight_bits``), all zero (``total == 0``), or ``u32`` outside
+        ``0 .. 2**32 - 1``.
     """
-    w = np.asarray(weights)
-    if w.ndim != 1 or w.size == 0:
-        raise ValueError(f"weights must be a non-empty 1-D sequence, got shape {w.shape}")
-    if not np.issubdtype(w.dtype, np.integer):
-        raise ValueError(f"weights must be integers, got dtype {w.dtype}")
-    w = w.astype(np.int64)
-    if (w < 0).any():
-        v = int(np.flatnonzero(w < 0)[0])
-        raise ValueError(f"weights[{v}] = {int(w[v])}: weights must be >= 0")
-    if weight_bits is not None and (w >= (1 << weight_bits)).any():
-        v = int(np.flatnonzero(w >= (1 << weight_bits))[0])
-        raise ValueError(f"weights[{v}] = {int(w[v])}: does not fit in {weight_bits} bits")
+    wb = 32 if weight_bits is None else check_bits("weight_bits", weight_bits)
+    if isinstance(weights, str | bytes) or not hasattr(weights, "__len__") or len(weights) == 0:
+        raise ValueError(f"weights = {weights!r}: must be a non-empty sequence of integers")
+    # each weight below 2**32 and at most 2**17 of them (SPEC §5): the total fits int64
+    w = int_array("weights", weights, 0, (1 << wb) - 1)
+    if w.size > MAX_TOKENS:
+        raise ValueError(f"weights has {w.size} entries: at most {MAX_TOKENS} (TOKEN_BITS <= 17)")
     integer("u32", u32, 0, (1 << 32) - 1)
     cum = np.cumsum(w)
     total = int(cum[-1])
@@ -91,10 +114,18 @@ def sample_weights(
 def sample_float(dist: np.ndarray, u: float) -> int:
     """Float inverse CDF: the smallest ``v`` with ``cumsum(dist)[v] > u * sum(dist)``.
 
-    The float-arithmetic reference of the token sampler (``u`` in ``[0, 1)``).
+    The float-arithmetic reference of the token sampler.
+
+    Raises
+    ------
+    ValueError
+        ``dist`` not a 1-D vector of finite non-negative numbers with a positive
+        sum, or ``u`` not in ``[0, 1)``.
     """
-    cum = np.cumsum(np.asarray(dist, dtype=np.float64))
+    d = prob_vector("dist", dist, normalised=False)
+    u = real("u", u, 0, 1, hi_open=True)
+    cum = np.cumsum(d)
     v = int(np.searchsorted(cum, u * cum[-1], side="right"))
     # guard against rounding at the top end: never return a zero-weight tail token
-    last_nz = int(np.flatnonzero(np.asarray(dist) > 0)[-1])
+    last_nz = int(np.flatnonzero(d > 0)[-1])
     return min(v, last_nz)

@@ -52,10 +52,10 @@ def test_corners() -> None:
     "weights, u, match",
     [
         ([0, 0, 0], 1, "total == 0"),
-        ([], 1, "non-empty"),
+        ([], 1, "must be a non-empty sequence"),
         ([1, -2], 1, r"weights\[1\] = -2"),
         ([1, 2**16], 1, r"weights\[1\] = 65536"),
-        ([1.5, 2.0], 1, "integers"),
+        ([1.5, 2.0], 1, r"weights\[0\] = 1.5: must be an integer"),
         ([1, 2], -1, "u32"),
         ([1, 2], 2**32, "u32"),
     ],

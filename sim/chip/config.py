@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
+from checks import boolean
 from checks import integer as _int
 from golden import trees as _trees
 from golden.decoder import MODES
@@ -362,6 +363,7 @@ def validate(cfg: ChipConfig) -> None:
         raise ValueError(f"children = {cfg.children!r}: tree 'eagle2' builds top-k trees")
     for name, lo, hi in INT_BOUNDS:
         _int(name, getattr(cfg, name), lo, hi(cfg) if callable(hi) else hi)
+    boolean("fallback", cfg.fallback)  # "no" is truthy: only True / False
     if cfg.context_offset is not None:
         _int("context_offset", cfg.context_offset, 0)
     n_nodes = int(cfg.n_nodes)

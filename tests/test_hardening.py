@@ -1,0 +1,126 @@
+"""Issue 19's cases, one named regression test each: every value that used to
+give a silently wrong answer, a generic exception or a runaway now gives a
+correct result or a ``ValueError`` naming the argument (and the entry)."""
+
+import time
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from golden import plan, rng, sampler, tree
+from golden.decoder import speculative_generate
+from golden.models import SyntheticPair
+from sim.chip import ChipConfig
+
+NON_INTEGER_PARENTS = [
+    [-1, 0.7],
+    np.array([-1.0, 0.0]),
+    [-1, Decimal(0)],
+    [-1, Fraction(1, 2)],
+    [-1, True],
+    [-1, "0"],
+]
+
+
+@pytest.mark.parametrize("parents", NON_INTEGER_PARENTS, ids=repr)
+def test_non_integer_parents_are_refused_not_truncated(parents) -> None:
+    """``golden.tree.depths([-1, 0.7])`` returned ``[0, 1]``."""
+    for fn in (tree.depths, tree.mask_rows, tree.validate, plan.plan):
+        with pytest.raises(ValueError, match=r"^parents\[[01]\] = .*: must be an integer"):
+            fn(parents)
+
+
+def test_float_parents_never_hit_the_integer_trees_cache() -> None:
+    assert tree.depths([-1, 0]) == [0, 1]  # cached
+    with pytest.raises(ValueError, match=r"parents\[1\] = 0\.0"):
+        tree.depths((-1, 0.0))  # equal and of equal hash as a tuple
+
+
+@pytest.mark.parametrize(
+    ("parents", "msg"),
+    [
+        ([-1, 0, float("inf")], r"parents\[2\] = inf: must be an integer"),
+        ([-1, 1.9, 0], r"parents\[1\] = 1\.9: must be an integer"),
+    ],
+)
+def test_depths_names_the_non_integer_entry(parents, msg) -> None:
+    """``depths([-1, 0, inf])`` raised OverflowError; ``[-1, 1.9, 0]`` blamed ``parents[1] = 1``."""
+    with pytest.raises(ValueError, match=msg):
+        tree.depths(parents)
+
+
+def test_validate_max_nodes_must_be_an_integer() -> None:
+    """``validate(max_nodes="3")`` raised TypeError."""
+    with pytest.raises(ValueError, match=r"^max_nodes = '3': must be an integer in 1 \.\. 1024$"):
+        tree.validate([-1, 0], max_nodes="3")
+
+
+def test_long_chains_are_refused_at_once() -> None:
+    """A 20,000-node chain took 12.6 s and 1.6 GB; SPEC §5 bounds trees at 1,024 nodes."""
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="tree has 20000 nodes, more than N_NODES = 1024"):
+        tree.mask_rows([-1, *range(19_999)])
+    assert time.monotonic() - t0 < 1.0
+    assert tree.depths([-1, *range(1023)])[-1] == 1023  # the largest tree still works
+
+
+def test_decoder_refuses_a_non_integer_tree() -> None:
+    pair = SyntheticPair(16, 0.7, seed=1)
+    with pytest.raises(ValueError, match=r"parents\[1\] = 0\.5: must be an integer"):
+        speculative_generate(pair.target, pair.draft, [1, 2], 4, tree=[-1, 0.5])
+
+
+def test_chip_config_refuses_non_integer_parents_and_truthy_fallback() -> None:
+    """``ChipConfig(fallback="no").fallback`` was truthy: the fallback stayed on."""
+    with pytest.raises(ValueError, match=r"parents\[1\] = 0\.5: must be an integer"):
+        ChipConfig(tree="static", parents=(-1, 0.5))
+    for bad in ("no", 0, None):
+        with pytest.raises(ValueError, match=f"^fallback = {bad!r}: must be True or False$"):
+            ChipConfig(fallback=bad)
+
+
+def test_sample_weights_cannot_overflow() -> None:
+    """``sample_weights([2**62, 2**62], 2**31)`` returned 2, outside a 2-entry vector."""
+    with pytest.raises(ValueError, match=r"weights\[0\] = 4611686018427387904: must be an integer"):
+        sampler.sample_weights([2**62, 2**62], 2**31)
+    assert sampler.sample_weights([2**32 - 1] * 3, 2**32 - 1) == 2
+    for kw, msg in (({"weight_bits": -1}, "weight_bits = -1"), ({"weight_bits": 40}, "= 40")):
+        with pytest.raises(ValueError, match=msg):
+            sampler.sample_weights([1, 2], 5, **kw)
+
+
+def test_quantize_refuses_nan_and_inf() -> None:
+    """``quantize(nan, 16)`` and ``quantize_weights([inf, 1])`` gave -2**63."""
+    with pytest.raises(ValueError, match=r"^x = nan: must be a finite number$"):
+        sampler.quantize(np.nan, 16)
+    with pytest.raises(ValueError, match=r"^x\[1\] = inf: must be a finite number$"):
+        sampler.quantize(np.array([0.5, np.inf]), 16)
+    with pytest.raises(ValueError, match=r"^dist\[0\] = inf: must be a finite number >= 0$"):
+        sampler.quantize_weights(np.array([np.inf, 1.0]))
+    with pytest.raises(ValueError, match=r"^dist\[1\] = -0\.5"):
+        sampler.quantize_weights(np.array([1.0, -0.5]))
+
+
+def test_sample_float_checks_u_and_the_distribution() -> None:
+    """``sample_float(u=1.5)`` returned a token; ``sample_float([0, 0])`` an IndexError."""
+    with pytest.raises(ValueError, match=r"^u = 1\.5: must be a finite number in \[0, 1\)$"):
+        sampler.sample_float(np.array([0.5, 0.5]), 1.5)
+    with pytest.raises(ValueError, match=r"^dist sums to 0\.0: must have a positive sum$"):
+        sampler.sample_float(np.array([0.0, 0.0]), 0.5)
+    assert sampler.sample_float(np.array([0.0, 2.0, 0.0]), 0.999) == 1
+
+
+def test_uniforms_and_lanes_do_not_wrap_or_run_away() -> None:
+    """``uniforms([-1])`` gave 65535; ``LaneRNG(1, 10**9)`` took 16 GB."""
+    msg = r"^out\[0\] = -1: must be an integer in 0 \.\. 4294967295$"
+    with pytest.raises(ValueError, match=msg):
+        rng.uniforms([-1])
+    with pytest.raises(ValueError, match=r"^rand_bits = 40: must be an integer in 1 \.\. 32$"):
+        rng.uniforms([1], 40)
+    t0 = time.monotonic()
+    msg = r"^lanes = 1000000000: must be an integer in 1 \.\. 1024$"
+    with pytest.raises(ValueError, match=msg):
+        rng.LaneRNG(1, 10**9)
+    assert time.monotonic() - t0 < 1.0
