@@ -44,6 +44,7 @@ from golden.draft import (
     _draw,
     check_children_rule,
     context_tail,
+    model_rows,
     tails_fast_path,
 )
 from golden.rng import LaneRNG
@@ -189,17 +190,18 @@ def _target_rows(
     if fast is None:
         ttail = context_tail(target, ctx)
         contexts = [ttail + [toks[j] for j in path] for path in pl.structure.paths]
-        p = np.asarray(target.probs(contexts), dtype=np.float64)
+        V = target.vocab_size
+        p = model_rows("target", "probs", target.probs(contexts), len(contexts), V, contexts)
         return p.__getitem__
     w, tail = fast
     vec = np.empty(w + pl.n, dtype=np.int64)
     vec[:w] = tail
     vec[w:] = tok
     full = pl.gathers(w).full
-    probs_tails = target.probs_tails
+    probs_tails, V = target.probs_tails, target.vocab_size
 
     def p_row(j: int) -> np.ndarray:
-        return np.asarray(probs_tails(vec[full[j : j + 1]])[0], dtype=np.float64)
+        return model_rows("target", "probs_tails", probs_tails(vec[full[j : j + 1]]), 1, V)[0]
 
     return p_row
 
@@ -329,7 +331,8 @@ def autoregressive_generate(
     ctx = list(int(t) for t in prompt)
     out: list[int] = []
     for _ in range(max_new_tokens):
-        p = np.asarray(target.probs([context_tail(target, ctx)])[0], dtype=np.float64)
+        c = [context_tail(target, ctx)]
+        p = model_rows("target", "probs", target.probs(c), 1, target.vocab_size, c)[0]
         if mode == "greedy":
             x = int(np.argmax(p))
         else:

@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from checks import prob_matrix
 from golden import plan as _plan
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "StepRecord",
     "TreePolicy",
     "context_tail",
+    "model_rows",
     "draw_tree",
     "check_children_rule",
     "tails_fast_path",
@@ -70,6 +72,36 @@ def check_children_rule(children: str) -> str:
     if children not in CHILDREN_RULES:
         raise ValueError(f"children = {children!r}: must be one of {', '.join(CHILDREN_RULES)}")
     return children
+
+
+def model_rows(
+    role: str,
+    method: str,
+    out: object,
+    rows: int,
+    vocab: int,
+    contexts: Sequence[object] | None = None,
+) -> np.ndarray:
+    """A model's output, checked at the decoder's boundary: ``rows`` probability
+    vectors of ``vocab`` entries, finite, non-negative, each summing to 1 within
+    :data:`checks.NORM_TOL` (:func:`checks.prob_matrix`, one vectorised pass).
+
+    Raises
+    ------
+    ValueError
+        Naming the model and the entry, e.g. ``"target.probs[3] sums to 0.0:
+        must sum to 1 (within 1e-06) (context [..., 17, 4])"``; the context (its
+        last 8 tokens) when ``contexts`` is given.
+    """
+    try:
+        return prob_matrix(f"{role}.{method}", out, rows=rows, cols=vocab)
+    except ValueError as e:
+        msg = str(e)
+        r = msg[len(role) + len(method) + 2 :].split("]", 1)[0].split(",")[0]
+        if contexts is not None and msg.startswith(f"{role}.{method}[") and r.isdigit():
+            ctx = list(contexts[int(r)])  # type: ignore[call-overload]
+            msg += f" (context {'[..., ' + str(ctx[-8:])[1:] if len(ctx) > 8 else ctx})"
+        raise ValueError(msg) from None
 
 
 def context_tail(model: object, context: Sequence[int]) -> list[int]:
@@ -269,6 +301,7 @@ def _draw(
     S = pl.structure
     n = pl.n
     fast = tails_fast_path(draft, context)
+    V = int(draft.vocab_size)
     if fast is not None:
         w, tail = fast
         vec = np.empty(w + n, dtype=np.int64)  # [context tail, tokens]: the tails' source
@@ -300,10 +333,11 @@ def _draw(
             tails = vec[gathers.levels[li] if whole else gathers.full[nodes]]
             if with_cdf is not None:  # iid, never pruned: the draws need only the cdf
                 q, cdf = with_cdf(tails)
+                q = model_rows("draft", "probs_tails_cdf", q, len(tails), V)
                 tokens[kids] = _draw_iid_cdf(cdf, lv, u_all[lv.kid_start : lv.kid_stop])
                 q_levels.append(q)
                 continue
-            q = probs_tails(tails)
+            q = model_rows("draft", "probs_tails", probs_tails(tails), len(tails), V)
         else:
             d = lv.depth
             if d:
@@ -311,8 +345,7 @@ def _draw(
                 ctx = [ltail + r for r in tokens[paths].tolist()]
             else:
                 ctx = [ltail] * len(nodes)
-            q = draft.probs(ctx)
-        q = np.asarray(q, dtype=np.float64)
+            q = model_rows("draft", "probs", draft.probs(ctx), len(ctx), V, ctx)
         if children == "iid":
             drawn = _draw_iid_level(q, lv, u_all[lv.kid_start : lv.kid_stop])
         elif children == "swor":

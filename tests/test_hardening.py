@@ -124,3 +124,45 @@ def test_uniforms_and_lanes_do_not_wrap_or_run_away() -> None:
     with pytest.raises(ValueError, match=msg):
         rng.LaneRNG(1, 10**9)
     assert time.monotonic() - t0 < 1.0
+
+
+class _Broken:
+    """A model whose ``probs`` output is spoiled by ``spoil`` (no fast path)."""
+
+    def __init__(self, base, spoil) -> None:
+        self.base, self.spoil, self.vocab_size = base, spoil, base.vocab_size
+
+    def probs(self, contexts):
+        return self.spoil(np.array(self.base.probs(contexts), dtype=np.float64))
+
+
+SPOILS = {
+    "nan": (lambda p: p * np.nan, r"\[0, 0\] = nan: must be a finite number >= 0"),
+    "zeros": (lambda p: p * 0, r"\[0\] sums to 0\.0: must sum to 1"),
+    "negative": (lambda p: p - p.max(), r"= -[0-9.e-]+: must be a finite number >= 0"),
+    "unnormalised": (lambda p: p * 2, r"\[0\] sums to 2\.0: must sum to 1"),
+    "inf": (lambda p: p + np.inf, r"\[0, 0\] = inf"),
+    "extra row": (lambda p: np.vstack([p, p[:1]]), r"has shape \(\d+, 16\): expected"),
+}
+
+
+@pytest.mark.parametrize("role", ["target", "draft"])
+@pytest.mark.parametrize("spoil", list(SPOILS))
+def test_decoder_checks_every_model_output(role: str, spoil: str) -> None:
+    """A target returning NaN or zeros decoded token 0 forever; negative,
+    unnormalised, inf and one-row-too-many outputs decoded without complaint."""
+    from golden.decoder import autoregressive_generate
+
+    pair = SyntheticPair(16, 0.7, seed=1)
+    fn, msg = SPOILS[spoil]
+    target, draft = pair.target, pair.draft
+    if role == "target":
+        target = _Broken(target, fn)
+    else:
+        draft = _Broken(draft, fn)
+    with pytest.raises(ValueError, match=f"^{role}\\.probs.*{msg}"):
+        speculative_generate(target, draft, [1, 2], 4, tree=[-1, 0, 0, 1])
+    if role == "target":  # an entry's error also names the context it was asked for
+        ctx = r" \(context \[1, 2\]\)$" if spoil != "extra row" else ""
+        with pytest.raises(ValueError, match=f"^target\\.probs.*{msg}.*{ctx}"):
+            autoregressive_generate(target, [1, 2], 4)
