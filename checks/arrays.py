@@ -152,7 +152,24 @@ def prob_matrix(
         ``"<name>[<r>] sums to <s>: must sum to 1 (within tol)"``, ``"<name>
         has shape ...: expected (rows, cols)"``.
     """
-    a = _as_float(name, values)
+    a = values if type(values) is np.ndarray and values.dtype == np.float64 else None
+    if a is None:
+        a = _as_float(name, values)
+    # fast path, two passes: NaN fails the min, inf and a wrong total fail the sums
+    shape = a.shape
+    if (
+        len(shape) == 2
+        and (rows is None or shape[0] == rows)
+        and (cols is None or shape[1] == cols)
+        and a.size
+        and a.min() >= 0
+    ):
+        sums = a.sum(axis=1)
+        if normalised:
+            if 1.0 - tol <= sums.min() and sums.max() <= 1.0 + tol:
+                return a
+        elif sums.min() > 0 and sums.max() < np.inf:
+            return a
     want = f"({'n' if rows is None else rows}, {'V' if cols is None else cols})"
     if a.ndim != 2 or (rows is not None and a.shape[0] != rows):
         raise _shape_error(name, a.shape, want)

@@ -34,8 +34,8 @@ from golden.draft import (
     TreePolicy,
     _draw_swor,
     _draw_topk,
+    checked_model,
     context_tail,
-    model_rows,
     tails_fast_path,
 )
 from golden.rng import lane_states, xoshiro_step
@@ -121,15 +121,14 @@ def _draft_batch(
             vec, w = dvec
             vec[:, w:] = tokens
             ctx_tails = vec[:, pl.gathers(w).levels[li]].reshape(A * m, w)
-            q = model_rows("draft", "probs_tails", draft.probs_tails(ctx_tails), A * m, V)
-            q = q.reshape(A, m, V)
+            q = np.asarray(draft.probs_tails(ctx_tails), dtype=np.float64).reshape(A, m, V)
         else:
             if d:
                 rows = pathmat[:, nodes, :d].tolist()
                 ctx = [tails[a] + r for a in range(A) for r in rows[a]]
             else:
                 ctx = [tails[a] for a in range(A) for _ in range(m)]
-            q = model_rows("draft", "probs", draft.probs(ctx), A * m, V, ctx).reshape(A, m, V)
+            q = np.asarray(draft.probs(ctx), dtype=np.float64).reshape(A, m, V)
         qmat[:, ipos[nodes]] = q
         if children == "iid":
             # exactly golden.draft._draw_iid per sequence (same offsets, same rounding)
@@ -176,12 +175,15 @@ def speculative_generate_batch(
     lanes: int | None = None,
     keep_steps: bool = False,
     max_steps: int | None = None,
+    check_models: bool = True,
 ) -> list[SpecResult]:
     """``speculative_generate`` for a batch of prompts; one result per prompt.
 
     Same parameters as :func:`golden.decoder.speculative_generate`, with
     ``prompts`` (one per sequence) and ``seeds`` (default ``0 .. B-1``).
     """
+    target = checked_model(target, "target", check_models)
+    draft = checked_model(draft, "draft", check_models)
     B = len(prompts)
     if B == 0:
         raise ValueError("prompts is empty")
@@ -236,7 +238,7 @@ def speculative_generate_batch(
         if tvec is None:
             ttails = [context_tail(target, ctxs[b]) for b in active]
             ctx = [ttails[a] + [ptoks[a][j] for j in path] for a in range(A) for path in S.paths]
-            p = model_rows("target", "probs", target.probs(ctx), A * n, V, ctx).reshape(A, n, V)
+            p = np.asarray(target.probs(ctx), dtype=np.float64).reshape(A, n, V)
         else:
             vec, w = tvec
             full = pl.gathers(w).full
@@ -251,8 +253,7 @@ def speculative_generate_batch(
             else:
 
                 def p_row(j: int, va=vec[a], full=full) -> np.ndarray:
-                    out = target.probs_tails(va[full[j : j + 1]])
-                    return model_rows("target", "probs_tails", out, 1, V)[0]
+                    return np.asarray(target.probs_tails(va[full[j : j + 1]])[0], dtype=np.float64)
 
             def q_row(j: int, qa=qmat[a]) -> np.ndarray:
                 return qa[ipos_l[j]]

@@ -7,7 +7,9 @@ and fixed arithmetic. Two 64-node shapes: a Sequoia DP tree (depth 6, the
 shape the topology optimiser picks for a typical acceptance vector) and the
 full tree (3, 4, 4) (depth 3, fewer draft-model calls per step). The
 ``batch16`` rows decode 16 sequences in lock step
-(:func:`golden.batch.speculative_generate_batch`) and count sequence-steps.
+(:func:`golden.batch.speculative_generate_batch`) and count sequence-steps;
+the ``checks off`` rows repeat one configuration per workload with the models'
+outputs unchecked (``check_models=False``), the price of the default checks.
 
 It also measures how far ``arith="fixed"`` is from the float reference: both
 share every random number, so the fraction of runs whose outputs differ
@@ -53,7 +55,9 @@ def _rates(steps: int, tokens: int, dt: float) -> dict:
     }
 
 
-def run_one(target, draft, prompt, tree, arith: str, seconds: float) -> dict:
+def run_one(
+    target, draft, prompt, tree, arith: str, seconds: float, check_models: bool = True
+) -> dict:
     """Steps/s of decodes with seeds 0, 1, ... for ``seconds``, then again on the same seeds.
 
     The first pass meets n-gram rows for the first time (the model's cost on
@@ -62,26 +66,15 @@ def run_one(target, draft, prompt, tree, arith: str, seconds: float) -> dict:
     model). Both are reported; ``steps_per_s`` is the second (warm) pass, so
     that float and fixed are compared on equal terms whichever runs first.
     """
+    kw = {"tree": tree, "arith": arith, "keep_steps": False, "check_models": check_models}
     # warm-up: the tree-structure cache and the first rows of the prompt
-    speculative_generate(
-        target, draft, prompt, 10**9, tree=tree, arith=arith, max_steps=20, keep_steps=False
-    )
+    speculative_generate(target, draft, prompt, 10**9, max_steps=20, **kw)
 
     def timed(n_seeds: int | None) -> tuple[int, int, int, float]:
         steps = tokens = seed = 0
         t0 = time.perf_counter()
         while (time.perf_counter() - t0 < seconds) if n_seeds is None else seed < n_seeds:
-            r = speculative_generate(
-                target,
-                draft,
-                prompt,
-                10**9,
-                tree=tree,
-                arith=arith,
-                seed=seed,
-                max_steps=50,
-                keep_steps=False,
-            )
+            r = speculative_generate(target, draft, prompt, 10**9, seed=seed, max_steps=50, **kw)
             steps += r.n_steps
             tokens += len(r.tokens)
             seed += 1
@@ -150,7 +143,17 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['steps_per_s']:8.0f} steps/s (first pass {r['cold_steps_per_s']:.0f})",
             flush=True,
         )
-        results.append({"workload": wname, "tree": sname, "arith": arith, **r})
+        results.append({"workload": wname, "tree": sname, "arith": arith, "checks": "on", **r})
+
+    # the models' outputs are checked by default (golden.draft.CheckedModel): its cost
+    for wname in workloads:
+        t, d, prompt = workloads[wname]
+        sname, arith = "sequoia64-d6", "fixed"
+        print(f"[checks off] {wname:<18} {sname:<13} {arith} ...", end=" ", flush=True)
+        r = run_one(t, d, prompt, shapes()[sname], arith, args.seconds, check_models=False)
+        print(f"{r['steps_per_s']:8.0f} steps/s", flush=True)
+        row = {"workload": wname, "tree": sname, "arith": arith, "checks": "off", **r}
+        results.append(row)
 
     t, d, prompt = workloads["ngram V=256"]
     for sname in shapes():
@@ -158,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[batch] ngram V=256 {sname:<13} {arith} x16 ...", end=" ", flush=True)
         r = run_batch(t, d, prompt, shapes()[sname], arith, args.seconds, 16)
         print(f"{r['steps_per_s']:8.0f} sequence-steps/s", flush=True)
-        results.append({"workload": "ngram V=256 batch16", "tree": sname, "arith": arith, **r})
+        row = {"workload": "ngram V=256 batch16", "tree": sname, "arith": arith, "checks": "on"}
+        results.append(row | r)
 
     print("measuring float vs fixed ...", flush=True)
     dist = fixed_vs_float(

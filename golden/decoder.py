@@ -43,8 +43,8 @@ from golden.draft import (
     TreePolicy,
     _draw,
     check_children_rule,
+    checked_model,
     context_tail,
-    model_rows,
     tails_fast_path,
 )
 from golden.rng import LaneRNG
@@ -190,18 +190,17 @@ def _target_rows(
     if fast is None:
         ttail = context_tail(target, ctx)
         contexts = [ttail + [toks[j] for j in path] for path in pl.structure.paths]
-        V = target.vocab_size
-        p = model_rows("target", "probs", target.probs(contexts), len(contexts), V, contexts)
+        p = np.asarray(target.probs(contexts), dtype=np.float64)
         return p.__getitem__
     w, tail = fast
     vec = np.empty(w + pl.n, dtype=np.int64)
     vec[:w] = tail
     vec[w:] = tok
     full = pl.gathers(w).full
-    probs_tails, V = target.probs_tails, target.vocab_size
+    probs_tails = target.probs_tails
 
     def p_row(j: int) -> np.ndarray:
-        return model_rows("target", "probs_tails", probs_tails(vec[full[j : j + 1]]), 1, V)[0]
+        return np.asarray(probs_tails(vec[full[j : j + 1]])[0], dtype=np.float64)
 
     return p_row
 
@@ -223,6 +222,7 @@ def speculative_generate(
     lanes: int | None = None,
     keep_steps: bool = True,
     max_steps: int | None = None,
+    check_models: bool = True,
 ) -> SpecResult:
     """Speculative decoding with a draft tree, lossless by rejection sampling.
 
@@ -256,7 +256,14 @@ def speculative_generate(
         Keep a :class:`~golden.draft.StepRecord` per step in the result.
     max_steps : int, optional
         Also stop after this many steps (for statistics and benchmarks).
+    check_models : bool
+        Check every output of the models at the boundary (shape, finite,
+        non-negative, rows summing to 1; :class:`golden.draft.CheckedModel`),
+        naming the model and the context; on by default, ``False`` for trusted
+        models (what it costs: ``make bench``, the ``checks off`` rows).
     """
+    target = checked_model(target, "target", check_models)
+    draft = checked_model(draft, "draft", check_models)
     _check_common(target, prompt, max_new_tokens, seed)
     _check_pair(target, draft, mode, children, arith)
     for name, b in (("prob_bits", prob_bits), ("rand_bits", rand_bits)):
@@ -319,20 +326,22 @@ def autoregressive_generate(
     *,
     mode: str = "sample",
     seed: int = 0,
+    check_models: bool = True,
 ) -> list[int]:
     """Plain decoding, one target call per token.
 
     ``greedy`` takes ``argmax``; ``sample`` draws by inverse CDF with
-    ``U = out / 2**32`` from lane 0 of ``LaneRNG(seed, 1)``.
+    ``U = out / 2**32`` from lane 0 of ``LaneRNG(seed, 1)``. ``check_models``
+    as in :func:`speculative_generate`.
     """
+    target = checked_model(target, "target", check_models)
     _check_common(target, prompt, max_new_tokens, seed)
     _check_mode(mode)
     rng = LaneRNG(int(seed), 1)
     ctx = list(int(t) for t in prompt)
     out: list[int] = []
     for _ in range(max_new_tokens):
-        c = [context_tail(target, ctx)]
-        p = model_rows("target", "probs", target.probs(c), 1, target.vocab_size, c)[0]
+        p = np.asarray(target.probs([context_tail(target, ctx)])[0], dtype=np.float64)
         if mode == "greedy":
             x = int(np.argmax(p))
         else:

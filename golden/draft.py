@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from checks import prob_matrix
+from checks import boolean, integer, prob_matrix
 from golden import plan as _plan
 
 __all__ = [
@@ -38,6 +38,8 @@ __all__ = [
     "TreePolicy",
     "context_tail",
     "model_rows",
+    "CheckedModel",
+    "checked_model",
     "draw_tree",
     "check_children_rule",
     "tails_fast_path",
@@ -102,6 +104,58 @@ def model_rows(
             ctx = list(contexts[int(r)])  # type: ignore[call-overload]
             msg += f" (context {'[..., ' + str(ctx[-8:])[1:] if len(ctx) > 8 else ctx})"
         raise ValueError(msg) from None
+
+
+class CheckedModel:
+    """``model`` with every output checked at the boundary (:func:`model_rows`)
+    and named ``role`` (``"target"`` or ``"draft"``) in the errors.
+
+    Offers what ``model`` offers: ``probs``, and ``probs_tails`` /
+    ``probs_tails_cdf`` / ``context_window`` when ``model`` has them (the fast
+    paths stay fast paths); anything else is read from ``model``.
+
+    Raises
+    ------
+    ValueError
+        ``model`` has no callable ``probs`` or no integer ``vocab_size >= 1``.
+    """
+
+    def __init__(self, model: object, role: str) -> None:
+        if not callable(getattr(model, "probs", None)):
+            raise ValueError(f"{role} = {model!r}: must be a model with probs(contexts)")
+        self.model, self.role = model, role
+        self.vocab_size = integer(f"{role}.vocab_size", getattr(model, "vocab_size", None), 1)
+        if getattr(model, "context_window", None) is not None:
+            self.context_window = model.context_window  # type: ignore[attr-defined]
+        if callable(getattr(model, "probs_tails", None)):
+            self.probs_tails = self._probs_tails
+        if callable(getattr(model, "probs_tails_cdf", None)):
+            self.probs_tails_cdf = self._probs_tails_cdf
+
+    def __getattr__(self, name: str) -> object:
+        if name in ("probs_tails", "probs_tails_cdf", "context_window", "model"):
+            raise AttributeError(name)  # not offered by the wrapped model
+        return getattr(self.model, name)
+
+    def probs(self, contexts: Sequence[Sequence[int]]) -> np.ndarray:
+        out = self.model.probs(contexts)  # type: ignore[attr-defined]
+        return model_rows(self.role, "probs", out, len(contexts), self.vocab_size, contexts)
+
+    def _probs_tails(self, tails: np.ndarray) -> np.ndarray:
+        out = self.model.probs_tails(tails)  # type: ignore[attr-defined]
+        return model_rows(self.role, "probs_tails", out, len(tails), self.vocab_size)
+
+    def _probs_tails_cdf(self, tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q, cdf = self.model.probs_tails_cdf(tails)  # type: ignore[attr-defined]
+        return model_rows(self.role, "probs_tails_cdf", q, len(tails), self.vocab_size), cdf
+
+
+def checked_model(model: object, role: str, check: bool = True) -> object:
+    """``model`` wrapped in a :class:`CheckedModel` (unless ``check`` is false or
+    it already is one): what the decoders do with their models by default."""
+    if not boolean("check_models", check) or isinstance(model, CheckedModel):
+        return model
+    return CheckedModel(model, role)
 
 
 def context_tail(model: object, context: Sequence[int]) -> list[int]:
@@ -301,7 +355,6 @@ def _draw(
     S = pl.structure
     n = pl.n
     fast = tails_fast_path(draft, context)
-    V = int(draft.vocab_size)
     if fast is not None:
         w, tail = fast
         vec = np.empty(w + n, dtype=np.int64)  # [context tail, tokens]: the tails' source
@@ -333,11 +386,10 @@ def _draw(
             tails = vec[gathers.levels[li] if whole else gathers.full[nodes]]
             if with_cdf is not None:  # iid, never pruned: the draws need only the cdf
                 q, cdf = with_cdf(tails)
-                q = model_rows("draft", "probs_tails_cdf", q, len(tails), V)
                 tokens[kids] = _draw_iid_cdf(cdf, lv, u_all[lv.kid_start : lv.kid_stop])
                 q_levels.append(q)
                 continue
-            q = model_rows("draft", "probs_tails", probs_tails(tails), len(tails), V)
+            q = probs_tails(tails)
         else:
             d = lv.depth
             if d:
@@ -345,7 +397,8 @@ def _draw(
                 ctx = [ltail + r for r in tokens[paths].tolist()]
             else:
                 ctx = [ltail] * len(nodes)
-            q = model_rows("draft", "probs", draft.probs(ctx), len(ctx), V, ctx)
+            q = draft.probs(ctx)
+        q = np.asarray(q, dtype=np.float64)
         if children == "iid":
             drawn = _draw_iid_level(q, lv, u_all[lv.kid_start : lv.kid_stop])
         elif children == "swor":

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from checks import integer
-from golden.draft import DraftTree, Model, TreePolicy, context_tail, model_rows
+from golden.draft import DraftTree, Model, TreePolicy, context_tail
 
 __all__ = ["Eagle2Tree"]
 
@@ -114,8 +114,11 @@ class Eagle2Tree(TreePolicy):
         k = min(self.topk, V)
         frontier = [0]
         for _ in range(min(self.depth, self.n_nodes - 1)):
-            ctx = [tail + c_path[a] for a in frontier]
-            q = model_rows("draft", "probs", draft.probs(ctx), len(ctx), V, ctx)
+            q = np.asarray(draft.probs([tail + c_path[a] for a in frontier]), dtype=np.float64)
+            if q.shape != (len(frontier), V):
+                raise ValueError(
+                    f"draft.probs returned shape {q.shape}, expected {(len(frontier), V)}"
+                )
             new = []
             for r, a in enumerate(frontier):
                 c_qrow[a] = len(q_rows)

@@ -166,3 +166,20 @@ def test_decoder_checks_every_model_output(role: str, spoil: str) -> None:
         ctx = r" \(context \[1, 2\]\)$" if spoil != "extra row" else ""
         with pytest.raises(ValueError, match=f"^target\\.probs.*{msg}.*{ctx}"):
             autoregressive_generate(target, [1, 2], 4)
+
+
+def test_models_without_probs_and_the_check_switch() -> None:
+    """A model of ``None`` or without ``probs`` raised AttributeError."""
+    pair = SyntheticPair(16, 0.7, seed=1)
+    for bad in (None, object()):
+        with pytest.raises(ValueError, match=r"^target = .*: must be a model with probs"):
+            speculative_generate(bad, pair.draft, [1, 2], 4, tree=[-1, 0])
+        with pytest.raises(ValueError, match=r"^draft = .*: must be a model with probs"):
+            speculative_generate(pair.target, bad, [1, 2], 4, tree=[-1, 0])
+    with pytest.raises(ValueError, match=r"^check_models = 'no': must be True or False$"):
+        speculative_generate(pair.target, pair.draft, [1, 2], 4, tree=[-1, 0], check_models="no")
+    # unchecked, a trusted model's output goes straight in: same tokens as checked
+    kw = {"tree": [-1, 0, 0, 1], "seed": 3, "arith": "fixed"}
+    on = speculative_generate(pair.target, pair.draft, [1, 2], 16, **kw).tokens
+    off = speculative_generate(pair.target, pair.draft, [1, 2], 16, check_models=False, **kw)
+    assert off.tokens == on

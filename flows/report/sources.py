@@ -108,10 +108,10 @@ def _bench(
 
 def golden_bench(ctx: Context) -> Page:
     """``golden_bench.json`` (``python -m golden.bench``)."""
-    cols = {"workload": "workload", "tree": "tree", "arith": "arith", "steps_per_s": "steps/s"}
-    cols |= {"tokens_per_s": "tokens/s", "tokens_per_step": "tokens/step"}
+    cols = {"workload": "workload", "tree": "tree", "arith": "arith", "checks": "model checks"}
+    cols |= {"steps_per_s": "steps/s", "tokens_per_s": "tokens/s", "tokens_per_step": "tokens/step"}
     cols |= {"cold_steps_per_s": "first pass steps/s", "seconds": "measured s"}
-    label = ("workload", "tree", "arith")
+    label = ("workload", "tree", "arith", "checks")
     page, rep = _bench(ctx, "golden_bench", "Golden-model throughput", cols, label, "steps/s")
     if rep is None:
         return page
