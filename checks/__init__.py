@@ -13,11 +13,15 @@ wrap.
 * :mod:`checks.arrays`: :func:`int_array` (integers, e.g. a parent list or
   tokens), :func:`prob_vector` and :func:`prob_matrix` (finite, non-negative,
   normalised within a stated tolerance unless the API takes weights).
+* :mod:`checks.cli`: ``argparse`` types with the same rules (:func:`int_arg`,
+  :func:`real_arg`, :func:`out_dir_arg`), so that a command line refuses a
+  value before it starts working.
 
 ``checks`` imports nothing of the project (tests/test_layout.py).
 """
 
 from checks.arrays import NORM_TOL, int_array, prob_matrix, prob_vector
+from checks.cli import int_arg, out_dir_arg, real_arg
 from checks.values import bits, boolean, choice, integer, real, seed
 
 __all__ = [
@@ -25,10 +29,13 @@ __all__ = [
     "bits",
     "boolean",
     "choice",
+    "int_arg",
     "int_array",
     "integer",
+    "out_dir_arg",
     "prob_matrix",
     "prob_vector",
     "real",
+    "real_arg",
     "seed",
 ]

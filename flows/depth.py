@@ -255,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         "params", nargs="*", default=[], metavar="NAME=VALUE", help="parameter overrides"
     )
     args = ap.parse_args(argv)
-    params = verilog.parse_overrides(args.params, [args.block])[args.block]
+    try:
+        params = verilog.parse_overrides(args.params, [args.block])[args.block]
+    except ValueError as e:
+        ap.error(str(e))
     levels, line = logic_depth(args.block, params)
     print(
         f"{args.block}: {levels} gate levels ({'within' if levels <= BUDGET else 'OVER'} "

@@ -99,7 +99,7 @@ def fpga_params(name: str) -> dict[str, str]:
 def block_overrides(names: list[str], assignments: list[str]) -> dict[str, dict[str, object]]:
     """Parameters of each block in ``names``: :func:`fpga_params` plus the ``NAME=VALUE``
     ``assignments`` (``--set``) that block takes (:func:`flows.verilog.parse_overrides`:
-    malformed assignments, and ones no block takes, exit with a message)."""
+    ``ValueError`` for malformed assignments, ones no block takes, values out of range)."""
     over = verilog.parse_overrides(assignments, names)
     return {b: {**fpga_params(b), **over[b]} for b in names}
 
@@ -356,8 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     names = [b for b in args.blocks.split(",") if b] or list(verilog.BLOCKS)
     for b in names:
         if b not in verilog.BLOCKS:
-            raise SystemExit(f"--blocks: {b!r} is not a block ({', '.join(verilog.BLOCKS)})")
-    params = block_overrides(names, args.set)
+            ap.error(f"--blocks: {b!r} is not a block ({', '.join(verilog.BLOCKS)})")
+    try:
+        params = block_overrides(names, args.set)
+    except ValueError as e:
+        ap.error(f"--set: {e}")
     t_all = time.monotonic()
     texts = {b: verilog_text(b, params[b]) for b in names}
     names.sort(key=lambda b: len(texts[b]))  # smallest first

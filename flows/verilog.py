@@ -101,30 +101,37 @@ def _parse(assignments: list[str]) -> dict[str, int]:
     out = {}
     for a in assignments:
         if "=" not in a:
-            raise SystemExit(f"expected NAME=VALUE, got {a!r}")
+            raise ValueError(f"expected NAME=VALUE, got {a!r}")
         k, v = a.split("=", 1)
         try:
             out[k] = int(v, 0)
         except ValueError:
-            raise SystemExit(f"{k} = {v!r}: not an integer") from None
+            raise ValueError(f"{k} = {v!r}: not an integer") from None
     return out
 
 
 def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[str, int]]:
     """``NAME=VALUE`` ``assignments`` split by block: for each block of ``names``, the
-    ones it takes. Malformed ones, and ones no block of ``names`` takes, are errors."""
+    ones it takes, every value checked against the block's ``PARAMS``.
+
+    Raises
+    ------
+    ValueError
+        A malformed assignment, a name no block of ``names`` takes, or a value
+        out of its range (the command lines turn it into a usage error, exit 2).
+    """
     over = _parse(assignments)
     out = {b: {k: v for k, v in over.items() if k in block_params(b)} for b in names}
     unknown = set(over) - {k for p in out.values() for k in p}
     if unknown:
-        raise SystemExit(
+        raise ValueError(
             f"no block of {', '.join(names)} takes parameter(s) {', '.join(sorted(unknown))}"
         )
     for b, p in out.items():  # every value checked before any Verilog is written
         try:
             check_params(block_class(b).PARAMS, p)
         except ValueError as e:
-            raise SystemExit(f"{b}: {e}") from None
+            raise ValueError(f"{b}: {e}") from None
     return out
 
 
@@ -135,7 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("params", nargs="*", help="NAME=VALUE parameter overrides")
     ap.add_argument("--lint", action="store_true", help="verilator --lint-only -Wall each file")
     args = ap.parse_args(argv)
-    per_block = parse_overrides(args.params, list(BLOCKS))
+    try:  # every value checked before any Verilog is written
+        per_block = parse_overrides(args.params, list(BLOCKS))
+    except ValueError as e:
+        ap.error(str(e))
     jobs: list[tuple[str, dict]] = [(b, {}) for b in BLOCKS]
     jobs += [(b, p) for b, p in per_block.items() if p]
     bad = 0

@@ -13,16 +13,25 @@ import argparse
 import sys
 import time
 
+from checks import int_arg
 from golden import trees
 from golden.decoder import speculative_generate
 from golden.models import code_prompts, default_ngram_pair
+from golden.tree import MAX_NODES
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m golden", description=__doc__.splitlines()[0])
-    ap.add_argument("--tokens", type=int, default=400, help="new tokens per policy")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--nodes", type=int, default=32, help="tree budget (nodes, root included)")
+    ap.add_argument(
+        "--tokens", type=int_arg(1), default=400, help="new tokens per policy (default %(default)s)"
+    )
+    ap.add_argument("--seed", type=int_arg(0, 2**64 - 1), default=1, help="(default %(default)s)")
+    ap.add_argument(
+        "--nodes",
+        type=int_arg(2, MAX_NODES),
+        default=32,
+        help=f"tree budget, root included, 2 .. {MAX_NODES} (default %(default)s)",
+    )
     ap.add_argument("--arith", choices=["float", "fixed"], default="fixed")
     ap.add_argument("--quiet", action="store_true", help="table only, no text")
     args = ap.parse_args(argv)

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from checks import int_arg, out_dir_arg
 from sim import report
 from sim.chip import BACKENDS, TREES, Chip, ChipConfig
 from sim.workloads import WORKLOADS
@@ -84,11 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--window", type=int, default=d.window, help="topology optimiser: steps of statistics"
     )
     ap.add_argument("--no-fallback", action="store_true", help="never fall back to plain decoding")
-    ap.add_argument("--out", default="build/reports", help="directory of the PNGs")
+    ap.add_argument(
+        "--out", type=out_dir_arg, default="build/reports", help="directory of the PNGs"
+    )
     ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("--dpi", type=int, default=110)
+    ap.add_argument("--dpi", type=int_arg(10, 1200), default=110, help="PNG resolution, 10 .. 1200")
     ap.add_argument("--prefix", default="chip", help="file-name prefix of the PNGs")
-    ap.add_argument("--timeline-steps", type=int, default=4)
+    ap.add_argument("--timeline-steps", type=int_arg(1, 64), default=4, help="steps drawn, 1 .. 64")
     ap.add_argument("--quiet", action="store_true", help="no progress bar, no text")
     return ap
 

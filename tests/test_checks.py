@@ -152,3 +152,25 @@ def test_prob_vector_returns_a_valid_vector_or_refuses(values: list[float]) -> N
         assert str(e).startswith(("p[", "p sums to"))
     else:
         assert np.isfinite(p).all() and (p >= 0).all() and abs(p.sum() - 1) <= 1e-6
+
+
+def test_cli_argument_types(tmp_path) -> None:
+    import argparse
+
+    from checks import int_arg, out_dir_arg, real_arg
+
+    assert int_arg(1)("0x10") == 16 and real_arg(0, 1)("0.5") == 0.5
+    for parse, text, msg in [
+        (int_arg(1, 8), "9", "must be an integer in 1 .. 8, got '9'"),
+        (int_arg(1), "1.5", "must be an integer >= 1, got '1.5'"),
+        (real_arg(0, 1, hi_open=True), "1", r"must be a finite number in [0, 1), got '1'"),
+        (real_arg(0), "nan", "must be a finite number >= 0, got 'nan'"),
+    ]:
+        with pytest.raises(argparse.ArgumentTypeError) as e:
+            parse(text)
+        assert str(e.value) == msg
+    f = tmp_path / "f"
+    f.write_text("")
+    assert out_dir_arg(str(tmp_path / "new")) == tmp_path / "new"
+    with pytest.raises(argparse.ArgumentTypeError, match="is a file, not a directory"):
+        out_dir_arg(str(f))

@@ -183,3 +183,48 @@ def test_models_without_probs_and_the_check_switch() -> None:
     on = speculative_generate(pair.target, pair.draft, [1, 2], 16, **kw).tokens
     off = speculative_generate(pair.target, pair.draft, [1, 2], 16, check_models=False, **kw)
     assert off.tokens == on
+
+
+CLI_CASES = [
+    ("golden.__main__", ["--tokens", "0"], "argument --tokens: must be an integer >= 1, got '0'"),
+    ("golden.__main__", ["--seed", "-1"], "argument --seed: must be an integer in 0 .. "),
+    ("golden.__main__", ["--tokens", "-1"], "argument --tokens: must be an integer >= 1"),
+    ("golden.__main__", ["--nodes", "0"], "argument --nodes: must be an integer in 2 .. 1024"),
+    ("sim.__main__", ["--dpi", "0"], "argument --dpi: must be an integer in 10 .. 1200"),
+    ("sim.__main__", ["--timeline-steps", "0"], "argument --timeline-steps: must be an integer"),
+    ("sim.timing.__main__", ["--steps", "0"], "argument --steps: must be an integer in 1 .. 64"),
+    ("sim.rtl.__main__", ["bogus=1"], "unknown parameter(s): bogus"),
+    ("sim.rtl.__main__", ["n_nodes=3"], "n_nodes = 3: must be an integer in 4 .. 256"),
+    ("flows.verilog", ["LANES=0"], "token_sampler: LANES = 0: must be an integer in 1 .. 16"),
+    ("flows.depth", ["bogus"], "argument block: invalid choice: 'bogus'"),
+    ("flows.depth", ["kv_pool", "LANES=2"], "no block of kv_pool takes parameter(s) LANES"),
+    ("formal.kv_pool", ["bogus"], "tasks = ['bogus']: each must be 'prove' or 'bmc'"),
+]
+
+
+@pytest.mark.parametrize(("module", "argv", "msg"), CLI_CASES, ids=lambda x: str(x)[:30])
+def test_cli_refuses_bad_arguments_before_working(module, argv, msg, capsys) -> None:
+    """Each ran for a while (a decode, 64 s of Verilog, every proof) and then
+    raised a traceback; now a one-line usage error, exit status 2, at once."""
+    import importlib
+
+    main = importlib.import_module(module).main
+    t0 = time.monotonic()
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert msg in capsys.readouterr().err
+    assert time.monotonic() - t0 < 5.0
+
+
+def test_cli_refuses_an_existing_file_as_output_directory(tmp_path, capsys) -> None:
+    """``python -m sim --out <a file>`` decoded, then failed in pathlib."""
+    import importlib
+
+    f = tmp_path / "a_file"
+    f.write_text("")
+    for module in ("sim.__main__", "sim.timing.__main__"):
+        with pytest.raises(SystemExit) as e:
+            importlib.import_module(module).main(["--out", str(f)])
+        assert e.value.code == 2
+        assert "is a file, not a directory" in capsys.readouterr().err

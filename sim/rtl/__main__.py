@@ -10,6 +10,7 @@ import random
 import sys
 import time
 
+from checks import int_arg
 from golden.kvcache import KVError
 from sim.rtl.backends import open_rtl
 from sim.rtl.build import build_top, hdl_params
@@ -78,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m sim.rtl [NAME=VALUE ...]``: build (timed) and benchmark."""
     ap = argparse.ArgumentParser(prog="python -m sim.rtl", description=main.__doc__)
     ap.add_argument("params", nargs="*", help="open_rtl parameters, e.g. entries=64 pages=64")
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--ops", type=int, default=2000)
+    ap.add_argument("--steps", type=int_arg(1), default=200, help="tree steps timed")
+    ap.add_argument("--ops", type=int_arg(1), default=2000, help="KV operations timed")
     args = ap.parse_args(argv)
     params: dict[str, int] = {}
     for a in args.params:
@@ -88,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
             params[k] = int(v, 0)
         except ValueError:
             ap.error(f"{a!r}: expected NAME=INTEGER")
-    hdl = hdl_params(**dict(params))
+    try:  # every parameter checked before anything is built
+        hdl = hdl_params(**dict(params))
+    except ValueError as e:
+        ap.error(str(e))
     print(f"building specdecode_top {hdl} (cached after the first time) ...", flush=True)
     t = time.perf_counter()
     build_top(hdl)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from checks import int_arg, out_dir_arg
 from sim.timing import plots
 from sim.timing.acceptance import accepted_distribution, chain_alpha
 from sim.timing.profiles import Profile, load_profile
@@ -48,9 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FIELD=VALUE",
         help="override, e.g. --set target.bytes_per_param=0.5 --set context_len=8192",
     )
-    ap.add_argument("--out", default="build/reports", help="directory for the PNGs")
-    ap.add_argument("--steps", type=int, default=4, help="steps per timeline panel")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the sampled steps")
+    ap.add_argument(
+        "--out", type=out_dir_arg, default="build/reports", help="directory for the PNGs"
+    )
+    ap.add_argument(
+        "--steps", type=int_arg(1, 64), default=4, help="steps per timeline panel, 1 .. 64"
+    )
+    ap.add_argument(
+        "--seed", type=int_arg(0, 2**64 - 1), default=0, help="seed of the sampled steps"
+    )
     ap.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     return ap
 
