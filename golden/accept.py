@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checks import bits
+from checks import bits, int_array, prob_matrix
 from golden import plan as _plan
 from golden import tree as _tree
 from golden.draft import check_children_rule
@@ -74,10 +74,37 @@ def _normalize_rows(x: np.ndarray) -> np.ndarray:
     return np.divide(x, s, out=np.zeros_like(x), where=s > 0)
 
 
+def _lanes(lane_out: object, n: int) -> np.ndarray:
+    """``lane_out`` as ``uint32``: at least ``n`` 32-bit lane outputs (nothing wraps)."""
+    lanes = int_array("lane_out", lane_out, 0, (1 << 32) - 1)
+    if lanes.shape[0] < n:
+        raise ValueError(f"lane_out has {lanes.shape[0]} lanes, the tree {n} nodes")
+    return lanes.astype(np.uint32)
+
+
+def _check_rows(name: str, rows: np.ndarray, nodes: Sequence[int]) -> None:
+    """``rows[r]`` (node ``nodes[r]``'s distribution) a probability vector each;
+    an error names the node: ``q[<node>] sums to ...``."""
+    try:
+        prob_matrix(name, rows)
+    except ValueError as e:
+        msg = str(e)
+        head, _, rest = msg.partition("[")
+        r, sep, tail = rest.partition("]") if head == name else ("", "", "")
+        idx = r.split(",")
+        if sep and idx[0].strip().isdigit():
+            idx[0] = str(nodes[int(idx[0])])
+            msg = f"{name}[{','.join(idx)}]{tail}"
+        raise ValueError(msg) from None
+
+
 def _dist_rows(q: np.ndarray, q_index: np.ndarray | None, nodes: Sequence[int]) -> np.ndarray:
+    if q is None or np.ndim(q) != 2:
+        raise ValueError(f"q has shape {np.shape(q)}: expected (n, V) draft distributions")
     if q_index is None:
         return np.array(q[list(nodes)], dtype=np.float64)
-    rows = np.asarray(q_index)[list(nodes)]
+    qi = int_array("q_index", q_index, -1, np.shape(q)[0] - 1)
+    rows = qi[list(nodes)]
     if (rows < 0).any():
         bad = int(np.asarray(nodes)[rows < 0][0])
         raise ValueError(f"q_index[{bad}] = -1: node {bad} has children but no draft distribution")
@@ -160,13 +187,9 @@ def precompute(
     prob_bits = bits("prob_bits", prob_bits)
     weight_bits = bits("weight_bits", weight_bits)
     n = S.n
-    p = np.asarray(p, dtype=np.float64)
-    if p.ndim != 2 or p.shape[0] != n:
-        raise ValueError(f"p has shape {p.shape}: expected ({n}, V)")
+    p = prob_matrix("p", p, rows=n)
     V = p.shape[1]
-    tok = np.asarray(tokens, dtype=np.int64)
-    if tok.shape != (n,):
-        raise ValueError(f"tokens has shape {tok.shape}: expected ({n},)")
+    tok = int_array("tokens", tokens, length=n)
     if n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
         i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
         raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
@@ -178,6 +201,7 @@ def precompute(
         Q = _dist_rows(q, q_index, internal)
         if Q.shape[1] != V:
             raise ValueError(f"q has {Q.shape[1]} columns, p has {V}: vocabularies differ")
+        _check_rows("q", Q, internal)
     for rows, c, more in S.rank_groups:
         x = tok[c]
         pt[c] = P[rows, x]
@@ -401,9 +425,19 @@ def decide(
 
 
 def decide_float(parents: Sequence[int], pt: np.ndarray, qt: np.ndarray, U: np.ndarray) -> Decision:
-    """Float parallel decision: ``accept[i] = U[i] * qt[i] < pt[i]``."""
+    """Float parallel decision: ``accept[i] = U[i] * qt[i] < pt[i]``.
+
+    Raises
+    ------
+    ValueError
+        An entry of ``U`` outside ``[0, 1)`` (or NaN), naming it.
+    """
     S = _tree.structure(parents)
     U = np.asarray(U, dtype=np.float64)
+    bad = ~((U >= 0) & (U < 1))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"U[{i}] = {float(U.ravel()[i])!r}: must be a finite number in [0, 1)")
     return _finish(S, U * np.asarray(qt) < np.asarray(pt))
 
 
@@ -437,21 +471,16 @@ def parallel_step(
     pl = _plan.plan(parents)
     S = pl.structure
     n = pl.n
-    lane_out = np.asarray(lane_out, dtype=np.uint32)
-    if lane_out.shape[0] < n:
-        raise ValueError(f"lane_out has {lane_out.shape[0]} lanes, the tree {n} nodes")
-    tok = np.asarray(tokens, dtype=np.int64)
-    p = np.asarray(p, dtype=np.float64)
+    rand_bits = bits("rand_bits", rand_bits)
+    lane_out = _lanes(lane_out, n)
+    tok = int_array("tokens", tokens, length=n)
+    p = prob_matrix("p", p, rows=n)
     Q = None
     if not greedy:
         check_children_rule(children)
         prob_bits = bits("prob_bits", prob_bits)
         weight_bits = bits("weight_bits", weight_bits)
-        if p.ndim != 2 or p.shape[0] != n:
-            raise ValueError(f"p has shape {p.shape}: expected ({n}, V)")
         V = p.shape[1]
-        if tok.shape != (n,):
-            raise ValueError(f"tokens has shape {tok.shape}: expected ({n},)")
         if n > 1 and ((tok[1:] < 0) | (tok[1:] >= V)).any():
             i = int(np.flatnonzero((tok[1:] < 0) | (tok[1:] >= V))[0]) + 1
             raise ValueError(f"tokens[{i}] = {int(tok[i])}: out of range 0 .. {V - 1}")
@@ -459,6 +488,7 @@ def parallel_step(
             Q = plan_q_rows(q, q_index, pl)
             if Q.shape[1] != V:
                 raise ValueError(f"q has {Q.shape[1]} columns, p has {V}: vocabularies differ")
+            _check_rows("q", Q, pl.order.tolist())
     emitted, path, acc = plan_step(
         pl,
         p[pl.order],
@@ -506,8 +536,13 @@ def sequential_step(
     check_children_rule(children)
     par = _tree.validate(parents)
     ch = _tree.children_lists(par)
-    tok = np.asarray(tokens, dtype=np.int64)
-    lane_out = np.asarray(lane_out, dtype=np.uint32)
+    n = len(par)
+    rand_bits = bits("rand_bits", rand_bits)
+    prob_bits = bits("prob_bits", prob_bits)
+    weight_bits = bits("weight_bits", weight_bits)
+    tok = int_array("tokens", tokens, length=n)
+    lane_out = _lanes(lane_out, n)
+    p = prob_matrix("p", p, rows=n)
     a = 0
     path = [0]
     emitted: list[int] = []

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from checks import bits, choice, integer
 from golden import plan as _plan
 from golden.sampler import quantize, quantize_weights, sample_float
 
@@ -35,7 +36,16 @@ def extra_token(
     ``fixed``: the token sampler on ``dist`` quantised to ``weight_bits``;
     ``float``: inverse CDF with ``U = u32 / 2**32``. A zero distribution falls
     back to ``fallback`` (``p_last``), then to ``argmax fallback``.
+
+    Raises
+    ------
+    ValueError
+        ``u32`` not in ``0 .. 2**32 - 1``, ``arith`` not ``"fixed"`` or
+        ``"float"``, ``weight_bits`` not in ``1 .. 32``.
     """
+    u32 = integer("u32", u32, 0, (1 << 32) - 1)
+    choice("arith", arith, ("fixed", "float"))
+    weight_bits = bits("weight_bits", weight_bits)
     if arith == "fixed":
         for d in (dist, fallback):
             w = quantize_weights(d, weight_bits)

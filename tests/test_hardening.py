@@ -228,3 +228,77 @@ def test_cli_refuses_an_existing_file_as_output_directory(tmp_path, capsys) -> N
             importlib.import_module(module).main(["--out", str(f)])
         assert e.value.code == 2
         assert "is a file, not a directory" in capsys.readouterr().err
+
+
+def _step_inputs():
+    from golden.rng import LaneRNG
+
+    parents = [-1, 0, 0, 1]
+    p = np.full((4, 4), 0.25)
+    q = np.array([[0.4, 0.3, 0.2, 0.1]] * 4)
+    return parents, p, q, np.array([0, 1, 2, 3]), LaneRNG(5, 4).next()
+
+
+@pytest.mark.parametrize(
+    ("spoil", "msg"),
+    [
+        (lambda p: p * np.nan, r"^p\[0, 0\] = nan: must be a finite number >= 0$"),
+        (lambda p: p - 0.5, r"^p\[0, 0\] = -0\.25"),
+        (lambda p: p * 0, r"^p\[0\] sums to 0\.0: must sum to 1"),
+        (lambda p: p * 3, r"^p\[0\] sums to 3\.0"),
+    ],
+)
+def test_steps_and_precompute_check_p(spoil, msg) -> None:
+    """``precompute`` / ``parallel_step`` / ``sequential_step`` accepted NaN,
+    negative, all-zero and unnormalised target rows."""
+    from golden import accept
+
+    parents, p, q, tok, lanes = _step_inputs()
+    with pytest.raises(ValueError, match=msg):
+        accept.precompute(spoil(p), q, parents, tok)
+    for step in (accept.parallel_step, accept.sequential_step):
+        with pytest.raises(ValueError, match=msg):
+            step(spoil(p), q, parents, tok, lanes)
+
+
+def test_precompute_checks_tokens_and_q() -> None:
+    """``precompute(tokens=[0, 1.7, ...])`` truncated; ``q=None``, a 1-D ``q`` and a
+    ``q_index`` out of range raised generic errors; an internal node's bad q row."""
+    from golden import accept
+
+    parents, p, q, tok, _ = _step_inputs()
+    with pytest.raises(ValueError, match=r"^tokens\[1\] = 1\.7: must be an integer$"):
+        accept.precompute(p, q, parents, [0, 1.7, 2, 3])
+    for bad in (None, q[0]):
+        with pytest.raises(ValueError, match=r"^q has shape .*: expected \(n, V\)"):
+            accept.precompute(p, bad, parents, tok)
+    with pytest.raises(ValueError, match=r"^q_index\[0\] = 9: must be an integer in -1 \.\. 3$"):
+        accept.precompute(p, q, parents, tok, q_index=np.array([9, 0, -1, -1]))
+    q_bad = q.copy()
+    q_bad[1] = [0.5, 0.5, 0.5, 0.5]  # node 1 has a child: its row is used
+    with pytest.raises(ValueError, match=r"^q\[1\] sums to 2\.0: must sum to 1"):
+        accept.precompute(p, q_bad, parents, tok)
+    q_leaf = q.copy()
+    q_leaf[3] = 0.0  # node 3 is a leaf: its row is never used
+    assert accept.precompute(p, q_leaf, parents, tok).pt.shape == (4,)
+
+
+def test_uniforms_lanes_and_extra_token_ranges() -> None:
+    """``decide_float`` with ``U = 2.0``, ``extra_token(u32=2**40)`` or ``-1``,
+    ``arith="bogus"``, ``parallel_step(rand_bits=0)`` and negative lane outputs."""
+    from golden import accept
+    from golden.walk import extra_token
+
+    parents, p, q, tok, lanes = _step_inputs()
+    with pytest.raises(ValueError, match=r"^U\[1\] = 2\.0: must be a finite number in \[0, 1\)$"):
+        accept.decide_float(parents, np.ones(4), np.ones(4), [0.0, 2.0, 0.1, 0.1])
+    d = np.array([0.5, 0.5])
+    for u32 in (2**40, -1):
+        with pytest.raises(ValueError, match=f"^u32 = {u32}: must be an integer in 0 .. "):
+            extra_token(d, d, u32)
+    with pytest.raises(ValueError, match=r"^arith = 'bogus': must be one of 'fixed', 'float'$"):
+        extra_token(d, d, 5, arith="bogus")
+    with pytest.raises(ValueError, match=r"^rand_bits = 0: must be an integer in 1 \.\. 32$"):
+        accept.parallel_step(p, q, parents, tok, lanes, rand_bits=0)
+    with pytest.raises(ValueError, match=r"^lane_out\[1\] = -1: must be an integer in 0 \.\. "):
+        accept.parallel_step(p, q, parents, tok, np.array([1, -1, 2, 3]))
