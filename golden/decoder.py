@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from checks import bits, integer
+from checks import bits, int_array, integer
 from checks import seed as seed_check
 from golden import accept as _acc
 from golden import plan as _plan
@@ -100,10 +100,8 @@ def _check_mode(mode: str) -> str:
 def _check_common(model: Model, prompt: Sequence[int], max_new_tokens: int, seed: int) -> None:
     integer("max_new_tokens", max_new_tokens, 0)
     seed_check("seed", seed)
-    V = int(model.vocab_size)
-    for i, t in enumerate(prompt):
-        if not isinstance(t, (int, np.integer)) or not 0 <= int(t) < V:
-            raise ValueError(f"prompt[{i}] = {t!r}: token out of range 0 .. {V - 1}")
+    V = integer("vocab_size", model.vocab_size, 1)
+    int_array("prompt", prompt, 0, V - 1)
 
 
 def _check_pair(target: Model, draft: Model, mode: str, children: str, arith: str) -> None:

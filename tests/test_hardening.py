@@ -302,3 +302,26 @@ def test_uniforms_lanes_and_extra_token_ranges() -> None:
         accept.parallel_step(p, q, parents, tok, lanes, rand_bits=0)
     with pytest.raises(ValueError, match=r"^lane_out\[1\] = -1: must be an integer in 0 \.\. "):
         accept.parallel_step(p, q, parents, tok, np.array([1, -1, 2, 3]))
+
+
+def test_prompt_and_vocabulary_are_named() -> None:
+    """``prompt=None`` raised TypeError; ``vocab_size=0`` blamed ``prompt[0]``."""
+    from golden.decoder import autoregressive_generate
+
+    pair = SyntheticPair(16, 0.7, seed=1)
+    for prompt, msg in [
+        (None, r"^prompt = None: must be a sequence of integers$"),
+        ([1, 99], r"^prompt\[1\] = 99: must be an integer in 0 \.\. 15$"),
+        ([1, 2.0], r"^prompt\[1\] = 2\.0: must be an integer in 0 \.\. 15$"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            autoregressive_generate(pair.target, prompt, 3)
+
+    class NoVocab:
+        vocab_size = 0
+
+        def probs(self, contexts):
+            return np.ones((len(contexts), 1))
+
+    with pytest.raises(ValueError, match=r"^target\.vocab_size = 0: must be an integer >= 1$"):
+        autoregressive_generate(NoVocab(), [0], 3)
