@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from checks import boolean, integer, prob_matrix
+from checks import NORM_TOL, boolean, integer, prob_matrix
 from golden import plan as _plan
 
 __all__ = [
@@ -125,6 +125,7 @@ class CheckedModel:
             raise ValueError(f"{role} = {model!r}: must be a model with probs(contexts)")
         self.model, self.role = model, role
         self.vocab_size = integer(f"{role}.vocab_size", getattr(model, "vocab_size", None), 1)
+        self._V = self.vocab_size
         if getattr(model, "context_window", None) is not None:
             self.context_window = model.context_window  # type: ignore[attr-defined]
         if callable(getattr(model, "probs_tails", None)):
@@ -133,21 +134,35 @@ class CheckedModel:
             self.probs_tails_cdf = self._probs_tails_cdf
 
     def __getattr__(self, name: str) -> object:
-        if name in ("probs_tails", "probs_tails_cdf", "context_window", "model"):
+        if name in ("probs_tails", "probs_tails_cdf", "context_window", "model", "_V"):
             raise AttributeError(name)  # not offered by the wrapped model
         return getattr(self.model, name)
 
+    def _rows(self, method: str, out: object, rows: int, contexts: object = None) -> np.ndarray:
+        """:func:`model_rows`, after a fast path for the common case (a ``float64``
+        array of the right shape, every entry ``>= 0``, sums within tolerance):
+        the decoder asks for one row at a time, where numpy's per-call cost
+        dominates."""
+        if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == (rows, self._V):
+            if rows == 1:
+                if out.min() >= 0.0 and abs(float(out.sum()) - 1.0) <= NORM_TOL:
+                    return out
+            elif out.size and out.min() >= 0.0:
+                dev = np.abs(out.sum(axis=1) - 1.0).max()
+                if dev <= NORM_TOL:
+                    return out
+        return model_rows(self.role, method, out, rows, self._V, contexts)  # type: ignore[arg-type]
+
     def probs(self, contexts: Sequence[Sequence[int]]) -> np.ndarray:
         out = self.model.probs(contexts)  # type: ignore[attr-defined]
-        return model_rows(self.role, "probs", out, len(contexts), self.vocab_size, contexts)
+        return self._rows("probs", out, len(contexts), contexts)
 
     def _probs_tails(self, tails: np.ndarray) -> np.ndarray:
-        out = self.model.probs_tails(tails)  # type: ignore[attr-defined]
-        return model_rows(self.role, "probs_tails", out, len(tails), self.vocab_size)
+        return self._rows("probs_tails", self.model.probs_tails(tails), len(tails))  # type: ignore[attr-defined]
 
     def _probs_tails_cdf(self, tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q, cdf = self.model.probs_tails_cdf(tails)  # type: ignore[attr-defined]
-        return model_rows(self.role, "probs_tails_cdf", q, len(tails), self.vocab_size), cdf
+        return self._rows("probs_tails_cdf", q, len(tails)), cdf
 
 
 def checked_model(model: object, role: str, check: bool = True) -> object:
