@@ -247,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     with a message (:func:`flows.verilog.parse_overrides`).
     """
     ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         prog="python -m flows.depth",
         description=f"Logic depth between registers of one block (budget {BUDGET} levels).",
     )

@@ -282,7 +282,9 @@ def place_and_route(
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m flows.synth_fpga", description=__doc__.splitlines()[0]
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m flows.synth_fpga",
+        description=__doc__.splitlines()[0],
     )
     ap.add_argument("--jobs", type=int, default=2, help="blocks in parallel (default 2)")
     ap.add_argument("--synth-timeout", type=float, default=900.0, help="s per synth_ecp5")

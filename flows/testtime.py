@@ -80,8 +80,12 @@ def measure(cmd: list[str]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m flows.testtime", description=__doc__)
-    ap.add_argument("--out", type=Path, default=REPORT, help="JSON report (default %(default)s)")
+    ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m flows.testtime",
+        description=__doc__,
+    )
+    ap.add_argument("--out", type=Path, default=REPORT, help="JSON report")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND ... (e.g. -- make test)")
     args = ap.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd

@@ -137,7 +137,9 @@ def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m flows.verilog", description=__doc__.splitlines()[0]
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m flows.verilog",
+        description=__doc__.splitlines()[0],
     )
     ap.add_argument("params", nargs="*", help="NAME=VALUE parameter overrides")
     ap.add_argument("--lint", action="store_true", help="verilator --lint-only -Wall each file")

@@ -362,7 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     :data:`CONFIGS`; writes ``build/reports/formal.json``; exit status 1 if a
     task fails."""
     ap = argparse.ArgumentParser(
-        prog="python -m formal.kv_pool", description=__doc__.splitlines()[0]
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m formal.kv_pool",
+        description=__doc__.splitlines()[0],
     )
     ap.add_argument("tasks", nargs="*", default=["prove", "bmc"], help="prove and/or bmc")
     args = ap.parse_args(argv)
@@ -390,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     REPORT.write_text(json.dumps({"what": "make formal", "results": rows}, indent=1) + "\n")
     print(f"wrote {REPORT.relative_to(REPO)}")
     return 1 if any(r["status"] != "PASS" for r in rows) else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,18 +21,22 @@ from golden.tree import MAX_NODES
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m golden", description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--tokens", type=int_arg(1), default=400, help="new tokens per policy (default %(default)s)"
+    ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m golden",
+        description=__doc__.splitlines()[0],
     )
-    ap.add_argument("--seed", type=int_arg(0, 2**64 - 1), default=1, help="(default %(default)s)")
+    ap.add_argument("--tokens", type=int_arg(1), default=400, help="new tokens per policy")
+    ap.add_argument(
+        "--seed", type=int_arg(0, 2**64 - 1), default=1, help="seed of the prompt and the lanes"
+    )
     ap.add_argument(
         "--nodes",
         type=int_arg(2, MAX_NODES),
         default=32,
-        help=f"tree budget, root included, 2 .. {MAX_NODES} (default %(default)s)",
+        help=f"tree budget, root included, 2 .. {MAX_NODES}",
     )
-    ap.add_argument("--arith", choices=["float", "fixed"], default="fixed")
+    ap.add_argument("--arith", choices=["float", "fixed"], default="fixed", help="arithmetic")
     ap.add_argument("--quiet", action="store_true", help="table only, no text")
     args = ap.parse_args(argv)
 

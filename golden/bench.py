@@ -121,7 +121,11 @@ def fixed_vs_float(target, draft, prompt, tree, runs: int, length: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m golden.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m golden.bench",
+        description=__doc__.splitlines()[0],
+    )
     ap.add_argument("--seconds", type=float, default=3.0, help="time per configuration")
     ap.add_argument("--runs", type=int, default=300, help="runs for the float/fixed distance")
     args = ap.parse_args(argv)

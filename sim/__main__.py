@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from checks import int_arg, out_dir_arg
 from sim import report
 from sim.chip import BACKENDS, TREES, Chip, ChipConfig
+from sim.timing import known_profiles
 from sim.workloads import WORKLOADS
 
 
@@ -52,19 +53,38 @@ class _Progress:
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim``."""
     d = ChipConfig()
-    ap = argparse.ArgumentParser(prog="python -m sim", description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default=d.profile, help="SpecDecode-1 timing profile")
+    ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m sim",
+        description=__doc__.splitlines()[0],
+    )
+    chips = [n for n in known_profiles() if "specdecode" in n]
+    ap.add_argument(
+        "--profile", default=d.profile, help=f"SpecDecode-1 timing profile: {', '.join(chips)}"
+    )
     ap.add_argument("--tree", default=d.tree, choices=TREES, help="tree policy")
     ap.add_argument("--nodes", type=int, default=d.nodes, help="tree budget, root included")
     ap.add_argument("--depth", type=int, default=d.depth, help="largest draft depth")
-    ap.add_argument("--children", default=None, choices=["iid", "swor", "topk"])
-    ap.add_argument("--mode", default=d.mode, choices=["sample", "greedy"])
-    ap.add_argument("--overlap", default=d.overlap, choices=["none", "prefetch", "speculative"])
-    ap.add_argument("--backend", default=d.backend, choices=BACKENDS)
-    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument(
+        "--children",
+        default=None,
+        choices=["iid", "swor", "topk"],
+        help="how siblings are drawn (None: the tree policy's rule)",
+    )
+    ap.add_argument("--mode", default=d.mode, choices=["sample", "greedy"], help="decoding mode")
+    ap.add_argument(
+        "--overlap",
+        default=d.overlap,
+        choices=["none", "prefetch", "speculative"],
+        help="what the timing model overlaps",
+    )
+    ap.add_argument(
+        "--backend", default=d.backend, choices=BACKENDS, help="tree manager and KV pool"
+    )
+    ap.add_argument("--seed", type=int, default=d.seed, help="seed of sequence 0")
     ap.add_argument("--tokens", type=int, default=d.tokens, help="new tokens per sequence")
-    ap.add_argument("--workload", default=d.workload, choices=WORKLOADS)
-    ap.add_argument("--prompt-len", type=int, default=d.prompt_len)
+    ap.add_argument("--workload", default=d.workload, choices=WORKLOADS, help="what is decoded")
+    ap.add_argument("--prompt-len", type=int, default=d.prompt_len, help="prompt tokens")
     ap.add_argument("--batch", type=int, default=d.batch, help="sequences decoded together")
     ap.add_argument(
         "--shared-prompt",
@@ -88,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--out", type=out_dir_arg, default="build/reports", help="directory of the PNGs"
     )
-    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--no-plots", action="store_true", help="write no PNG")
     ap.add_argument("--dpi", type=int_arg(10, 1200), default=110, help="PNG resolution, 10 .. 1200")
     ap.add_argument("--prefix", default="chip", help="file-name prefix of the PNGs")
     ap.add_argument("--timeline-steps", type=int_arg(1, 64), default=4, help="steps drawn, 1 .. 64")

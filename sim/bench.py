@@ -73,11 +73,15 @@ def measure(cfg: ChipConfig, seconds: float, *, min_runs: int = 1, warm: bool = 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; prints a table and writes ``chip_bench.json``."""
-    ap = argparse.ArgumentParser(prog="python -m sim.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m sim.bench",
+        description=__doc__.splitlines()[0],
+    )
     ap.add_argument("--seconds", type=float, default=5.0, help="per configuration")
     ap.add_argument("--rtl-tokens", type=int, default=64, help="tokens per rtl run")
     ap.add_argument("--no-rtl", action="store_true", help="skip the rtl backend")
-    ap.add_argument("--out", default=str(REPORTS / "chip_bench.json"))
+    ap.add_argument("--out", default=str(REPORTS / "chip_bench.json"), help="JSON report")
     args = ap.parse_args(argv)
 
     rows = []
@@ -96,29 +100,50 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.no_rtl:
         print("  rtl backend not available (sim.rtl or Verilator missing): skipped")
 
-    hdr = (f"{'backend':<8} {'tree':<8} {'runs':>5} {'steps':>6} {'steps/s':>9} "
-           f"{'steps/CPU-s':>11} {'tokens/s':>9}")
+    hdr = (
+        f"{'backend':<8} {'tree':<8} {'runs':>5} {'steps':>6} {'steps/s':>9} "
+        f"{'steps/CPU-s':>11} {'tokens/s':>9}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print(f"{r['backend']:<8} {r['tree']:<8} {r['runs']:>5} {r['steps']:>6} "
-              f"{r['steps_per_s']:>9.1f} {r['steps_per_cpu_s']:>11.1f} {r['tokens_per_s']:>9.1f}")
+        print(
+            f"{r['backend']:<8} {r['tree']:<8} {r['runs']:>5} {r['steps']:>6} "
+            f"{r['steps_per_s']:>9.1f} {r['steps_per_cpu_s']:>11.1f} {r['tokens_per_s']:>9.1f}"
+        )
     py, pyc = rows[0]["steps_per_s"], rows[0]["steps_per_cpu_s"]
     verdict = "meets" if py >= TARGET_STEPS_PER_S else "MISSES"
-    print(f"python backend, default configuration: {py:.0f} steps/s wall clock, {pyc:.0f} per "
-          f"CPU second ({verdict} the {TARGET_STEPS_PER_S} steps/s target on the wall clock; "
-          f"load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"python backend, default configuration: {py:.0f} steps/s wall clock, {pyc:.0f} per "
+        f"CPU second ({verdict} the {TARGET_STEPS_PER_S} steps/s target on the wall clock; "
+        f"load average {os.getloadavg()[0]:.1f})"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "processor": platform.processor()},
-        "config": {"profile": base.profile, "workload": base.workload, "tokens": base.tokens,
-                   "nodes": base.nodes, "depth": base.depth, "overlap": base.overlap},
-        "target_steps_per_s": TARGET_STEPS_PER_S,
-        "load_average": os.getloadavg()[0],
-        "results": rows,
-    }, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "machine": {
+                    "python": platform.python_version(),
+                    "platform": platform.platform(),
+                    "processor": platform.processor(),
+                },
+                "config": {
+                    "profile": base.profile,
+                    "workload": base.workload,
+                    "tokens": base.tokens,
+                    "nodes": base.nodes,
+                    "depth": base.depth,
+                    "overlap": base.overlap,
+                },
+                "target_steps_per_s": TARGET_STEPS_PER_S,
+                "load_average": os.getloadavg()[0],
+                "results": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {out}")
     return 0
 

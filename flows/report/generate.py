@@ -111,10 +111,18 @@ def _stamp(files: Sequence[Path]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m flows.report``; exit status 1 when ``--check`` finds the README stale."""
-    ap = argparse.ArgumentParser(prog="python -m flows.report", description=__doc__)
-    ap.add_argument("--reports", type=Path, default=REPO / "build" / "reports")
-    ap.add_argument("--out", type=Path, default=REPO / "docs" / "results")
-    ap.add_argument("--readme", type=Path, default=REPO / "README.md")
+    ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m flows.report",
+        description=__doc__,
+    )
+    ap.add_argument(
+        "--reports", type=Path, default=REPO / "build" / "reports", help="producers' reports"
+    )
+    ap.add_argument("--out", type=Path, default=REPO / "docs" / "results", help="pages")
+    ap.add_argument(
+        "--readme", type=Path, default=REPO / "README.md", help="README with the status table"
+    )
     ap.add_argument(
         "--check",
         action="store_true",

@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     An unknown block in ``--blocks`` exits with a message naming the blocks.
     """
     ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         prog="python -m flows.synth",
         description="Synthesis estimates of every block: ``python -m flows.synth`` "
         "(``make synth``).",

@@ -36,7 +36,11 @@ def _parse_value(text: str) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim.timing``."""
-    ap = argparse.ArgumentParser(prog="python -m sim.timing", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="python -m sim.timing",
+        description=__doc__.split("\n")[0],
+    )
     ap.add_argument(
         "--profile",
         action="append",
