@@ -29,7 +29,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -170,6 +171,7 @@ def build(
     build_args: Sequence[str] = (),
     waves: bool = False,
     public: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Build a Verilator simulation once per (sources, parameters); return its folder.
 
@@ -182,6 +184,9 @@ def build(
     toplevel module are visible to cocotb (a generated ``public.vlt``), so
     Verilator optimises everything else. On a 256-entry KV pool this is ~5x
     less C++ work per cycle and a third less code to compile.
+
+    ``progress``: told what is happening when a build actually runs (not when
+    the cached one is reused), e.g. ``print``.
     """
     setup_env()
     params = dict(parameters or {})
@@ -202,6 +207,9 @@ def build(
     with open(bdir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (bdir / ".built").exists():
+            t0 = time.monotonic()
+            if progress is not None:
+                progress(f"Verilator: building {name} (log {bdir / 'build.log'}) ...")
             srcs = [str(s) for s in sources]
             if lean:
                 names = _ports(sources, toplevel) + list(public or ())
@@ -225,6 +233,8 @@ def build(
             )
             _save_runtime(bdir, cache)
             (bdir / ".built").touch()
+            if progress is not None:
+                progress(f"Verilator: {name} built in {time.monotonic() - t0:.0f} s")
     return bdir
 
 

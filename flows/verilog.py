@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs += [(b, p) for b, p in per_block.items() if p]
     bad = 0
     for b, p in jobs:
+        print(f"{b}{suffix(p)}: generating ...", end=" ", flush=True)
         path = write(b, p)
         msg = f"{path.relative_to(REPO)}"
         if args.lint:

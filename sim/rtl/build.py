@@ -5,6 +5,7 @@ under ``build/`` and rebuilt only when ``hw/`` changes.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,5 +68,10 @@ def build_top(hdl: dict[str, int], build_args: Sequence[str] = DEFAULT_BUILD_ARG
     co-simulation touches)."""
     src = _verilog(hdl)
     return toolchain.build(
-        f"{MODULE}{verilog.suffix(hdl)}", [src], MODULE, build_args=tuple(build_args), public=()
+        f"{MODULE}{verilog.suffix(hdl)}",
+        [src],
+        MODULE,
+        build_args=tuple(build_args),
+        public=(),
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
