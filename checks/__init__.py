@@ -20,7 +20,7 @@ wrap.
 ``checks`` imports nothing of the project (tests/test_layout.py).
 """
 
-from checks.arrays import NORM_TOL, int_array, prob_matrix, prob_vector
+from checks.arrays import NORM_TOL, float_array, int_array, prob_matrix, prob_vector
 from checks.cli import int_arg, out_dir_arg, real_arg
 from checks.values import bits, boolean, choice, integer, real, seed
 
@@ -29,6 +29,7 @@ __all__ = [
     "bits",
     "boolean",
     "choice",
+    "float_array",
     "int_arg",
     "int_array",
     "integer",

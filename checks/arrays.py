@@ -7,7 +7,7 @@ import numpy as np
 
 from checks.values import int_range_text, integer
 
-__all__ = ["NORM_TOL", "int_array", "prob_vector", "prob_matrix"]
+__all__ = ["NORM_TOL", "float_array", "int_array", "prob_vector", "prob_matrix"]
 
 #: how far from 1 a probability vector's sum may be (absolute): float64 models
 #: normalise to within a few ulps; a vector off by more is a model's bug
@@ -113,10 +113,11 @@ def prob_vector(
     length: int | None = None,
     normalised: bool = True,
     tol: float = NORM_TOL,
+    allow_zero: bool = False,
 ) -> np.ndarray:
     """``values`` as a 1-D ``float64`` probability vector: every entry finite
     and ``>= 0``; the sum within ``tol`` of 1 if ``normalised``, else (weights)
-    positive.
+    positive, or anything (zero included) with ``allow_zero``.
 
     Raises
     ------
@@ -126,10 +127,31 @@ def prob_vector(
         sum``), ``"<name> has shape ...: expected (length,)"``.
     """
     a = _as_float(name, values)
-    if a.ndim != 1 or (length is not None and a.shape[0] != length):
+    if a.ndim != 1 or (length is not None and a.shape[0] != length) or a.size == 0:
         raise _shape_error(name, a.shape, f"({'V' if length is None else length},)")
     _entries(name, a)
-    _sums(name, np.array([a.sum()]), normalised, tol, rows=False)
+    if not allow_zero:
+        _sums(name, np.array([a.sum()]), normalised, tol, rows=False)
+    return a
+
+
+def float_array(name: str, values: object, *, length: int | None = None) -> np.ndarray:
+    """``values`` as a 1-D ``float64`` array (entries unchecked but for the type).
+
+    Raises
+    ------
+    ValueError
+        ``"<name> = ...: must be an array of numbers"`` or ``"<name> has shape
+        ...: expected (length,)"``.
+    """
+    if isinstance(values, str | bytes):
+        raise ValueError(f"{name} = {values!r}: must be an array of numbers")
+    try:
+        a = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} = {values!r}: must be an array of numbers") from None
+    if a.ndim != 1 or (length is not None and a.shape[0] != length):
+        raise _shape_error(name, a.shape, f"({'n' if length is None else length},)")
     return a
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checks import bits, int_array, prob_matrix
+from checks import bits, float_array, int_array, prob_matrix
 from golden import plan as _plan
 from golden import tree as _tree
 from golden.draft import check_children_rule
@@ -98,9 +98,29 @@ def _check_rows(name: str, rows: np.ndarray, nodes: Sequence[int]) -> None:
         raise ValueError(msg) from None
 
 
-def _dist_rows(q: np.ndarray, q_index: np.ndarray | None, nodes: Sequence[int]) -> np.ndarray:
-    if q is None or np.ndim(q) != 2:
+def check_q_shape(q: object, q_index: object, last: int) -> None:
+    """``q`` a 2-D array of draft rows with a row for node ``last`` (the highest
+    internal node) when ``q_index`` is ``None``.
+
+    Raises
+    ------
+    ValueError
+        ``"q has shape ...: expected (n, V) draft distributions"``.
+    """
+    if (
+        isinstance(q, str | bytes)
+        or np.ndim(q) != 2
+        or (q_index is None and np.shape(q)[0] <= last)
+    ):
         raise ValueError(f"q has shape {np.shape(q)}: expected (n, V) draft distributions")
+
+
+def _dist_rows(q: np.ndarray, q_index: np.ndarray | None, nodes: Sequence[int]) -> np.ndarray:
+    check_q_shape(q, q_index, max(nodes, default=0))
+    try:
+        q = np.asarray(q, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("q: must be an (n, V) array of draft distributions") from None
     if q_index is None:
         return np.array(q[list(nodes)], dtype=np.float64)
     qi = int_array("q_index", q_index, -1, np.shape(q)[0] - 1)
@@ -433,7 +453,8 @@ def decide_float(parents: Sequence[int], pt: np.ndarray, qt: np.ndarray, U: np.n
         An entry of ``U`` outside ``[0, 1)`` (or NaN), naming it.
     """
     S = _tree.structure(parents)
-    U = np.asarray(U, dtype=np.float64)
+    U = float_array("U", U, length=S.n)
+    pt, qt = float_array("pt", pt, length=S.n), float_array("qt", qt, length=S.n)
     bad = ~((U >= 0) & (U < 1))
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])
@@ -552,6 +573,11 @@ def sequential_step(
         Q = None
         if ch[a] and children != "topk" and not greedy:
             Q = _dist_rows(q, q_index, [a])
+            if Q.shape[1] != pa.shape[0]:
+                raise ValueError(
+                    f"q has {Q.shape[1]} columns, p has {pa.shape[0]}: vocabularies differ"
+                )
+            _check_rows("q", Q, [a])
         moved = False
         for c in ch[a]:
             x = int(tok[c])

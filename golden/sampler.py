@@ -33,7 +33,12 @@ def quantize(x: np.ndarray | float, bits: int) -> np.ndarray:
         infinite (``"x[<i>] = nan: must be a finite number"``).
     """
     bits = check_bits("bits", bits)
-    a = np.asarray(x, dtype=np.float64)
+    if isinstance(x, str | bytes):
+        raise ValueError(f"x = {x!r}: must be a number or an array of numbers")
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"x = {x!r}: must be a number or an array of numbers") from None
     if not np.isfinite(a).all():
         i = np.unravel_index(int(np.flatnonzero(~np.isfinite(a).ravel())[0]), a.shape)
         where = f"[{', '.join(map(str, i))}]" if a.ndim else ""
@@ -54,7 +59,13 @@ def quantize_weights(dist: np.ndarray, weight_bits: int = 16) -> np.ndarray:
         An entry NaN, infinite or negative (``"dist[<i>] = ...: must be a
         finite number >= 0"``), or ``weight_bits`` not in ``1 .. 32``.
     """
-    d = np.asarray(dist, dtype=np.float64)
+    weight_bits = check_bits("weight_bits", weight_bits)
+    if isinstance(dist, str | bytes):
+        raise ValueError(f"dist = {dist!r}: must be an array of numbers")
+    try:
+        d = np.asarray(dist, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"dist = {dist!r}: must be an array of numbers") from None
     bad = ~np.isfinite(d) | (d < 0)
     if bad.any():
         i = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), d.shape)

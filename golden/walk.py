@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from checks import bits, choice, integer
+from checks import bits, choice, integer, prob_vector
 from golden import plan as _plan
 from golden.sampler import quantize, quantize_weights, sample_float
 
@@ -46,6 +46,8 @@ def extra_token(
     u32 = integer("u32", u32, 0, (1 << 32) - 1)
     choice("arith", arith, ("fixed", "float"))
     weight_bits = bits("weight_bits", weight_bits)
+    dist = prob_vector("dist", dist, allow_zero=True)
+    fallback = prob_vector("fallback", fallback, length=dist.shape[0], allow_zero=True)
     if arith == "fixed":
         for d in (dist, fallback):
             w = quantize_weights(d, weight_bits)
@@ -71,6 +73,10 @@ def _normalize_rows_inplace(x: np.ndarray) -> None:
 
 def plan_q_rows(q: np.ndarray, q_index: np.ndarray | None, pl: _plan.TreePlan) -> np.ndarray:
     """The draft rows of the internal nodes in ``pl.order`` (a new ``float64`` array)."""
+    if isinstance(q, str | bytes) or np.ndim(q) != 2:
+        raise ValueError(f"q has shape {np.shape(q)}: expected (n, V) draft distributions")
+    if q_index is None and pl.order.size and np.shape(q)[0] <= int(pl.order.max()):
+        raise ValueError(f"q has shape {np.shape(q)}: expected (n, V) draft distributions")
     if q_index is None:
         return np.array(np.asarray(q)[pl.order], dtype=np.float64)
     rows = np.asarray(q_index)[pl.order]
