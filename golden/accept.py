@@ -36,6 +36,7 @@ import numpy as np
 
 from checks import bits, float_array, int_array, prob_matrix
 from golden import plan as _plan
+from golden import steparg as _args
 from golden import tree as _tree
 from golden.draft import check_children_rule
 from golden.sampler import quantize, quantize_weights
@@ -72,63 +73,6 @@ def _normalize_rows(x: np.ndarray) -> np.ndarray:
     """Normalise each row to sum 1; an all-zero row stays all zero."""
     s = x.sum(axis=1, keepdims=True)
     return np.divide(x, s, out=np.zeros_like(x), where=s > 0)
-
-
-def _lanes(lane_out: object, n: int) -> np.ndarray:
-    """``lane_out`` as ``uint32``: at least ``n`` 32-bit lane outputs (nothing wraps)."""
-    lanes = int_array("lane_out", lane_out, 0, (1 << 32) - 1)
-    if lanes.shape[0] < n:
-        raise ValueError(f"lane_out has {lanes.shape[0]} lanes, the tree {n} nodes")
-    return lanes.astype(np.uint32)
-
-
-def _check_rows(name: str, rows: np.ndarray, nodes: Sequence[int]) -> None:
-    """``rows[r]`` (node ``nodes[r]``'s distribution) a probability vector each;
-    an error names the node: ``q[<node>] sums to ...``."""
-    try:
-        prob_matrix(name, rows)
-    except ValueError as e:
-        msg = str(e)
-        head, _, rest = msg.partition("[")
-        r, sep, tail = rest.partition("]") if head == name else ("", "", "")
-        idx = r.split(",")
-        if sep and idx[0].strip().isdigit():
-            idx[0] = str(nodes[int(idx[0])])
-            msg = f"{name}[{','.join(idx)}]{tail}"
-        raise ValueError(msg) from None
-
-
-def check_q_shape(q: object, q_index: object, last: int) -> None:
-    """``q`` a 2-D array of draft rows with a row for node ``last`` (the highest
-    internal node) when ``q_index`` is ``None``.
-
-    Raises
-    ------
-    ValueError
-        ``"q has shape ...: expected (n, V) draft distributions"``.
-    """
-    if (
-        isinstance(q, str | bytes)
-        or np.ndim(q) != 2
-        or (q_index is None and np.shape(q)[0] <= last)
-    ):
-        raise ValueError(f"q has shape {np.shape(q)}: expected (n, V) draft distributions")
-
-
-def _dist_rows(q: np.ndarray, q_index: np.ndarray | None, nodes: Sequence[int]) -> np.ndarray:
-    check_q_shape(q, q_index, max(nodes, default=0))
-    try:
-        q = np.asarray(q, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError("q: must be an (n, V) array of draft distributions") from None
-    if q_index is None:
-        return np.array(q[list(nodes)], dtype=np.float64)
-    qi = int_array("q_index", q_index, -1, np.shape(q)[0] - 1)
-    rows = qi[list(nodes)]
-    if (rows < 0).any():
-        bad = int(np.asarray(nodes)[rows < 0][0])
-        raise ValueError(f"q_index[{bad}] = -1: node {bad} has children but no draft distribution")
-    return np.array(q[rows], dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------
@@ -218,10 +162,10 @@ def precompute(
     qt = np.zeros(n)
     P = p[internal].copy()
     if internal and children != "topk":
-        Q = _dist_rows(q, q_index, internal)
+        Q = _args.dist_rows(q, q_index, internal)
         if Q.shape[1] != V:
             raise ValueError(f"q has {Q.shape[1]} columns, p has {V}: vocabularies differ")
-        _check_rows("q", Q, internal)
+        _args.check_rows("q", Q, internal)
     for rows, c, more in S.rank_groups:
         x = tok[c]
         pt[c] = P[rows, x]
@@ -273,7 +217,7 @@ def residual_at(
     P = np.array(p[node], dtype=np.float64)[None, :]
     if not ch[node]:
         return P[0]
-    Q = None if children == "topk" else _dist_rows(q, q_index, [node])
+    Q = None if children == "topk" else _args.dist_rows(q, q_index, [node])
     for c in ch[node]:
         x = int(tokens[c])
         if children == "topk":
@@ -493,7 +437,7 @@ def parallel_step(
     S = pl.structure
     n = pl.n
     rand_bits = bits("rand_bits", rand_bits)
-    lane_out = _lanes(lane_out, n)
+    lane_out = _args.lanes(lane_out, n)
     tok = int_array("tokens", tokens, length=n)
     p = prob_matrix("p", p, rows=n)
     Q = None
@@ -509,7 +453,7 @@ def parallel_step(
             Q = plan_q_rows(q, q_index, pl)
             if Q.shape[1] != V:
                 raise ValueError(f"q has {Q.shape[1]} columns, p has {V}: vocabularies differ")
-            _check_rows("q", Q, pl.order.tolist())
+            _args.check_rows("q", Q, pl.order.tolist())
     emitted, path, acc = plan_step(
         pl,
         p[pl.order],
@@ -562,7 +506,7 @@ def sequential_step(
     prob_bits = bits("prob_bits", prob_bits)
     weight_bits = bits("weight_bits", weight_bits)
     tok = int_array("tokens", tokens, length=n)
-    lane_out = _lanes(lane_out, n)
+    lane_out = _args.lanes(lane_out, n)
     p = prob_matrix("p", p, rows=n)
     a = 0
     path = [0]
@@ -572,12 +516,12 @@ def sequential_step(
         P = pa[None, :].copy()
         Q = None
         if ch[a] and children != "topk" and not greedy:
-            Q = _dist_rows(q, q_index, [a])
+            Q = _args.dist_rows(q, q_index, [a])
             if Q.shape[1] != pa.shape[0]:
                 raise ValueError(
                     f"q has {Q.shape[1]} columns, p has {pa.shape[0]}: vocabularies differ"
                 )
-            _check_rows("q", Q, [a])
+            _args.check_rows("q", Q, [a])
         moved = False
         for c in ch[a]:
             x = int(tok[c])

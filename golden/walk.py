@@ -19,6 +19,7 @@ import numpy as np
 from checks import bits, choice, integer, prob_vector
 from golden import plan as _plan
 from golden.sampler import quantize, quantize_weights, sample_float
+from golden.steparg import check_q_shape
 
 __all__ = ["extra_token", "plan_q_rows", "plan_step", "walk_step"]
 
@@ -73,10 +74,7 @@ def _normalize_rows_inplace(x: np.ndarray) -> None:
 
 def plan_q_rows(q: np.ndarray, q_index: np.ndarray | None, pl: _plan.TreePlan) -> np.ndarray:
     """The draft rows of the internal nodes in ``pl.order`` (a new ``float64`` array)."""
-    if isinstance(q, str | bytes) or np.ndim(q) != 2:
-        raise ValueError(f"q has shape {np.shape(q)}: expected (n, V) draft distributions")
-    if q_index is None and pl.order.size and np.shape(q)[0] <= int(pl.order.max()):
-        raise ValueError(f"q has shape {np.shape(q)}: expected (n, V) draft distributions")
+    check_q_shape(q, q_index, int(pl.order.max()) if pl.order.size else 0)
     if q_index is None:
         return np.array(np.asarray(q)[pl.order], dtype=np.float64)
     rows = np.asarray(q_index)[pl.order]
