@@ -70,6 +70,7 @@ def phase_table(result: ChipResult) -> str:
     emitted = result.emitted
     total = sum(t.total_us for t in ts)
     rows = []
+    shares = 0.0
     for name, key in (
         ("draft", "draft_us"),
         ("tree mask", "tree_us"),
@@ -80,6 +81,7 @@ def phase_table(result: ChipResult) -> str:
         ("speculative draft wasted", "wasted_us"),
     ):
         v = sum(getattr(t, key) for t in ts)
+        shares += v / total
         rows.append(
             [name, f"{v:,.1f}", f"{v / len(ts):,.2f}", f"{v / emitted:,.2f}", f"{v / total:.1%}"]
         )
@@ -92,7 +94,14 @@ def phase_table(result: ChipResult) -> str:
             "100.0%",
         ]
     )
-    return table(["phase", "total us", "us/step", "us/token", "of step"], rows)
+    text = table(["phase", "total us", "us/step", "us/token", "of step"], rows)
+    if shares > 1.0005:
+        text += (
+            f"\n(the phases add up to {shares:.1%} of the step: with overlap "
+            f"{result.config.overlap!r}, hidden work runs under other phases and is not on the "
+            "critical path)"
+        )
+    return text
 
 
 def cycles_table(result: ChipResult) -> str:

@@ -256,6 +256,7 @@ def test_timing_and_reports(pair, prompt):
     assert spec[0].p_right == 0.0
     text = report.phase_table(res)
     assert "verify" in text and "accept + commit" in text
+    assert "add up to" in text and "speculative" in text  # hidden work: the shares pass 100 %
     rows = report.projection_rows(res)
     names = [r.config for r in rows]
     assert any("this run" in n for n in names) and any("h100" in n for n in names)
