@@ -22,7 +22,7 @@ from sim.timing.profiles import Profile, load_profile
 from sim.timing.schedule import sample_steps
 from sim.timing.step import StepTiming
 from sim.timing.text import disagreements_table, projections_table, views_table
-from sim.timing.views import article_steps
+from sim.timing.views import article_steps, article_view, roofline_view
 
 
 def _parse_value(text: str) -> Any:
@@ -73,8 +73,14 @@ def write_pngs(profile: Profile, out: Path, *, steps: int, seed: int) -> tuple[P
     panels: dict[str, list[StepTiming]] = {"article": article_steps(p, steps)}
     for m in p.overlap_modes:
         panels[f"roofline, {m}"] = sample_steps(p, steps, overlap=m, seed=seed)
+    rv = roofline_view(p)
+    expected = {"article": article_view(p).tokens_per_s}
+    expected |= {f"roofline, {m}": rv.steps[m].tokens_per_s for m in p.overlap_modes}
     tl = plots.timeline_png(
-        panels, out / f"timeline_{p.name}.png", title=f"{p.name}: {steps} steps per mode"
+        panels,
+        out / f"timeline_{p.name}.png",
+        title=f"{p.name}: {steps} steps per mode",
+        expected=expected,
     )
     acc = [s.accepted for s in sample_steps(p, 2000, overlap="none", seed=seed)]
     alpha = chain_alpha(p.workload.accepted, p.workload.tree_depth)

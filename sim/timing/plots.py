@@ -26,7 +26,7 @@ DEFAULT_DIR = Path("build/reports")
 _LANE_NAMES = {
     "draft": "Draft\naccelerator",
     "verifier": "Verifier\nengine",
-    "hbm": "HBM\nprefetch",
+    "hbm": "HBM: prefetch,\nweight streaming",
     "tree": "Tree mgr\n+ KV commit",
 }
 _GPU_LANE_NAMES = {
@@ -58,6 +58,7 @@ def timeline_png(
     *,
     title: str | None = None,
     dpi: int = 110,
+    expected: Mapping[str, float] | None = None,
 ) -> Path:
     """Draw consecutive steps on the lanes of the article's three-way overlap figure.
 
@@ -72,6 +73,9 @@ def timeline_png(
         Figure title.
     dpi : int, optional
         Resolution.
+    expected : mapping of panel title to tokens/s, optional
+        The expected throughput of each panel's configuration (the table's
+        figure), shown next to what the drawn sample achieves.
 
     Returns
     -------
@@ -119,9 +123,12 @@ def timeline_png(
         ax.set_yticks(range(len(lanes)), [names[ln] for ln in lanes], fontsize=8)
         ax.set_xlim(0, span * 1.01)
         tokens = sum(s.tokens_per_step for s in seq)
+        exp = (expected or {}).get(name)
+        rate = f"{tokens / span * 1e6:,.0f} tokens/s"
+        if exp is not None:
+            rate = f"this sample {rate}; expected {exp:,.0f} tokens/s, as in the table"
         ax.set_title(
-            f"{name}: {len(seq)} steps, {tokens:g} tokens in {span:,.0f} us "
-            f"({tokens / span * 1e6:,.0f} tokens/s)",
+            f"{name}: {len(seq)} steps, {tokens:g} tokens in {span:,.0f} us ({rate})",
             fontsize=9,
             loc="left",
         )
