@@ -226,21 +226,21 @@ def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Pat
         width=1.0,
         label="accepted draft tokens",
     )
-    for s in mine:
-        if s.probe:
-            ax.plot(k[mine.index(s)], s.n_nodes, "v", color="#c44e52", markersize=4)
-    for d in pol.history[1:]:
-        if d.mode == "plain":
-            ax.axvspan(d.step, d.step + pol.update_every, color="#c44e52", alpha=0.08, lw=0)
-    ax.plot([], [], "v", color="#c44e52", label="probe (while plain)")
+    probes = [i for i, s in enumerate(mine) if s.probe]
+    if probes:  # only what is drawn is in the legend
+        ys = [mine[i].n_nodes for i in probes]
+        ax.plot(probes, ys, "v", color="#c44e52", markersize=4, label="probe (while plain)")
+    plain = [d for d in pol.history[1:] if d.mode == "plain"]
+    for j, d in enumerate(plain):
+        label = "fallback to plain decoding" if j == 0 else None
+        ax.axvspan(
+            d.step, d.step + pol.update_every, color="#c44e52", alpha=0.08, lw=0, label=label
+        )
     ax.set_xlabel("step")
     ax.set_ylabel("nodes / tokens")
-    ax.set_title(
-        f"topology optimiser: re-solve every {pol.update_every} steps; shaded: "
-        "fallback to plain decoding",
-        fontsize=9,
-    )
-    ax.legend(fontsize=8, loc="upper center", ncol=3)
+    ax.set_title(f"topology optimiser: re-solve every {pol.update_every} steps", fontsize=9)
+    # beside the axes, never over the data
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     fig.savefig(out, dpi=dpi)
     plt.close(fig)
