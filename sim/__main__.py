@@ -24,7 +24,8 @@ from sim.workloads import WORKLOADS
 
 
 class _Progress:
-    """A one-line progress bar on stderr."""
+    """A one-line progress bar on stderr; its rate is the simulator's (tokens decoded
+    per second of wall clock), the chip's projected speed is in the tables."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -43,7 +44,8 @@ class _Progress:
         rate = done / (now - self.t0) if now > self.t0 else 0.0
         sys.stderr.write(
             f"\rdecoding [{'#' * fill}{'.' * (width - fill)}] {done}/{total} "
-            f"tokens ({rate:,.0f} tokens/s of model time)"
+            f"tokens (simulating {rate:,.0f} tokens per wall-clock second: the model's speed, "
+            "not the chip's)"
         )
         if done >= total:
             sys.stderr.write("\n")
