@@ -255,7 +255,8 @@ def write_pngs(
     dpi: int = 110,
     prefix: str = "chip",
 ) -> list[Path]:
-    """Timeline (first ``steps`` steps in every overlap mode), accepted histogram, topology."""
+    """Timeline (first ``steps`` steps in every overlap mode), accepted histogram, topology
+    (only for the topology optimiser; a topology PNG of an earlier run is removed)."""
     prof = result.config.timing_profile()
     out = Path(out_dir)
     panels = {}
@@ -285,4 +286,6 @@ def write_pngs(
     topo = topology_png(result, out / f"{prefix}_topology.png", dpi=dpi)
     if topo is not None:
         paths.append(topo)
+    else:  # not the optimiser this run: an earlier run's plot must not pass for this one's
+        (out / f"{prefix}_topology.png").unlink(missing_ok=True)
     return paths

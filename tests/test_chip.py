@@ -281,6 +281,11 @@ def test_pngs(pair, prompt, tmp_path):
         "chip_topology.png",
     ]
     assert all(p.stat().st_size > 1000 for p in paths)
+    # a run without the optimiser leaves no earlier topology plot behind
+    res = _chip(pair, tree="chain", depth=3).run([prompt], 8)
+    paths = report.write_pngs(res, tmp_path, dpi=40)
+    assert "chip_topology.png" not in [p.name for p in paths]
+    assert not (tmp_path / "chip_topology.png").exists()
 
 
 # --------------------------------------------------------------------------- python backend
