@@ -492,3 +492,29 @@ def test_rtl_backend_equals_golden_and_cycle_model(pair):
     assert [s.kv_cycles for s in rtl.seq_steps] == [s.kv_cycles for s in py.seq_steps]
     assert rtl.prefill_kv_cycles == py.prefill_kv_cycles
     assert rtl.mask_mismatches == 0
+
+
+class _Unnormalised:
+    """A model whose rows sum to 2 (everything else as the wrapped model)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.vocab_size, self.context_window = model.vocab_size, model.context_window
+
+    def probs(self, contexts):
+        return 2 * np.asarray(self.model.probs(contexts))
+
+    def probs_tails(self, tails):
+        return 2 * np.asarray(self.model.probs_tails(tails))
+
+
+@pytest.mark.parametrize("role", ["target", "draft"])
+def test_chip_checks_its_models(pair, prompt, role) -> None:
+    """Issue 19: the chip, like the decoders, validates every model output."""
+    target, draft = pair
+    models = {"target": target, "draft": draft}
+    models[role] = _Unnormalised(models[role])
+    chip = Chip(ChipConfig(tree="chain", depth=3), **models)
+    msg = rf"^{role}\.probs\w*\[0\] sums to (2\.0|1\.99+8): must sum to 1"
+    with pytest.raises(ValueError, match=msg):
+        chip.run([prompt], 8)

@@ -67,7 +67,7 @@ import numpy as np
 
 from checks import integer as _int
 from golden.decoder import DRAFT_STREAM
-from golden.draft import StepRecord, TreePolicy
+from golden.draft import StepRecord, TreePolicy, checked_model
 from golden.tree import structure as _structure
 from sim.backend import KVBackend, TreeManagerBackend
 from sim.chip.config import ChipConfig
@@ -134,8 +134,9 @@ class Chip:
                 f"draft.vocab_size = {draft.vocab_size} differs from "
                 f"target.vocab_size = {target.vocab_size}"
             )
-        self.target = target
-        self.draft = draft
+        # every output of either model checked at the boundary (golden.draft.CheckedModel)
+        self.target = checked_model(target, "target")
+        self.draft = checked_model(draft, "draft")
         self.window = int(w)
         self.vocab = int(target.vocab_size)
         self._tails = callable(getattr(target, "probs_tails", None))
