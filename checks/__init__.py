@@ -20,12 +20,13 @@ wrap.
 ``checks`` imports nothing of the project (tests/test_layout.py).
 """
 
-from checks.arrays import NORM_TOL, float_array, int_array, prob_matrix, prob_vector
+from checks.arrays import NORM_TOL, as_floats, float_array, int_array, prob_matrix, prob_vector
 from checks.cli import int_arg, out_dir_arg, real_arg
 from checks.values import bits, boolean, choice, integer, real, seed
 
 __all__ = [
     "NORM_TOL",
+    "as_floats",
     "bits",
     "boolean",
     "choice",

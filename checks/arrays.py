@@ -7,7 +7,7 @@ import numpy as np
 
 from checks.values import int_range_text, integer
 
-__all__ = ["NORM_TOL", "float_array", "int_array", "prob_vector", "prob_matrix"]
+__all__ = ["NORM_TOL", "as_floats", "float_array", "int_array", "prob_vector", "prob_matrix"]
 
 #: how far from 1 a probability vector's sum may be (absolute): float64 models
 #: normalise to within a few ulps; a vector off by more is a model's bug
@@ -135,21 +135,33 @@ def prob_vector(
     return a
 
 
+def as_floats(name: str, values: object) -> np.ndarray:
+    """``values`` (a number or an array of numbers, any shape) as ``float64``;
+    the entries are not checked.
+
+    Raises
+    ------
+    ValueError
+        ``"<name> = ...: must be a number or an array of numbers"``.
+    """
+    if not isinstance(values, str | bytes):
+        try:
+            return np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"{name} = {values!r}: must be a number or an array of numbers")
+
+
 def float_array(name: str, values: object, *, length: int | None = None) -> np.ndarray:
     """``values`` as a 1-D ``float64`` array (entries unchecked but for the type).
 
     Raises
     ------
     ValueError
-        ``"<name> = ...: must be an array of numbers"`` or ``"<name> has shape
-        ...: expected (length,)"``.
+        ``"<name> = ...: must be a number or an array of numbers"`` or
+        ``"<name> has shape ...: expected (length,)"``.
     """
-    if isinstance(values, str | bytes):
-        raise ValueError(f"{name} = {values!r}: must be an array of numbers")
-    try:
-        a = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} = {values!r}: must be an array of numbers") from None
+    a = as_floats(name, values)
     if a.ndim != 1 or (length is not None and a.shape[0] != length):
         raise _shape_error(name, a.shape, f"({'n' if length is None else length},)")
     return a

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from checks import as_floats, int_array, integer, prob_vector, real
 from checks import bits as check_bits
-from checks import int_array, integer, prob_vector, real
 
 __all__ = ["MAX_TOKENS", "quantize", "quantize_weights", "sample_weights", "sample_float"]
 
@@ -33,12 +33,7 @@ def quantize(x: np.ndarray | float, bits: int) -> np.ndarray:
         infinite (``"x[<i>] = nan: must be a finite number"``).
     """
     bits = check_bits("bits", bits)
-    if isinstance(x, str | bytes):
-        raise ValueError(f"x = {x!r}: must be a number or an array of numbers")
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"x = {x!r}: must be a number or an array of numbers") from None
+    a = as_floats("x", x)
     if not np.isfinite(a).all():
         i = np.unravel_index(int(np.flatnonzero(~np.isfinite(a).ravel())[0]), a.shape)
         where = f"[{', '.join(map(str, i))}]" if a.ndim else ""
@@ -60,12 +55,7 @@ def quantize_weights(dist: np.ndarray, weight_bits: int = 16) -> np.ndarray:
         finite number >= 0"``), or ``weight_bits`` not in ``1 .. 32``.
     """
     weight_bits = check_bits("weight_bits", weight_bits)
-    if isinstance(dist, str | bytes):
-        raise ValueError(f"dist = {dist!r}: must be an array of numbers")
-    try:
-        d = np.asarray(dist, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"dist = {dist!r}: must be an array of numbers") from None
+    d = as_floats("dist", dist)
     bad = ~np.isfinite(d) | (d < 0)
     if bad.any():
         i = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), d.shape)
