@@ -14,14 +14,15 @@ wrap.
   tokens), :func:`prob_vector` and :func:`prob_matrix` (finite, non-negative,
   normalised within a stated tolerance unless the API takes weights).
 * :mod:`checks.cli`: ``argparse`` types with the same rules (:func:`int_arg`,
-  :func:`real_arg`, :func:`out_dir_arg`), so that a command line refuses a
-  value before it starts working.
+  :func:`real_arg`, :func:`out_dir_arg`) and :func:`cli_parser` (``--help``
+  with every default), so that a command line refuses a value before it
+  starts working.
 
 ``checks`` imports nothing of the project (tests/test_layout.py).
 """
 
 from checks.arrays import NORM_TOL, as_floats, float_array, int_array, prob_matrix, prob_vector
-from checks.cli import int_arg, out_dir_arg, real_arg
+from checks.cli import cli_parser, int_arg, out_dir_arg, real_arg
 from checks.values import bits, boolean, choice, integer, real, seed
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "bits",
     "boolean",
     "choice",
+    "cli_parser",
     "float_array",
     "int_arg",
     "int_array",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from checks.values import int_range_text, integer, real
 
-__all__ = ["int_arg", "real_arg", "out_dir_arg"]
+__all__ = ["cli_parser", "int_arg", "real_arg", "out_dir_arg"]
 
 
 def int_arg(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
@@ -59,3 +59,10 @@ def out_dir_arg(text: str) -> Path:
     if p.exists() and not p.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a file, not a directory")
     return p
+
+
+def cli_parser(prog: str, description: str | None) -> argparse.ArgumentParser:
+    """The project's command-line parser: ``--help`` shows every option's default."""
+    return argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )

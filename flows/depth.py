@@ -14,7 +14,6 @@ the large blocks; a topological sort is linear in the netlist.
 ``tests/test_synth.py`` checks that the two agree.
 """
 
-import argparse
 import json
 import re
 import subprocess
@@ -24,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checks import cli_parser
 from flows import verilog
 
 __all__ = ["BUDGET", "CriticalPath", "is_ff", "longest_path", "logic_depth", "yosys", "main"]
@@ -246,10 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     ``NAME=VALUE`` arguments the block does not take, or not of that form, exit
     with a message (:func:`flows.verilog.parse_overrides`).
     """
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m flows.depth",
-        description=f"Logic depth between registers of one block (budget {BUDGET} levels).",
+    ap = cli_parser(
+        "python -m flows.depth",
+        f"Logic depth between registers of one block (budget {BUDGET} levels).",
     )
     ap.add_argument("block", choices=list(verilog.BLOCKS), help="block name")
     ap.add_argument(

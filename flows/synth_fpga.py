@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from checks import cli_parser
 from flows import verilog
 from flows.synth.cache import BUILD, REPO, cached, sha, store, tool_versions, verilog_text
 from flows.synth.ecp5 import (
@@ -281,11 +282,7 @@ def place_and_route(
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m flows.synth_fpga",
-        description=__doc__.splitlines()[0],
-    )
+    ap = cli_parser("python -m flows.synth_fpga", __doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2, help="blocks in parallel (default 2)")
     ap.add_argument("--synth-timeout", type=float, default=900.0, help="s per synth_ecp5")
     ap.add_argument("--pnr-timeout", type=float, default=1800.0, help="s per place and route")

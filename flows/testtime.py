@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from checks import cli_parser
 from flows.report.stamp import environment
 
 __all__ = ["measure", "pytest_summary", "main"]
@@ -80,11 +81,7 @@ def measure(cmd: list[str]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m flows.testtime",
-        description=__doc__,
-    )
+    ap = cli_parser("python -m flows.testtime", __doc__)
     ap.add_argument("--out", type=Path, default=REPORT, help="JSON report")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND ... (e.g. -- make test)")
     args = ap.parse_args(argv)

@@ -10,7 +10,6 @@ that takes those parameters with them applied, as
 construction).
 """
 
-import argparse
 import importlib
 import inspect
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from checks import cli_parser
 from hw.common import check_params
 
 __all__ = [
@@ -136,11 +136,7 @@ def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m flows.verilog",
-        description=__doc__.splitlines()[0],
-    )
+    ap = cli_parser("python -m flows.verilog", __doc__.splitlines()[0])
     ap.add_argument("params", nargs="*", help="NAME=VALUE parameter overrides")
     ap.add_argument("--lint", action="store_true", help="verilator --lint-only -Wall each file")
     args = ap.parse_args(argv)

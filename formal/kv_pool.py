@@ -45,7 +45,6 @@ written ``valid`` / ``free_p`` below):
 valid_entries == PAGES + 1``) to show the flow does find failures.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -60,6 +59,7 @@ from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 from amaranth.lib.wiring import In
 
+from checks import cli_parser
 from hw.kv_pool import GROUP, KVPool, Op
 from hw.kv_pool.fpga import Replicas
 from hw.kv_pool.state import Table
@@ -361,11 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m formal.kv_pool [prove] [bmc]``: every configuration of
     :data:`CONFIGS`; writes ``build/reports/formal.json``; exit status 1 if a
     task fails."""
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m formal.kv_pool",
-        description=__doc__.splitlines()[0],
-    )
+    ap = cli_parser("python -m formal.kv_pool", __doc__.splitlines()[0])
     ap.add_argument("tasks", nargs="*", default=["prove", "bmc"], help="prove and/or bmc")
     args = ap.parse_args(argv)
     bad = [t for t in args.tasks if t not in ("prove", "bmc")]

@@ -9,11 +9,10 @@ tokens per step and the generated text of each.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
-from checks import int_arg
+from checks import cli_parser, int_arg
 from golden import trees
 from golden.decoder import speculative_generate
 from golden.models import code_prompts, default_ngram_pair
@@ -21,11 +20,7 @@ from golden.tree import MAX_NODES
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m golden",
-        description=__doc__.splitlines()[0],
-    )
+    ap = cli_parser("python -m golden", __doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int_arg(1), default=400, help="new tokens per policy")
     ap.add_argument(
         "--seed", type=int_arg(0, 2**64 - 1), default=1, help="seed of the prompt and the lanes"

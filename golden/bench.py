@@ -21,7 +21,6 @@ This is a benchmark, not a test: nothing here asserts a time.
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from checks import cli_parser
 from golden import trees
 from golden.batch import speculative_generate_batch
 from golden.decoder import speculative_generate
@@ -121,11 +121,7 @@ def fixed_vs_float(target, draft, prompt, tree, runs: int, length: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m golden.bench",
-        description=__doc__.splitlines()[0],
-    )
+    ap = cli_parser("python -m golden.bench", __doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="time per configuration")
     ap.add_argument("--runs", type=int, default=300, help="runs for the float/fixed distance")
     args = ap.parse_args(argv)

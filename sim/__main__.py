@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from checks import int_arg, out_dir_arg
+from checks import cli_parser, int_arg, out_dir_arg
 from sim import report
 from sim.chip import BACKENDS, TREES, Chip, ChipConfig
 from sim.timing import known_profiles
@@ -55,11 +55,7 @@ class _Progress:
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim``."""
     d = ChipConfig()
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m sim",
-        description=__doc__.splitlines()[0],
-    )
+    ap = cli_parser("python -m sim", __doc__.splitlines()[0])
     chips = [n for n in known_profiles() if "specdecode" in n]
     ap.add_argument(
         "--profile", default=d.profile, help=f"SpecDecode-1 timing profile: {', '.join(chips)}"

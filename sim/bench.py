@@ -13,7 +13,6 @@ This is a benchmark, not a test: nothing here asserts a time.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -23,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from checks import cli_parser
 from sim.chip import Chip, ChipConfig
 
 REPORTS = Path(__file__).resolve().parent.parent / "build" / "reports"
@@ -73,11 +73,7 @@ def measure(cfg: ChipConfig, seconds: float, *, min_runs: int = 1, warm: bool = 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; prints a table and writes ``chip_bench.json``."""
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m sim.bench",
-        description=__doc__.splitlines()[0],
-    )
+    ap = cli_parser("python -m sim.bench", __doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0, help="per configuration")
     ap.add_argument("--rtl-tokens", type=int, default=64, help="tokens per rtl run")
     ap.add_argument("--no-rtl", action="store_true", help="skip the rtl backend")

@@ -77,8 +77,10 @@ class PythonTreeManager:
         lanes: int = 4,
         latency: str = "rtl",
     ) -> None:
-        if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | np.integer) or not (
-            1 <= n_nodes <= 1024
+        if (
+            isinstance(n_nodes, bool)
+            or not isinstance(n_nodes, int | np.integer)
+            or not (1 <= n_nodes <= 1024)
         ):
             raise ValueError(f"n_nodes = {n_nodes!r}: must be an integer in 1 .. 1024")
         self.n_nodes = int(n_nodes)
@@ -244,7 +246,5 @@ def open_python(
         lanes=lanes,
         latency=latency,
     )
-    kv = PythonKV(
-        entries, pages, seqs, n_nodes, layer_bits, pos_bits, lookup_ports=lookup_ports
-    )
+    kv = PythonKV(entries, pages, seqs, n_nodes, layer_bits, pos_bits, lookup_ports=lookup_ports)
     yield tm, kv

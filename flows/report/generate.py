@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checks import cli_parser
 from flows.report import status as status_mod
 from flows.report.page import Page, table
 from flows.report.sources import SOURCES, Context
@@ -111,11 +111,7 @@ def _stamp(files: Sequence[Path]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m flows.report``; exit status 1 when ``--check`` finds the README stale."""
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m flows.report",
-        description=__doc__,
-    )
+    ap = cli_parser("python -m flows.report", __doc__)
     ap.add_argument(
         "--reports", type=Path, default=REPO / "build" / "reports", help="producers' reports"
     )

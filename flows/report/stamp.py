@@ -162,4 +162,3 @@ def stamp_file(path: Path, repo: Path) -> dict[str, object]:
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
     return stamp
-

@@ -3,6 +3,7 @@
 import argparse
 import time
 
+from checks import cli_parser
 from flows import verilog
 from flows.synth.cache import REPO, tool_versions
 from flows.synth.fmt import fmt_s, now
@@ -55,11 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
     An unknown block in ``--blocks`` exits with a message naming the blocks.
     """
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m flows.synth",
-        description="Synthesis estimates of every block: ``python -m flows.synth`` "
-        "(``make synth``).",
+    ap = cli_parser(
+        "python -m flows.synth",
+        "Synthesis estimates of every block: ``python -m flows.synth`` (``make synth``).",
     )
     ap.add_argument("--sweep", action="store_true", help="parameter sweep (make synth-sweep)")
     ap.add_argument("--jobs", type=int, default=2, help="Yosys runs in parallel (default 2)")

@@ -4,13 +4,12 @@ its backends (wall clock; not a test).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import random
 import sys
 import time
 
-from checks import int_arg
+from checks import cli_parser, int_arg
 from golden.kvcache import KVError
 from sim.rtl.backends import open_rtl
 from sim.rtl.build import build_top, hdl_params
@@ -77,11 +76,7 @@ def bench(steps: int = 200, ops: int = 2000, vocab: int = 256, **params: int) ->
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sim.rtl [NAME=VALUE ...]``: build (timed) and benchmark."""
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m sim.rtl",
-        description=main.__doc__,
-    )
+    ap = cli_parser("python -m sim.rtl", main.__doc__)
     ap.add_argument("params", nargs="*", help="open_rtl parameters, e.g. entries=64 pages=64")
     ap.add_argument("--steps", type=int_arg(1), default=200, help="tree steps timed")
     ap.add_argument("--ops", type=int_arg(1), default=2000, help="KV operations timed")

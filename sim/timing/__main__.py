@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from checks import int_arg, out_dir_arg
+from checks import cli_parser, int_arg, out_dir_arg
 from sim.timing import plots
 from sim.timing.acceptance import accepted_distribution, chain_alpha
 from sim.timing.profiles import Profile, load_profile
@@ -36,11 +36,7 @@ def _parse_value(text: str) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim.timing``."""
-    ap = argparse.ArgumentParser(
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        prog="python -m sim.timing",
-        description=__doc__.split("\n")[0],
-    )
+    ap = cli_parser("python -m sim.timing", __doc__.split("\n")[0])
     ap.add_argument(
         "--profile",
         action="append",
