@@ -166,9 +166,13 @@ class CheckedModel:
 
 
 def checked_model(model: object, role: str, check: bool = True) -> object:
-    """``model`` wrapped in a :class:`CheckedModel` (unless ``check`` is false or
-    it already is one): what the decoders do with their models by default."""
+    """``model`` wrapped in a :class:`CheckedModel` (unless ``check`` is false, it
+    already is one, or its class declares ``checks_own_outputs = True``: it
+    checks every row it computes itself, as :class:`golden.models.NGramModel`
+    does): what the decoders do with their models by default."""
     if not boolean("check_models", check) or isinstance(model, CheckedModel):
+        return model
+    if getattr(type(model), "checks_own_outputs", False) is True:
         return model
     return CheckedModel(model, role)
 

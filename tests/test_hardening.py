@@ -325,3 +325,17 @@ def test_prompt_and_vocabulary_are_named() -> None:
 
     with pytest.raises(ValueError, match=r"^target\.vocab_size = 0: must be an integer >= 1$"):
         autoregressive_generate(NoVocab(), [0], 3)
+
+
+def test_models_that_check_their_own_rows_are_not_wrapped() -> None:
+    """``NGramModel`` checks every row once, when computed; the decoders then
+    skip the per-call check (its price at V = 256 was a quarter of the decode)."""
+    from golden.draft import CheckedModel, checked_model
+    from golden.models import NGramModel
+
+    assert NGramModel.checks_own_outputs is True
+    pair = SyntheticPair(16, 0.7, seed=1)
+    assert isinstance(checked_model(pair.target, "target"), CheckedModel)
+    fake = type("Own", (), {"checks_own_outputs": True, "vocab_size": 4, "probs": None})()
+    assert checked_model(fake, "target") is fake
+    assert checked_model(pair.target, "target", check=False) is pair.target

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from checks import integer, real
+from checks import integer, prob_matrix, real
 from golden.models.base import check_contexts, check_tails, checked_tail
 
 __all__ = ["NGRAM_FORMAT", "MAX_ORDER", "NGramModel"]
@@ -78,6 +78,11 @@ class NGramModel:
     context_window : int
         ``order - 1``.
     """
+
+    #: every row is checked (finite, non-negative, normalised) once, when it is
+    #: computed, so the decoders need not check each copy it hands out
+    #: (:func:`golden.draft.checked_model`)
+    checks_own_outputs = True
 
     vocab_size: int = 256
 
@@ -516,6 +521,9 @@ class NGramModel:
             new = np.stack([self._compute_one(list(k)) for k in missing])
         else:
             new = self._compute([tuple(k) for k in missing])
+        # every row is checked once, as it is computed: what the model hands out are
+        # copies of checked rows (checks_own_outputs)
+        prob_matrix("NGramModel row", new, cols=256)
         if len(missing) > self.cache_size:  # too many to cache: return them directly
             pos = {k: r for r, k in enumerate(missing)}
             return new[[pos[k] for k in keys]]
