@@ -79,9 +79,7 @@ class NGramModel:
         ``order - 1``.
     """
 
-    #: every row is checked (finite, non-negative, normalised) once, when it is
-    #: computed, so the decoders need not check each copy it hands out
-    #: (:func:`golden.draft.checked_model`)
+    #: rows are checked once, when computed (:func:`golden.draft.checked_model`)
     checks_own_outputs = True
 
     vocab_size: int = 256
@@ -160,8 +158,6 @@ class NGramModel:
         self._folds = np.empty((16, 256), dtype=np.float64)
         self._rows = np.empty((64, 256), dtype=np.float64)
 
-    # ---------------------------------------------------------------- training
-
     @classmethod
     def train(
         cls, data: bytes, order: int, *, discount: float = 0.75, cache_size: int = 1 << 15
@@ -218,8 +214,6 @@ class NGramModel:
                 total = np.add.reduceat(cnt.astype(np.int64), first)
             levels.append((uctx.astype(np.int64), start, nxt, cnt, total.astype(np.int64)))
         return cls(order, discount, levels, cache_size=cache_size)
-
-    # ---------------------------------------------------------------- persistence
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model to ``path`` (a numpy ``.npz`` archive, no pickle).
@@ -297,8 +291,6 @@ class NGramModel:
     def __repr__(self) -> str:
         n = int(self._levels[-1][2].size)
         return f"NGramModel(order={self.order}, discount={self.discount}, {n} {self.order}-grams)"
-
-    # ---------------------------------------------------------------- inference
 
     def _compute(self, tails: list[tuple[int, ...]]) -> np.ndarray:
         """Distributions after (checked) context tails of at most ``order - 1`` bytes."""
@@ -521,9 +513,7 @@ class NGramModel:
             new = np.stack([self._compute_one(list(k)) for k in missing])
         else:
             new = self._compute([tuple(k) for k in missing])
-        # every row is checked once, as it is computed: what the model hands out are
-        # copies of checked rows (checks_own_outputs)
-        prob_matrix("NGramModel row", new, cols=256)
+        prob_matrix("NGramModel row", new, cols=256)  # checks_own_outputs
         if len(missing) > self.cache_size:  # too many to cache: return them directly
             pos = {k: r for r, k in enumerate(missing)}
             return new[[pos[k] for k in keys]]
