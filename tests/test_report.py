@@ -2,6 +2,7 @@
 
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +26,16 @@ def test_readme_table_is_rendered_from_committed_status() -> None:
     assert ok is not None, f"README.md has no {status.BEGIN} / {status.END} markers"
     assert ok, "README.md's status table differs from docs/results/status.json: run make report"
     assert report.main(["--check", "--out", str(RESULTS)]) == 0
+
+
+def test_readme_states_no_dates() -> None:
+    """User docs give current figures; dated history belongs in docs/decisions/."""
+    dated = [
+        ln
+        for ln in (REPO / "README.md").read_text().splitlines()
+        if re.search(r"\d{4}-\d\d-\d\d", ln)
+    ]
+    assert not dated, dated
 
 
 def test_committed_status_covers_every_block() -> None:
@@ -264,9 +275,10 @@ def test_stamp_file_writes_the_measurement_provenance(tmp_path: Path) -> None:
 def test_make_test_page_and_summary_parser(tmp_path: Path) -> None:
     ctx = _fabricate(tmp_path)
     report.generate(ctx, _readme(tmp_path))
-    assert "| this report | `0123456789ab` | 15.9 | 9.1 | - | 864 | 17 | yes |" in (
-        ctx.out / "make_test.md"
-    ).read_text()
+    assert (
+        "| this report | `0123456789ab` | 15.9 | 9.1 | - | 864 | 17 | yes |"
+        in (ctx.out / "make_test.md").read_text()
+    )
     lines = ["x", "== 3 failed, 864 passed, 17 skipped in 491.68s (0:08:11) ==", "make: done"]
     assert testtime.pytest_summary(lines) == {
         "failed": 3,
