@@ -21,13 +21,22 @@ wrap.
 ``checks`` imports nothing of the project (tests/test_layout.py).
 """
 
-from checks.arrays import NORM_TOL, as_floats, float_array, int_array, prob_matrix, prob_vector
+from checks.arrays import (
+    NORM_TOL,
+    as_floats,
+    finite_entries,
+    float_array,
+    int_array,
+    prob_matrix,
+    prob_vector,
+)
 from checks.cli import cli_parser, int_arg, out_dir_arg, real_arg
 from checks.values import bits, boolean, choice, integer, real, seed
 
 __all__ = [
     "NORM_TOL",
     "as_floats",
+    "finite_entries",
     "bits",
     "boolean",
     "choice",

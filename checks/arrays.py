@@ -3,11 +3,21 @@ vectors and matrices."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
 from checks.values import int_range_text, integer
 
-__all__ = ["NORM_TOL", "as_floats", "float_array", "int_array", "prob_vector", "prob_matrix"]
+__all__ = [
+    "NORM_TOL",
+    "as_floats",
+    "finite_entries",
+    "float_array",
+    "int_array",
+    "prob_vector",
+    "prob_matrix",
+]
 
 #: how far from 1 a probability vector's sum may be (absolute): float64 models
 #: normalise to within a few ulps; a vector off by more is a model's bug
@@ -56,8 +66,6 @@ def int_array(
         arr = values
     else:
         arr = np.array([_entry(f"{name}[{i}]", v, lo, hi) for i, v in enumerate(seq)], np.int64)
-    if arr.ndim != 1:
-        raise _shape_error(name, arr.shape, "a 1-D sequence")
     if length is not None and arr.shape[0] != length:
         raise _shape_error(name, arr.shape, f"({length},)")
     if arr.size and (arr.min() < lo_ or arr.max() > hi_):
@@ -74,23 +82,54 @@ def _entry(label: str, value: object, lo: int | None, hi: int | None) -> int:
 
 
 def _as_float(name: str, values: object) -> np.ndarray:
-    if isinstance(values, str | bytes):
-        raise ValueError(f"{name} = {values!r}: must be an array of probabilities")
+    """:func:`as_floats`, a boolean array refused (probabilities are numbers)."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "b":
         raise ValueError(f"{name} has dtype bool: must be an array of probabilities")
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} = {values!r}: must be an array of probabilities") from None
+    return as_floats(name, values)
+
+
+def finite_entries(name: str, a: np.ndarray, *, non_negative: bool = False) -> np.ndarray:
+    """``a`` if every entry is finite (and ``>= 0`` with ``non_negative``).
+
+    Raises
+    ------
+    ValueError
+        Naming the first entry that is not: ``"<name>[<i>, ...] = <value>:
+        must be a finite number"`` (``... >= 0``); ``"<name> = ..."`` for a
+        0-d array.
+    """
+    bad = ~np.isfinite(a) | (a < 0) if non_negative else ~np.isfinite(a)
+    if bad.any():
+        idx = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), a.shape)
+        where = f"[{', '.join(map(str, idx))}]" if a.ndim else ""
+        rule = "a finite number >= 0" if non_negative else "a finite number"
+        raise ValueError(f"{name}{where} = {float(a[idx])!r}: must be {rule}")
+    return a
+
+
+class _RowError(ValueError):
+    """A matrix row's error: row ``row``, message ``<name>[<row><rest>``."""
+
+    def __init__(self, name: str, row: int, rest: str) -> None:
+        super().__init__(f"{name}[{row}{rest}")
+        self.row, self.rest = row, rest
 
 
 def _entries(name: str, a: np.ndarray) -> None:
-    """Every entry finite and ``>= 0``; the first one that is not is named."""
+    if a.ndim != 2:
+        finite_entries(name, a, non_negative=True)
+        return
     bad = ~np.isfinite(a) | (a < 0)
     if bad.any():
-        idx = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), a.shape)
-        where = ", ".join(map(str, idx))
-        raise ValueError(f"{name}[{where}] = {float(a[idx])!r}: must be a finite number >= 0")
+        r, c = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), a.shape)
+        raise _RowError(name, int(r), f", {c}] = {float(a[r, c])!r}: must be a finite number >= 0")
+
+
+def _total(a: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """Sums of finite non-negative entries; an overflow is an infinite sum, which
+    the sum check refuses, not a warning."""
+    with np.errstate(over="ignore"):
+        return a.sum(axis=axis)
 
 
 def _sums(name: str, sums: np.ndarray, normalised: bool, tol: float, rows: bool) -> None:
@@ -102,8 +141,9 @@ def _sums(name: str, sums: np.ndarray, normalised: bool, tol: float, rows: bool)
         rule = "must have a positive sum"
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        label = f"{name}[{i}]" if rows else name
-        raise ValueError(f"{label} sums to {float(sums[i])!r}: {rule}")
+        if rows:
+            raise _RowError(name, i, f"] sums to {float(sums[i])!r}: {rule}")
+        raise ValueError(f"{name} sums to {float(sums[i])!r}: {rule}")
 
 
 def prob_vector(
@@ -131,7 +171,7 @@ def prob_vector(
         raise _shape_error(name, a.shape, f"({'V' if length is None else length},)")
     _entries(name, a)
     if not allow_zero:
-        _sums(name, np.array([a.sum()]), normalised, tol, rows=False)
+        _sums(name, np.array([_total(a)]), normalised, tol, rows=False)
     return a
 
 
@@ -175,9 +215,15 @@ def prob_matrix(
     cols: int | None = None,
     normalised: bool = True,
     tol: float = NORM_TOL,
+    row_ids: Sequence[int] | None = None,
+    row_note: Callable[[int], str] | None = None,
 ) -> np.ndarray:
     """``values`` as a 2-D ``float64`` matrix whose every row is a probability
     vector (:func:`prob_vector`), checked in one vectorised pass.
+
+    ``row_ids`` numbers the rows in the messages (row ``r`` is called
+    ``row_ids[r]``, e.g. a tree node); ``row_note(r)`` is appended to a message
+    about row ``r`` (e.g. the context the row was computed for).
 
     Raises
     ------
@@ -198,7 +244,10 @@ def prob_matrix(
         and a.size
         and a.min() >= 0
     ):
-        sums = a.sum(axis=1)
+        if normalised and shape[0] == 1:  # one row: a Python float, no array temporaries
+            if abs(float(_total(a)) - 1.0) <= tol:
+                return a
+        sums = _total(a, axis=1)
         if normalised:
             if 1.0 - tol <= sums.min() and sums.max() <= 1.0 + tol:
                 return a
@@ -209,6 +258,11 @@ def prob_matrix(
         raise _shape_error(name, a.shape, want)
     if cols is not None and a.shape[1] != cols:
         raise _shape_error(name, a.shape, want)
-    _entries(name, a)
-    _sums(name, a.sum(axis=1), normalised, tol, rows=True)
+    try:
+        _entries(name, a)
+        _sums(name, _total(a, axis=1), normalised, tol, rows=True)
+    except _RowError as e:
+        rid = e.row if row_ids is None else row_ids[e.row]
+        note = "" if row_note is None else row_note(e.row)
+        raise ValueError(f"{name}[{rid}{e.rest}{note}") from None
     return a

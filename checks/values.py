@@ -15,13 +15,20 @@ SEED_MAX = 2**64 - 1
 
 
 def int_range_text(lo: int | None, hi: int | None) -> str:
-    """How a message writes the range ``lo .. hi`` (``None``: unbounded)."""
+    """How a message writes the integer range ``lo .. hi`` (``None``: unbounded)."""
+    return _range_text(lo, hi, f" in {lo} .. {hi}")
+
+
+def _range_text(
+    lo: float | None, hi: float | None, both: str, lo_open: bool = False, hi_open: bool = False
+) -> str:
+    """``both`` with two bounds, else the one bound as an inequality, else nothing."""
     if lo is not None and hi is not None:
-        return f" in {lo} .. {hi}"
+        return both
     if lo is not None:
-        return f" >= {lo}"
+        return f" {'>' if lo_open else '>='} {lo}"
     if hi is not None:
-        return f" <= {hi}"
+        return f" {'<' if hi_open else '<='} {hi}"
     return ""
 
 
@@ -98,13 +105,8 @@ def real(
 
 
 def _real_text(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
-    if lo is not None and hi is not None:
-        return f" in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
-    if lo is not None:
-        return f" {'>' if lo_open else '>='} {lo}"
-    if hi is not None:
-        return f" {'<' if hi_open else '<='} {hi}"
-    return ""
+    interval = f" in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    return _range_text(lo, hi, interval, lo_open, hi_open)
 
 
 def choice(name: str, value: object, choices: Iterable[object]) -> object:

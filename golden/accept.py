@@ -40,6 +40,7 @@ from golden import steparg as _args
 from golden import tree as _tree
 from golden.draft import check_children_rule
 from golden.sampler import quantize, quantize_weights
+from golden.steparg import ARITHS, check_arith
 from golden.walk import extra_token, plan_q_rows, plan_step, walk_step
 
 __all__ = [
@@ -59,14 +60,6 @@ __all__ = [
     "plan_q_rows",
     "walk_step",
 ]
-
-ARITHS = ("float", "fixed")
-
-
-def check_arith(arith: str) -> str:
-    if arith not in ARITHS:
-        raise ValueError(f"arith = {arith!r}: must be 'float' or 'fixed'")
-    return arith
 
 
 def _normalize_rows(x: np.ndarray) -> np.ndarray:

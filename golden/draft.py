@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from checks import NORM_TOL, boolean, integer, prob_matrix
+from checks import boolean, integer, prob_matrix
 from golden import plan as _plan
 
 __all__ = [
@@ -95,15 +95,13 @@ def model_rows(
         must sum to 1 (within 1e-06) (context [..., 17, 4])"``; the context (its
         last 8 tokens) when ``contexts`` is given.
     """
-    try:
-        return prob_matrix(f"{role}.{method}", out, rows=rows, cols=vocab)
-    except ValueError as e:
-        msg = str(e)
-        r = msg[len(role) + len(method) + 2 :].split("]", 1)[0].split(",")[0]
-        if contexts is not None and msg.startswith(f"{role}.{method}[") and r.isdigit():
-            ctx = list(contexts[int(r)])  # type: ignore[call-overload]
-            msg += f" (context {'[..., ' + str(ctx[-8:])[1:] if len(ctx) > 8 else ctx})"
-        raise ValueError(msg) from None
+
+    def context(r: int) -> str:
+        ctx = list(contexts[r])  # type: ignore[index]
+        return f" (context {'[..., ' + str(ctx[-8:])[1:] if len(ctx) > 8 else ctx})"
+
+    note = None if contexts is None else context
+    return prob_matrix(f"{role}.{method}", out, rows=rows, cols=vocab, row_note=note)
 
 
 class CheckedModel:
@@ -125,7 +123,6 @@ class CheckedModel:
             raise ValueError(f"{role} = {model!r}: must be a model with probs(contexts)")
         self.model, self.role = model, role
         self.vocab_size = integer(f"{role}.vocab_size", getattr(model, "vocab_size", None), 1)
-        self._V = self.vocab_size
         if getattr(model, "context_window", None) is not None:
             self.context_window = model.context_window  # type: ignore[attr-defined]
         if callable(getattr(model, "probs_tails", None)):
@@ -134,35 +131,22 @@ class CheckedModel:
             self.probs_tails_cdf = self._probs_tails_cdf
 
     def __getattr__(self, name: str) -> object:
-        if name in ("probs_tails", "probs_tails_cdf", "context_window", "model", "_V"):
+        if name in ("probs_tails", "probs_tails_cdf", "context_window", "model"):
             raise AttributeError(name)  # not offered by the wrapped model
         return getattr(self.model, name)
 
-    def _rows(self, method: str, out: object, rows: int, contexts: object = None) -> np.ndarray:
-        """:func:`model_rows`, after a fast path for the common case (a ``float64``
-        array of the right shape, every entry ``>= 0``, sums within tolerance):
-        the decoder asks for one row at a time, where numpy's per-call cost
-        dominates."""
-        if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == (rows, self._V):
-            if rows == 1:
-                if out.min() >= 0.0 and abs(float(out.sum()) - 1.0) <= NORM_TOL:
-                    return out
-            elif out.size and out.min() >= 0.0:
-                dev = np.abs(out.sum(axis=1) - 1.0).max()
-                if dev <= NORM_TOL:
-                    return out
-        return model_rows(self.role, method, out, rows, self._V, contexts)  # type: ignore[arg-type]
-
     def probs(self, contexts: Sequence[Sequence[int]]) -> np.ndarray:
         out = self.model.probs(contexts)  # type: ignore[attr-defined]
-        return self._rows("probs", out, len(contexts), contexts)
+        return model_rows(self.role, "probs", out, len(contexts), self.vocab_size, contexts)
 
     def _probs_tails(self, tails: np.ndarray) -> np.ndarray:
-        return self._rows("probs_tails", self.model.probs_tails(tails), len(tails))  # type: ignore[attr-defined]
+        return model_rows(
+            self.role, "probs_tails", self.model.probs_tails(tails), len(tails), self.vocab_size
+        )  # type: ignore[attr-defined]
 
     def _probs_tails_cdf(self, tails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q, cdf = self.model.probs_tails_cdf(tails)  # type: ignore[attr-defined]
-        return self._rows("probs_tails_cdf", q, len(tails)), cdf
+        return model_rows(self.role, "probs_tails_cdf", q, len(tails), self.vocab_size), cdf
 
 
 def checked_model(model: object, role: str, check: bool = True) -> object:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from checks import as_floats, int_array, integer, prob_vector, real
+from checks import as_floats, finite_entries, int_array, integer, prob_vector, real
 from checks import bits as check_bits
 
 __all__ = ["MAX_TOKENS", "quantize", "quantize_weights", "sample_weights", "sample_float"]
@@ -33,11 +33,7 @@ def quantize(x: np.ndarray | float, bits: int) -> np.ndarray:
         infinite (``"x[<i>] = nan: must be a finite number"``).
     """
     bits = check_bits("bits", bits)
-    a = as_floats("x", x)
-    if not np.isfinite(a).all():
-        i = np.unravel_index(int(np.flatnonzero(~np.isfinite(a).ravel())[0]), a.shape)
-        where = f"[{', '.join(map(str, i))}]" if a.ndim else ""
-        raise ValueError(f"x{where} = {float(a[i])!r}: must be a finite number")
+    a = finite_entries("x", as_floats("x", x))
     y = np.floor(a * float(1 << bits) + 0.5)
     return np.clip(y, 0, (1 << bits) - 1).astype(np.int64)
 
@@ -55,12 +51,7 @@ def quantize_weights(dist: np.ndarray, weight_bits: int = 16) -> np.ndarray:
         finite number >= 0"``), or ``weight_bits`` not in ``1 .. 32``.
     """
     weight_bits = check_bits("weight_bits", weight_bits)
-    d = as_floats("dist", dist)
-    bad = ~np.isfinite(d) | (d < 0)
-    if bad.any():
-        i = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), d.shape)
-        where = f"[{', '.join(map(str, i))}]" if d.ndim else ""
-        raise ValueError(f"dist{where} = {float(d[i])!r}: must be a finite number >= 0")
+    d = finite_entries("dist", as_floats("dist", dist), non_negative=True)
     s = d.sum(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         norm = np.where(s > 0, d / np.where(s > 0, s, 1.0), 0.0)

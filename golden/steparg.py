@@ -12,9 +12,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from checks import int_array, prob_matrix
+from checks import choice, int_array, prob_matrix
 
-__all__ = ["check_q_shape", "check_rows", "dist_rows", "lanes"]
+__all__ = ["ARITHS", "check_arith", "check_q_shape", "check_rows", "dist_rows", "lanes"]
+
+ARITHS = ("float", "fixed")
+
+
+def check_arith(arith: object) -> str:
+    """``arith``, one of :data:`ARITHS` (``"float"``: the mathematical
+    reference; ``"fixed"``: bit-exact with the RTL).
+
+    Raises
+    ------
+    ValueError
+        ``"arith = <value!r>: must be one of 'float', 'fixed'"``.
+    """
+    return choice("arith", arith, ARITHS)  # type: ignore[return-value]
 
 
 def lanes(lane_out: object, n: int) -> np.ndarray:
@@ -28,17 +42,7 @@ def lanes(lane_out: object, n: int) -> np.ndarray:
 def check_rows(name: str, rows: np.ndarray, nodes: Sequence[int]) -> None:
     """``rows[r]`` (node ``nodes[r]``'s distribution) a probability vector each;
     an error names the node: ``q[<node>] sums to ...``."""
-    try:
-        prob_matrix(name, rows)
-    except ValueError as e:
-        msg = str(e)
-        head, _, rest = msg.partition("[")
-        r, sep, tail = rest.partition("]") if head == name else ("", "", "")
-        idx = r.split(",")
-        if sep and idx[0].strip().isdigit():
-            idx[0] = str(nodes[int(idx[0])])
-            msg = f"{name}[{','.join(idx)}]{tail}"
-        raise ValueError(msg) from None
+    prob_matrix(name, rows, row_ids=nodes)
 
 
 def check_q_shape(q: object, q_index: object, last: int) -> None:

@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from checks import bits, choice, integer, prob_vector
+from checks import bits, integer, prob_vector
 from golden import plan as _plan
 from golden.sampler import quantize, quantize_weights, sample_float
-from golden.steparg import check_q_shape
+from golden.steparg import check_arith, check_q_shape
 
 __all__ = ["extra_token", "plan_q_rows", "plan_step", "walk_step"]
 
@@ -45,7 +45,7 @@ def extra_token(
         ``"float"``, ``weight_bits`` not in ``1 .. 32``.
     """
     u32 = integer("u32", u32, 0, (1 << 32) - 1)
-    choice("arith", arith, ("fixed", "float"))
+    check_arith(arith)
     weight_bits = bits("weight_bits", weight_bits)
     dist = prob_vector("dist", dist, allow_zero=True)
     fallback = prob_vector("fallback", fallback, length=dist.shape[0], allow_zero=True)

@@ -112,7 +112,7 @@ def test_prob_vector_and_matrix() -> None:
         ([np.inf, 0], r"^p\[0\] = inf"),
         ([0.5, 0.4], r"^p sums to 0\.9: must sum to 1 \(within 1e-06\)$"),
         ([[0.5, 0.5]], r"^p has shape \(1, 2\): expected \(V,\)$"),
-        ("ab", r"^p = 'ab': must be an array of probabilities$"),
+        ("ab", r"^p = 'ab': must be a number or an array of numbers$"),
         (np.array([True, False]), r"^p has dtype bool"),
     ]
     for values, msg in cases:

@@ -296,7 +296,7 @@ def test_uniforms_lanes_and_extra_token_ranges() -> None:
     for u32 in (2**40, -1):
         with pytest.raises(ValueError, match=f"^u32 = {u32}: must be an integer in 0 .. "):
             extra_token(d, d, u32)
-    with pytest.raises(ValueError, match=r"^arith = 'bogus': must be one of 'fixed', 'float'$"):
+    with pytest.raises(ValueError, match=r"^arith = 'bogus': must be one of 'float', 'fixed'$"):
         extra_token(d, d, 5, arith="bogus")
     with pytest.raises(ValueError, match=r"^rand_bits = 0: must be an integer in 1 \.\. 32$"):
         accept.parallel_step(p, q, parents, tok, lanes, rand_bits=0)
