@@ -339,3 +339,14 @@ def test_models_that_check_their_own_rows_are_not_wrapped() -> None:
     fake = type("Own", (), {"checks_own_outputs": True, "vocab_size": 4, "probs": None})()
     assert checked_model(fake, "target") is fake
     assert checked_model(pair.target, "target", check=False) is pair.target
+
+
+def test_ngram_model_refuses_a_bad_row_as_it_computes_it(monkeypatch) -> None:
+    """What ``checks_own_outputs`` promises: a row that is not a distribution
+    never enters the n-gram model's row cache."""
+    from golden.models import NGramModel
+
+    model = NGramModel.train(bytes(range(256)) * 4, order=3)
+    monkeypatch.setattr(model, "_compute_one", lambda tail: np.full(256, np.nan))
+    with pytest.raises(ValueError, match=r"^NGramModel row\[0, 0\] = nan"):
+        model.probs([[1, 2]])
