@@ -11,8 +11,10 @@ and 5 ms per step).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,8 +32,21 @@ __all__ = [
     "projection_rows",
     "projections_table",
     "retime",
+    "summary",
     "write_pngs",
+    "write_summary",
 ]
+
+#: The phases of :func:`phase_table`: label, :class:`sim.timing.StepTiming` field.
+PHASES = (
+    ("draft", "draft_us"),
+    ("tree mask", "tree_us"),
+    ("HBM prefetch (hidden)", "prefetch_us"),
+    ("verify", "verify_us"),
+    ("accept + commit", "accept_us"),
+    ("speculative wait", "wait_us"),
+    ("speculative draft wasted", "wasted_us"),
+)
 
 
 def retime(
@@ -71,15 +86,7 @@ def phase_table(result: ChipResult) -> str:
     total = sum(t.total_us for t in ts)
     rows = []
     shares = 0.0
-    for name, key in (
-        ("draft", "draft_us"),
-        ("tree mask", "tree_us"),
-        ("HBM prefetch (hidden)", "prefetch_us"),
-        ("verify", "verify_us"),
-        ("accept + commit", "accept_us"),
-        ("speculative wait", "wait_us"),
-        ("speculative draft wasted", "wasted_us"),
-    ):
+    for name, key in PHASES:
         v = sum(getattr(t, key) for t in ts)
         shares += v / total
         rows.append(
@@ -130,9 +137,11 @@ def cycles_table(result: ChipResult) -> str:
 
 @dataclass(frozen=True)
 class ProjectionRow:
-    """One configuration of :func:`projection_rows`."""
+    """One configuration of :func:`projection_rows`; ``key`` names it in :func:`summary`
+    (an overlap mode, ``plain``, ``article``, ``gpu_ar``, ``gpu_spec_1ms``, ``gpu_spec_5ms``)."""
 
     config: str
+    key: str
     tokens_per_step: float
     us_per_token: float
     tokens_per_s: float
@@ -166,9 +175,9 @@ def projection_rows(result: ChipResult) -> list[ProjectionRow]:
     gar_rate = per_seq * gpu_ar.tokens_per_s
     ref_spec = gspec[1000.0]
 
-    def row(name: str, tps: float, tpstep: float) -> ProjectionRow:
+    def row(name: str, key: str, tps: float, tpstep: float) -> ProjectionRow:
         return ProjectionRow(
-            name, tpstep, 1e6 / tps, tps, tps / ar_rate, tps / gar_rate, tps / ref_spec
+            name, key, tpstep, 1e6 / tps, tps, tps / ar_rate, tps / gar_rate, tps / ref_spec
         )
 
     rows = []
@@ -176,21 +185,23 @@ def projection_rows(result: ChipResult) -> list[ProjectionRow]:
         ts = retime(result, prof, mode)
         tps = emitted / sum(t.total_us for t in ts) * 1e6
         mark = " (this run)" if mode == c.overlap else ""
-        rows.append(row(f"{prof.name}, {mode}{mark}", tps, emitted / n_steps))
-    rows.append(row(f"{prof.name}, plain autoregressive", ar_rate, per_seq))
+        rows.append(row(f"{prof.name}, {mode}{mark}", mode, tps, emitted / n_steps))
+    rows.append(row(f"{prof.name}, plain autoregressive", "plain", ar_rate, per_seq))
     av = timing.article_view(prof)
     rows.append(
         row(
             f"{prof.name}, article's own arithmetic (its example)",
+            "article",
             av.tokens_per_s,
             av.tokens_per_step,
         )
     )
-    rows.append(row(f"{gpu.name}, autoregressive", gar_rate, per_seq))
+    rows.append(row(f"{gpu.name}, autoregressive", "gpu_ar", gar_rate, per_seq))
     for cpu, tps in gspec.items():
         rows.append(
             row(
                 f"{gpu.name}, spec decode of these trees, CPU {cpu / 1e3:g} ms",
+                f"gpu_spec_{cpu / 1e3:g}ms",
                 tps,
                 emitted / n_steps,
             )
@@ -202,6 +213,50 @@ def projections_table(result: ChipResult) -> str:
     """:func:`projection_rows` as text."""
     rows = [[r.config, f"{r.tokens_per_step:.2f}", *rate_cells(r)] for r in projection_rows(result)]
     return table(["configuration", "tok/step", *RATE_COLUMNS, "vs GPU spec 1 ms"], rows)
+
+
+def summary(result: ChipResult) -> dict[str, Any]:
+    """The run's figures as data (``<prefix>.json`` beside the PNGs; times in us).
+
+    ``us_per_step`` holds each phase of :func:`phase_table` per step and the
+    critical path (``step``); ``projections`` the rows of :func:`projection_rows`
+    by key; ``optimiser`` sequence 0's re-solves when its policy is the
+    topology optimiser (``None`` otherwise).
+    """
+    c = result.config
+    ts = _timings(result)
+    per_step = {key: sum(getattr(t, key) for t in ts) / len(ts) for _, key in PHASES}
+    per_step["step"] = sum(t.total_us for t in ts) / len(ts)
+    pol = result.policies[0]
+    opt = None
+    if isinstance(pol, TopologyOptimiser):
+        plain = [d.step for d in pol.history if d.mode == "plain"]
+        opt = {
+            "solves": len(pol.history),
+            "tree_sizes": sorted({d.n_nodes for d in pol.history}),
+            "plain_decisions": len(plain),
+            "first_plain_step": plain[0] if plain else None,
+            "update_every": pol.update_every,
+        }
+    return {
+        "config": asdict(c),
+        "steps": result.n_steps,
+        "emitted": result.emitted,
+        "mean_accepted": result.mean_accepted,
+        "emitted_per_step": result.emitted / result.n_steps,
+        "us_per_step": per_step,
+        "tree_nodes": sorted({s.n_nodes for s in result.seq_steps}),
+        "projections": {r.key: asdict(r) for r in projection_rows(result)},
+        "optimiser": opt,
+    }
+
+
+def write_summary(result: ChipResult, path: str | Path) -> Path:
+    """Write :func:`summary` as JSON to ``path``."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary(result), indent=1) + "\n")
+    return out
 
 
 def topology_png(result: ChipResult, path: str | Path, *, dpi: int = 110) -> Path | None:
