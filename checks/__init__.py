@@ -14,9 +14,10 @@ wrap.
   tokens), :func:`prob_vector` and :func:`prob_matrix` (finite, non-negative,
   normalised within a stated tolerance unless the API takes weights).
 * :mod:`checks.cli`: ``argparse`` types with the same rules (:func:`int_arg`,
-  :func:`real_arg`, :func:`out_dir_arg`) and :func:`cli_parser` (``--help``
-  with every default), so that a command line refuses a value before it
-  starts working.
+  :func:`real_arg`, :func:`out_dir_arg`, :func:`out_file_arg`,
+  :func:`in_file_arg`), :func:`option_error` (a checker's ``ValueError`` as a
+  usage error naming the option) and :func:`cli_parser` (``--help`` with every
+  default), so that a command line refuses a value before it starts working.
 
 ``checks`` imports nothing of the project (tests/test_layout.py).
 """
@@ -30,7 +31,15 @@ from checks.arrays import (
     prob_matrix,
     prob_vector,
 )
-from checks.cli import cli_parser, int_arg, out_dir_arg, real_arg
+from checks.cli import (
+    cli_parser,
+    in_file_arg,
+    int_arg,
+    option_error,
+    out_dir_arg,
+    out_file_arg,
+    real_arg,
+)
 from checks.values import bits, boolean, choice, integer, real, seed
 
 __all__ = [
@@ -42,10 +51,13 @@ __all__ = [
     "choice",
     "cli_parser",
     "float_array",
+    "in_file_arg",
     "int_arg",
     "int_array",
     "integer",
+    "option_error",
     "out_dir_arg",
+    "out_file_arg",
     "prob_matrix",
     "prob_vector",
     "real",
