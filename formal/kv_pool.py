@@ -45,12 +45,14 @@ written ``valid`` / ``free_p`` below):
 valid_entries == PAGES + 1``) to show the flow does find failures.
 """
 
+import argparse
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +66,7 @@ from hw.kv_pool import GROUP, KVPool, Op
 from hw.kv_pool.fpga import Replicas
 from hw.kv_pool.state import Table
 
-__all__ = ["KVPoolFormal", "CONFIG", "run", "main"]
+__all__ = ["KVPoolFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
@@ -357,16 +359,41 @@ def run(
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m formal.kv_pool [prove] [bmc]``: every configuration of
-    :data:`CONFIGS`; writes ``build/reports/formal.json``; exit status 1 if a
-    task fails."""
+TASKS = ("prove", "bmc")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m formal.kv_pool``."""
     ap = cli_parser("python -m formal.kv_pool", __doc__.splitlines()[0])
-    ap.add_argument("tasks", nargs="*", default=["prove", "bmc"], help="prove and/or bmc")
+    ap.add_argument("tasks", nargs="*", default=list(TASKS), help="prove and/or bmc")
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done.
+
+    ``tasks``: each ``prove`` or ``bmc``, at most once.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
-    bad = [t for t in args.tasks if t not in ("prove", "bmc")]
+    bad = [t for t in args.tasks if t not in TASKS]
     if bad:
         ap.error(f"tasks = {bad!r}: each must be 'prove' or 'bmc'")
+    if len(set(args.tasks)) != len(args.tasks):
+        ap.error(f"tasks = {args.tasks!r}: each at most once")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m formal.kv_pool [prove] [bmc]``: every configuration of
+    :data:`CONFIGS`; writes ``build/reports/formal.json``; exit status 1 if a
+    task fails, 2 on a bad argument (:func:`parse_args`)."""
+    args = parse_args(argv)
     rows = []
     for config, over in CONFIGS.items():
         print(f"KV pool formal, configuration { ({**CONFIG, **over}) }", flush=True)

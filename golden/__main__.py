@@ -9,8 +9,10 @@ tokens per step and the generated text of each.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from collections.abc import Sequence
 
 from checks import cli_parser, int_arg
 from golden import trees
@@ -19,7 +21,8 @@ from golden.models import code_prompts, default_ngram_pair
 from golden.tree import MAX_NODES
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m golden``."""
     ap = cli_parser("python -m golden", __doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int_arg(1), default=400, help="new tokens per policy")
     ap.add_argument(
@@ -33,7 +36,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--arith", choices=["float", "fixed"], default="fixed", help="arithmetic")
     ap.add_argument("--quiet", action="store_true", help="table only, no text")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done (every value is checked
+    by its type).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    return build_parser().parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Decode with each policy and print the table; 2 on a bad argument (:func:`parse_args`)."""
+    args = parse_args(argv)
 
     t0 = time.perf_counter()
     print("training / loading the n-gram pair (cached under build/cache) ...", flush=True)

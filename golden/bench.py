@@ -21,15 +21,17 @@ This is a benchmark, not a test: nothing here asserts a time.
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from checks import cli_parser
+from checks import cli_parser, int_arg, real_arg
 from golden import trees
 from golden.batch import speculative_generate_batch
 from golden.decoder import speculative_generate
@@ -120,11 +122,33 @@ def fixed_vs_float(target, draft, prompt, tree, runs: int, length: int) -> dict:
     return {"runs": runs, "length": length, "differ": differ, "tv_upper_bound": differ / runs}
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m golden.bench``."""
     ap = cli_parser("python -m golden.bench", __doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=3.0, help="time per configuration")
-    ap.add_argument("--runs", type=int, default=300, help="runs for the float/fixed distance")
-    args = ap.parse_args(argv)
+    ap.add_argument(
+        "--seconds", type=real_arg(0, lo_open=True), default=3.0, help="time per configuration"
+    )
+    ap.add_argument(
+        "--runs", type=int_arg(1), default=300, help="runs for the float/fixed distance"
+    )
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done: ``--seconds`` a finite
+    number > 0, ``--runs`` an integer >= 1.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    return build_parser().parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, print its table and write ``golden_bench.json``."""
+    args = parse_args(argv)
 
     print("loading models ...", flush=True)
     ngram_t, ngram_d = default_ngram_pair()
