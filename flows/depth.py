@@ -14,19 +14,31 @@ the large blocks; a topological sort is linear in the netlist.
 ``tests/test_synth.py`` checks that the two agree.
 """
 
+import argparse
 import json
 import re
 import subprocess
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from checks import cli_parser
 from flows import verilog
 
-__all__ = ["BUDGET", "CriticalPath", "is_ff", "longest_path", "logic_depth", "yosys", "main"]
+__all__ = [
+    "BUDGET",
+    "CriticalPath",
+    "is_ff",
+    "longest_path",
+    "logic_depth",
+    "yosys",
+    "build_parser",
+    "parse_args",
+    "main",
+]
 
 BUDGET = 40
 
@@ -240,12 +252,8 @@ def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the logic depth of one block against :data:`BUDGET`.
-
-    ``NAME=VALUE`` arguments the block does not take, or not of that form, exit
-    with a message (:func:`flows.verilog.parse_overrides`).
-    """
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m flows.depth``."""
     ap = cli_parser(
         "python -m flows.depth",
         f"Logic depth between registers of one block (budget {BUDGET} levels).",
@@ -254,11 +262,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "params", nargs="*", default=[], metavar="NAME=VALUE", help="parameter overrides"
     )
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done. ``overrides``: the
+    block's parameters, every value checked (:func:`flows.verilog.parse_overrides`:
+    ``NAME=VALUE`` arguments the block does not take, or not of that form, are
+    usage errors).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
     try:
-        params = verilog.parse_overrides(args.params, [args.block])[args.block]
+        args.overrides = verilog.parse_overrides(args.params, [args.block])[args.block]
     except ValueError as e:
         ap.error(str(e))
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the logic depth of one block against :data:`BUDGET`; 2 on a bad
+    argument (:func:`parse_args`)."""
+    args = parse_args(argv)
+    params = args.overrides
     levels, line = logic_depth(args.block, params)
     print(
         f"{args.block}: {levels} gate levels ({'within' if levels <= BUDGET else 'OVER'} "

@@ -27,12 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from checks import cli_parser
+from checks import cli_parser, int_arg, real_arg
 from flows import verilog
 from flows.synth.cache import BUILD, REPO, cached, sha, store, tool_versions, verilog_text
+from flows.synth.cli import MAX_TIMEOUT
 from flows.synth.ecp5 import (
     DEFAULT_MHZ,
     NEXTPNR_ARGS,
@@ -60,11 +61,14 @@ __all__ = [
     "PLACER_ARGS",
     "TARGET_MHZ",
     "WIDE_MUX_BLOCKS",
+    "MAX_SEED",
     "block_overrides",
+    "build_parser",
     "fpga_params",
     "main",
     "median_run",
     "nextpnr_args",
+    "parse_args",
     "parse_seeds",
     "place_and_route",
     "render_section",
@@ -78,6 +82,8 @@ FLOW_VERSION = 3
 
 #: placement seeds when ``--seeds`` is not given
 DEFAULT_SEEDS = (1,)
+#: the largest placement seed (nextpnr reads ``--seed`` as a C ``int``)
+MAX_SEED = 2**31 - 1
 
 
 class _Failed(Exception):
@@ -116,15 +122,24 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     Raises
     ------
     ValueError
-        If an item is not an integer, or the seeds are none, repeated or negative.
+        If an item is not an integer, or the seeds are none, repeated, negative or
+        above :data:`MAX_SEED` (nextpnr's ``--seed`` is a C ``int``).
     """
     try:
         seeds = tuple(int(s) for s in text.split(",") if s.strip())
     except ValueError:
         raise ValueError(f"seeds: {text!r} is not a comma-separated list of integers") from None
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(f"seeds: {text!r} must name one or more distinct seeds >= 0")
+    if not seeds or len(set(seeds)) != len(seeds) or not 0 <= min(seeds) <= max(seeds) <= MAX_SEED:
+        raise ValueError(f"seeds: {text!r} must name one or more distinct seeds in 0 .. {MAX_SEED}")
     return seeds
+
+
+def _seeds_arg(text: str) -> tuple[int, ...]:
+    """``--seeds`` as an ``argparse`` type (:func:`parse_seeds`)."""
+    try:
+        return parse_seeds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("seeds: ")) from None
 
 
 def median_run(runs: list[dict]) -> dict:
@@ -281,19 +296,37 @@ def place_and_route(
     return store(cfile, res)
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m flows.synth_fpga``."""
     ap = cli_parser("python -m flows.synth_fpga", __doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=2, help="blocks in parallel (default 2)")
-    ap.add_argument("--synth-timeout", type=float, default=900.0, help="s per synth_ecp5")
-    ap.add_argument("--pnr-timeout", type=float, default=1800.0, help="s per place and route")
+    ap.add_argument("--jobs", type=int_arg(1), default=2, help="blocks in parallel")
+    timeout = real_arg(0, MAX_TIMEOUT, lo_open=True)
+    ap.add_argument(
+        "--synth-timeout",
+        type=timeout,
+        default=900.0,
+        help=f"s per synth_ecp5, at most {MAX_TIMEOUT:g}",
+    )
+    ap.add_argument(
+        "--pnr-timeout",
+        type=timeout,
+        default=1800.0,
+        help=f"s per place and route, at most {MAX_TIMEOUT:g}",
+    )
     ap.add_argument("--force", action="store_true", help="ignore the cache")
     ap.add_argument(
         "--seeds",
+        type=_seeds_arg,
         default=",".join(map(str, DEFAULT_SEEDS)),
-        help="comma-separated placement seeds (default 1); with several, each block is "
-        "placed and routed once per seed and the median Fmax reported",
+        help=f"comma-separated distinct placement seeds in 0 .. {MAX_SEED}; with several, "
+        "each block is placed and routed once per seed and the median Fmax reported",
     )
-    ap.add_argument("--blocks", default="", help="comma-separated subset of blocks")
+    ap.add_argument(
+        "--blocks",
+        type=verilog.blocks_arg,
+        default="",
+        help="comma-separated subset of blocks (empty: every block)",
+    )
     ap.add_argument(
         "--set",
         action="append",
@@ -303,6 +336,29 @@ def _parser() -> argparse.ArgumentParser:
         "--set PAGES=128): the results are printed, the report keeps the default rows",
     )
     return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done.
+
+    ``seeds`` (:func:`parse_seeds`), ``blocks`` (distinct block names; every block
+    when empty) and ``params`` (each block's parameters, :func:`block_overrides`:
+    a ``--set`` no block of ``blocks`` takes, malformed or out of range is a usage
+    error); ``--jobs`` >= 1, the timeouts in (0, MAX_TIMEOUT] seconds.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    args.blocks = args.blocks or list(verilog.BLOCKS)
+    try:
+        args.params = block_overrides(args.blocks, args.set)
+    except ValueError as e:
+        ap.error(f"argument --set: {e}")
+    return args
 
 
 def _run_all(
@@ -339,27 +395,15 @@ def _run_all(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Place and route the blocks, update the report's ``fpga`` part (not with
     ``--set``: then the rows are only printed) and print its section.
 
-    Bad ``--seeds`` is an argument error; an unknown block in ``--blocks`` or a
-    ``--set`` no block takes exits with a message.
+    A bad argument is a usage error, exit status 2, before any work
+    (:func:`parse_args`).
     """
-    ap = _parser()
-    args = ap.parse_args(argv)
-    try:
-        seeds = parse_seeds(args.seeds)
-    except ValueError as e:
-        ap.error(f"--{e}")
-    names = [b for b in args.blocks.split(",") if b] or list(verilog.BLOCKS)
-    for b in names:
-        if b not in verilog.BLOCKS:
-            ap.error(f"--blocks: {b!r} is not a block ({', '.join(verilog.BLOCKS)})")
-    try:
-        params = block_overrides(names, args.set)
-    except ValueError as e:
-        ap.error(f"--set: {e}")
+    args = parse_args(argv)
+    seeds, names, params = args.seeds, list(args.blocks), args.params
     t_all = time.monotonic()
     texts = {b: verilog_text(b, params[b]) for b in names}
     names.sort(key=lambda b: len(texts[b]))  # smallest first

@@ -18,15 +18,17 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from checks import cli_parser
+from checks import cli_parser, out_file_arg
 from flows.report.stamp import environment
 
-__all__ = ["measure", "pytest_summary", "main"]
+__all__ = ["measure", "pytest_summary", "build_parser", "parse_args", "main"]
 
 REPO = Path(__file__).resolve().parent.parent
 REPORT = REPO / "build" / "reports" / "make_test.json"
@@ -80,14 +82,47 @@ def measure(cmd: list[str]) -> dict[str, object]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m flows.testtime``."""
     ap = cli_parser("python -m flows.testtime", __doc__)
-    ap.add_argument("--out", type=Path, default=REPORT, help="JSON report")
+    ap.add_argument("--out", type=out_file_arg, default=REPORT, help="JSON report")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND ... (e.g. -- make test)")
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done. ``cmd`` is the command
+    without the leading ``--``, never empty; ``--out`` a file (not a directory, not
+    under a file).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
+    args.cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not args.cmd:
         ap.error("cmd = []: give the command to measure after --")
+    if not _runnable(args.cmd[0]):
+        ap.error(f"cmd: {args.cmd[0]!r} is not a command (not on PATH, not an executable file)")
+    return args
+
+
+def _runnable(program: str) -> bool:
+    """Whether :func:`measure` can start ``program`` (run from the repository root)."""
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = REPO / program
+        return path.is_file() and os.access(path, os.X_OK)
+    return bool(program) and shutil.which(program) is not None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command, write the report; the command's exit status (2 on a bad
+    argument, :func:`parse_args`)."""
+    args = parse_args(argv)
+    cmd = args.cmd
     env = environment(REPO)
     fresh = not (REPO / "build" / "sim").exists()
     rec = measure(cmd)

@@ -10,9 +10,11 @@ that takes those parameters with them applied, as
 construction).
 """
 
+import argparse
 import importlib
 import inspect
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from amaranth.back import verilog
@@ -25,9 +27,12 @@ __all__ = [
     "block_class",
     "block_params",
     "parse_overrides",
+    "blocks_arg",
     "generate",
     "write",
     "lint",
+    "build_parser",
+    "parse_args",
     "main",
 ]
 
@@ -97,12 +102,16 @@ def lint(path: Path) -> tuple[bool, str]:
     return r.returncode == 0 and "%Warning" not in r.stderr, r.stderr
 
 
-def _parse(assignments: list[str]) -> dict[str, int]:
+def _parse(assignments: Sequence[str]) -> dict[str, int]:
+    """``NAME=VALUE`` assignments as ``{NAME: int}``: a name given once, an integer
+    value (decimal or ``0x`` / ``0o`` / ``0b``-prefixed)."""
     out = {}
     for a in assignments:
-        if "=" not in a:
+        k, eq, v = a.partition("=")
+        if not eq or not k.isidentifier():
             raise ValueError(f"expected NAME=VALUE, got {a!r}")
-        k, v = a.split("=", 1)
+        if k in out:
+            raise ValueError(f"{k}: given twice")
         try:
             out[k] = int(v, 0)
         except ValueError:
@@ -110,7 +119,19 @@ def _parse(assignments: list[str]) -> dict[str, int]:
     return out
 
 
-def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[str, int]]:
+def blocks_arg(text: str) -> list[str]:
+    """An ``argparse`` type: a comma-separated subset of :data:`BLOCKS`, each at most
+    once (``""``: none, i.e. the caller's default)."""
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    for b in names:
+        if b not in BLOCKS:
+            raise argparse.ArgumentTypeError(f"{b!r} is not a block ({', '.join(BLOCKS)})")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: a block named twice")
+    return names
+
+
+def parse_overrides(assignments: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, int]]:
     """``NAME=VALUE`` ``assignments`` split by block: for each block of ``names``, the
     ones it takes, every value checked against the block's ``PARAMS``.
 
@@ -135,15 +156,38 @@ def parse_overrides(assignments: list[str], names: list[str]) -> dict[str, dict[
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m flows.verilog``."""
     ap = cli_parser("python -m flows.verilog", __doc__.splitlines()[0])
-    ap.add_argument("params", nargs="*", help="NAME=VALUE parameter overrides")
+    ap.add_argument("params", nargs="*", metavar="NAME=VALUE", help="parameter overrides")
     ap.add_argument("--lint", action="store_true", help="verilator --lint-only -Wall each file")
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done. ``per_block``: the
+    overrides each block takes (:func:`parse_overrides`: every value checked before
+    any Verilog is written).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
-    try:  # every value checked before any Verilog is written
-        per_block = parse_overrides(args.params, list(BLOCKS))
+    try:
+        args.per_block = parse_overrides(args.params, list(BLOCKS))
     except ValueError as e:
         ap.error(str(e))
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write every block's Verilog (and the overridden ones); exit status 1 if lint
+    warns, 2 on a bad argument (:func:`parse_args`)."""
+    args = parse_args(argv)
+    per_block = args.per_block
     jobs: list[tuple[str, dict]] = [(b, {}) for b in BLOCKS]
     jobs += [(b, p) for b, p in per_block.items() if p]
     bad = 0

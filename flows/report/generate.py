@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checks import cli_parser
+from checks import cli_parser, in_file_arg, out_dir_arg, out_file_arg
 from flows.report import status as status_mod
 from flows.report.page import Page, table
 from flows.report.sources import SOURCES, Context
 from flows.report.stamp import environment, stamp_file
 
-__all__ = ["REPO", "Result", "generate", "main"]
+__all__ = ["REPO", "Result", "generate", "build_parser", "parse_args", "main"]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -109,35 +110,83 @@ def _stamp(files: Sequence[Path]) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m flows.report``; exit status 1 when ``--check`` finds the README stale."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m flows.report``."""
     ap = cli_parser("python -m flows.report", __doc__)
     ap.add_argument(
-        "--reports", type=Path, default=REPO / "build" / "reports", help="producers' reports"
+        "--reports", type=out_dir_arg, default=REPO / "build" / "reports", help="producers' reports"
     )
-    ap.add_argument("--out", type=Path, default=REPO / "docs" / "results", help="pages")
+    ap.add_argument("--out", type=out_dir_arg, default=REPO / "docs" / "results", help="pages")
     ap.add_argument(
-        "--readme", type=Path, default=REPO / "README.md", help="README with the status table"
+        "--readme",
+        type=in_file_arg,
+        default=REPO / "README.md",
+        help="README with the status table",
     )
-    ap.add_argument(
+    only = ap.add_mutually_exclusive_group()
+    only.add_argument(
         "--check",
         action="store_true",
         help="only compare the README's status table with OUT/status.json (exit 1 if stale)",
     )
-    ap.add_argument(
+    only.add_argument(
         "--stamp",
         nargs="+",
-        type=Path,
+        type=out_file_arg,
         metavar="FILE",
         help="only write this checkout's commit, the date and this machine into each JSON "
         "report FILE (make runs it right after the producer)",
     )
+    return ap
+
+
+def _json_object(path: Path) -> dict | str:
+    """The JSON object in ``path``, or why there is none."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return f"{str(path)!r} is not readable JSON ({type(e).__name__})"
+    return data if isinstance(data, dict) else f"{str(path)!r} does not hold a JSON object"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; nothing written.
+
+    ``--check`` and ``--stamp`` exclude each other; ``--stamp``: each FILE that
+    exists holds a JSON object (a missing one is skipped by :func:`main`);
+    ``--check``: ``OUT/status.json`` holds a JSON object, read into ``status``;
+    otherwise and with ``--check``, ``--readme`` is an existing file.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
+    if args.stamp:
+        for f in args.stamp:
+            if f.exists() and isinstance(why := _json_object(f), str):
+                ap.error(f"argument --stamp: {why}")
+        return args
+    if not args.readme.is_file():
+        ap.error(f"argument --readme: {str(args.readme)!r}: no such file")
+    if args.check:
+        st = _json_object(args.out / "status.json")
+        if isinstance(st, str):
+            ap.error(f"argument --out: {st} (run make report)")
+        args.status = st
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m flows.report``; exit status 1 when ``--check`` finds the README
+    stale, 2 on a bad argument (:func:`parse_args`)."""
+    args = parse_args(argv)
     if args.stamp:
         return _stamp(args.stamp)
     if args.check:
-        st = json.loads((args.out / "status.json").read_text())
-        ok = status_mod.readme_matches(args.readme, st)
+        ok = status_mod.readme_matches(args.readme, args.status)
         print(
             {
                 True: "README status table is current",

@@ -2,20 +2,24 @@
 
 import argparse
 import time
+from collections.abc import Sequence
 
-from checks import cli_parser
+from checks import cli_parser, int_arg, real_arg
 from flows import verilog
 from flows.synth.cache import REPO, tool_versions
 from flows.synth.fmt import fmt_s, now
 from flows.synth.plots import plot_sweep
 from flows.synth.report import REPORT_MD, REPORTS, load_report, save_report
 from flows.synth.runner import run_jobs
-from flows.synth.sweep import sweep
+from flows.synth.sweep import sweep, sweep_plan
 
-__all__ = ["main"]
+__all__ = ["MAX_TIMEOUT", "build_parser", "parse_args", "main"]
 
 #: the sweep's Yosys time limit per point when ``--timeout`` is not given (s)
 SWEEP_TIMEOUT = 2400.0
+#: the largest ``--timeout`` (s): a week (``subprocess`` refuses a limit beyond
+#: about 9e9 s with an ``OverflowError``, after the run has started)
+MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
 def _generic(names: list[str], args: argparse.Namespace) -> dict:
@@ -51,30 +55,60 @@ def _sweep(blocks: list[str], args: argparse.Namespace) -> dict:
     return rep
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the generic synthesis (or ``--sweep``), update the report and print ``synth.md``.
-
-    An unknown block in ``--blocks`` exits with a message naming the blocks.
-    """
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m flows.synth``."""
     ap = cli_parser(
         "python -m flows.synth",
         "Synthesis estimates of every block: ``python -m flows.synth`` (``make synth``).",
     )
     ap.add_argument("--sweep", action="store_true", help="parameter sweep (make synth-sweep)")
-    ap.add_argument("--jobs", type=int, default=2, help="Yosys runs in parallel (default 2)")
+    ap.add_argument("--jobs", type=int_arg(1), default=2, help="Yosys runs in parallel")
     ap.add_argument(
         "--timeout",
-        type=float,
+        type=real_arg(0, MAX_TIMEOUT, lo_open=True),
         default=None,
-        help=f"Yosys time limit per run in seconds (default: none; sweep {SWEEP_TIMEOUT:g})",
+        help=f"Yosys time limit per run in seconds, at most {MAX_TIMEOUT:g} (None: no limit; "
+        f"the sweep's is {SWEEP_TIMEOUT:g})",
     )
     ap.add_argument("--force", action="store_true", help="ignore the cache")
-    ap.add_argument("--blocks", default="", help="comma-separated subset of blocks")
+    ap.add_argument(
+        "--blocks",
+        type=verilog.blocks_arg,
+        default="",
+        help="comma-separated subset of blocks (empty: every block)",
+    )
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done. ``--blocks`` is a list
+    of distinct block names (an unknown one is a usage error), ``--jobs`` >= 1,
+    ``--timeout`` in (0, :data:`MAX_TIMEOUT`] seconds; with ``--sweep``, every block
+    of ``--blocks`` has a sweep (:func:`flows.synth.sweep.sweep_plan`).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
-    blocks = [b for b in args.blocks.split(",") if b]
-    for b in blocks:
-        if b not in verilog.BLOCKS:
-            raise SystemExit(f"--blocks: {b!r} is not a block ({', '.join(verilog.BLOCKS)})")
+    if args.sweep:
+        swept = sweep_plan()
+        no_sweep = [b for b in args.blocks if b not in swept]
+        if no_sweep:
+            ap.error(
+                f"argument --blocks: {', '.join(no_sweep)}: no sweep (blocks with one: "
+                f"{', '.join(swept)})"
+            )
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the generic synthesis (or ``--sweep``), update the report and print
+    ``synth.md``; 2 on a bad argument (:func:`parse_args`)."""
+    args = parse_args(argv)
+    blocks = args.blocks
     t0 = time.monotonic()
     rep = _sweep(blocks, args) if args.sweep else _generic(blocks or list(verilog.BLOCKS), args)
     save_report(rep)
