@@ -14,11 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from checks import cli_parser, int_arg, out_dir_arg
 from sim import report
 from sim.chip import BACKENDS, TREES, Chip, ChipConfig
+from sim.cli import MAX_POOL, checked_config, int_bounds
 from sim.timing import known_profiles
 from sim.workloads import WORKLOADS
 
@@ -52,17 +53,44 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _int(field: str) -> Callable[[str], int]:
+    """The ``argparse`` type of :class:`ChipConfig`'s integer ``field`` (its static range)."""
+    return int_arg(*int_bounds(field))
+
+
+def _profile_arg(text: str) -> str:
+    """``--profile``: a known timing profile (a GPU baseline is refused by ChipConfig)."""
+    if text not in known_profiles():
+        chips = [n for n in known_profiles() if "specdecode" in n]
+        raise argparse.ArgumentTypeError(
+            f"unknown profile {text!r}: SpecDecode-1 profiles are {', '.join(chips)}"
+        )
+    return text
+
+
+def _prefix_arg(text: str) -> str:
+    """``--prefix``: a file-name prefix (no directory part)."""
+    if not text or text in (".", "..") or any(c in text for c in "/\\\x00"):
+        raise argparse.ArgumentTypeError(
+            f"must be a file-name prefix (no directory separator), got {text!r}"
+        )
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim``."""
     d = ChipConfig()
     ap = cli_parser("python -m sim", __doc__.splitlines()[0])
     chips = [n for n in known_profiles() if "specdecode" in n]
     ap.add_argument(
-        "--profile", default=d.profile, help=f"SpecDecode-1 timing profile: {', '.join(chips)}"
+        "--profile",
+        type=_profile_arg,
+        default=d.profile,
+        help=f"SpecDecode-1 timing profile: {', '.join(chips)}",
     )
     ap.add_argument("--tree", default=d.tree, choices=TREES, help="tree policy")
-    ap.add_argument("--nodes", type=int, default=d.nodes, help="tree budget, root included")
-    ap.add_argument("--depth", type=int, default=d.depth, help="largest draft depth")
+    ap.add_argument("--nodes", type=int_arg(1), default=d.nodes, help="tree budget, root included")
+    ap.add_argument("--depth", type=_int("depth"), default=d.depth, help="largest draft depth")
     ap.add_argument(
         "--children",
         default=None,
@@ -79,44 +107,68 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--backend", default=d.backend, choices=BACKENDS, help="tree manager and KV pool"
     )
-    ap.add_argument("--seed", type=int, default=d.seed, help="seed of sequence 0")
-    ap.add_argument("--tokens", type=int, default=d.tokens, help="new tokens per sequence")
+    ap.add_argument("--seed", type=_int("seed"), default=d.seed, help="seed of sequence 0")
+    ap.add_argument(
+        "--tokens",
+        type=int_arg(1, MAX_POOL),
+        default=d.tokens,
+        help="new tokens per sequence (the KV pool must hold them)",
+    )
     ap.add_argument("--workload", default=d.workload, choices=WORKLOADS, help="what is decoded")
-    ap.add_argument("--prompt-len", type=int, default=d.prompt_len, help="prompt tokens")
-    ap.add_argument("--batch", type=int, default=d.batch, help="sequences decoded together")
+    ap.add_argument(
+        "--prompt-len", type=int_arg(1, MAX_POOL), default=d.prompt_len, help="prompt tokens"
+    )
+    ap.add_argument(
+        "--batch", type=_int("batch"), default=d.batch, help="sequences decoded together"
+    )
     ap.add_argument(
         "--shared-prompt",
         action="store_true",
         help="every sequence decodes the same prompt (prefix shared by fork)",
     )
-    ap.add_argument("--n-nodes", type=int, default=d.n_nodes, help="N_NODES")
-    ap.add_argument("--entries", type=int, default=d.entries, help="ENTRIES of the KV pool")
-    ap.add_argument("--pages", type=int, default=d.pages, help="PAGES of the KV pool")
-    ap.add_argument("--layers", type=int, default=d.layers, help="modelled KV layers")
+    ap.add_argument("--n-nodes", type=_int("n_nodes"), default=d.n_nodes, help="N_NODES")
+    ap.add_argument(
+        "--entries", type=_int("entries"), default=d.entries, help="ENTRIES of the KV pool"
+    )
+    ap.add_argument("--pages", type=_int("pages"), default=d.pages, help="PAGES of the KV pool")
+    ap.add_argument("--layers", type=_int("layers"), default=d.layers, help="modelled KV layers")
     ap.add_argument(
         "--update-every",
-        type=int,
+        type=_int("update_every"),
         default=d.update_every,
         help="topology optimiser: steps between re-solves",
     )
     ap.add_argument(
-        "--window", type=int, default=d.window, help="topology optimiser: steps of statistics"
+        "--window",
+        type=_int("window"),
+        default=d.window,
+        help="topology optimiser: steps of statistics",
     )
     ap.add_argument("--no-fallback", action="store_true", help="never fall back to plain decoding")
     ap.add_argument(
         "--out", type=out_dir_arg, default="build/reports", help="directory of the PNGs"
     )
     ap.add_argument("--no-plots", action="store_true", help="write no PNG")
-    ap.add_argument("--dpi", type=int_arg(10, 1200), default=110, help="PNG resolution, 10 .. 1200")
-    ap.add_argument("--prefix", default="chip", help="file-name prefix of the PNGs")
-    ap.add_argument("--timeline-steps", type=int_arg(1, 64), default=4, help="steps drawn, 1 .. 64")
+    ap.add_argument("--dpi", type=int_arg(10, 1200), default=110, help="PNG resolution")
+    ap.add_argument(
+        "--prefix", type=_prefix_arg, default="chip", help="file-name prefix of the PNGs"
+    )
+    ap.add_argument("--timeline-steps", type=int_arg(1, 64), default=4, help="steps drawn")
     ap.add_argument("--quiet", action="store_true", help="no progress bar, no text")
     return ap
 
 
-def config_from(args: argparse.Namespace) -> ChipConfig:
-    """The :class:`ChipConfig` of parsed arguments (``ValueError`` on a bad one)."""
-    return ChipConfig(
+#: the options a decode's KV-pool need depends on (:func:`sim.cli.capacity_error`)
+FIT_OPTIONS = "--tokens, --prompt-len, --batch, --layers, --nodes, --depth, --entries, --pages"
+
+
+def config_from(args: argparse.Namespace, ap: argparse.ArgumentParser | None = None) -> ChipConfig:
+    """The :class:`ChipConfig` of parsed arguments, whose decode fits its KV pool
+    (:func:`sim.cli.checked_config`): a bad one is a usage error of ``ap`` (exit
+    status 2) naming its option."""
+    return checked_config(
+        ap or build_parser(),
+        fit_options=FIT_OPTIONS,
         profile=args.profile,
         tree=args.tree,
         nodes=args.nodes,
@@ -141,6 +193,25 @@ def config_from(args: argparse.Namespace) -> ChipConfig:
     )
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; nothing loaded, nothing written.
+
+    ``config``: their :class:`ChipConfig` (:func:`config_from`: every field
+    checked, and that the decode fits the KV pool, exactly for one sequence or
+    a shared prompt; distinct prompts of a batch are checked again once loaded).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr naming the option, for a
+        bad argument.
+    """
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    args.config = config_from(args, ap)
+    return args
+
+
 def _text(tokens: Sequence[int], workload: str) -> str:
     if workload == "code":
         return bytes(tokens).decode("utf-8", "replace")
@@ -148,10 +219,12 @@ def _text(tokens: Sequence[int], workload: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo; returns the exit status (2 on a bad option)."""
-    args = build_parser().parse_args(argv)
+    """Run the demo; returns the exit status. A bad argument exits with status 2
+    before any work (:func:`parse_args`); a decode whose distinct prompts turn out
+    not to fit the KV pool returns 2 once they are loaded."""
+    args = parse_args(argv)
+    cfg = args.config
     try:
-        cfg = config_from(args)
         t0 = time.perf_counter()
         if not args.quiet:
             print(

@@ -13,6 +13,7 @@ This is a benchmark, not a test: nothing here asserts a time.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -20,10 +21,12 @@ import platform
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from checks import cli_parser
+from checks import cli_parser, int_arg, out_file_arg, real_arg
 from sim.chip import Chip, ChipConfig
+from sim.cli import MAX_POOL, checked_config
 
 REPORTS = Path(__file__).resolve().parent.parent / "build" / "reports"
 TARGET_STEPS_PER_S = 200  # issue target, python backend
@@ -71,14 +74,47 @@ def measure(cfg: ChipConfig, seconds: float, *, min_runs: int = 1, warm: bool = 
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; prints a table and writes ``chip_bench.json``."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m sim.bench``."""
     ap = cli_parser("python -m sim.bench", __doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=5.0, help="per configuration")
-    ap.add_argument("--rtl-tokens", type=int, default=64, help="tokens per rtl run")
+    ap.add_argument(
+        "--seconds", type=real_arg(0, lo_open=True), default=5.0, help="per configuration"
+    )
+    ap.add_argument(
+        "--rtl-tokens", type=int_arg(1, MAX_POOL), default=64, help="tokens per rtl run"
+    )
     ap.add_argument("--no-rtl", action="store_true", help="skip the rtl backend")
-    ap.add_argument("--out", default=str(REPORTS / "chip_bench.json"), help="JSON report")
+    ap.add_argument(
+        "--out", type=out_file_arg, default=REPORTS / "chip_bench.json", help="JSON report"
+    )
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; nothing loaded, nothing written.
+
+    ``rtl_config``: the ``rtl`` backend's :class:`ChipConfig` (``--rtl-tokens``
+    new tokens, checked to fit its KV pool, :func:`sim.cli.checked_config`);
+    ``--seconds`` a finite number > 0; ``--out`` a file.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
+    fields = ChipConfig().as_kwargs() | {"backend": "rtl", "tokens": args.rtl_tokens}
+    args.rtl_config = checked_config(
+        ap, fit_options="--rtl-tokens", default="--rtl-tokens", **fields
+    )
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; prints a table and writes ``chip_bench.json`` (2 on a bad
+    argument, :func:`parse_args`)."""
+    args = parse_args(argv)
 
     rows = []
     base = ChipConfig()
@@ -87,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(cfg, args.seconds))
         print(f"  python {tree:<8} {rows[-1]['steps_per_s']:>8.1f} steps/s", flush=True)
     if not args.no_rtl and _rtl_available():
-        cfg = base.replace(backend="rtl", tokens=args.rtl_tokens)
+        cfg = args.rtl_config
         t = time.perf_counter()
         Chip(cfg).run(max_steps=1)  # builds (cached) and starts the co-simulation once
         print(f"  rtl build/start-up {time.perf_counter() - t:.1f} s", flush=True)
@@ -114,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         f"CPU second ({verdict} the {TARGET_STEPS_PER_S} steps/s target on the wall clock; "
         f"load average {os.getloadavg()[0]:.1f})"
     )
-    out = Path(args.out)
+    out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(

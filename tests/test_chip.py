@@ -456,14 +456,19 @@ def test_cli(capsys, tmp_path):
 @pytest.mark.parametrize(
     "argv,match",
     [
-        (["--profile", "tpu"], "unknown profile 'tpu'"),
-        (["--nodes", "100"], "nodes = 100: a tree larger than N_NODES = 64"),
+        (["--profile", "tpu"], "argument --profile: unknown profile 'tpu'"),
+        (["--nodes", "100"], "--nodes (with --n-nodes): nodes = 100: a tree larger than N_NODES"),
+        (["--tokens", "1000"], "--tokens, --prompt-len, --batch, --layers, --nodes, --depth, "),
         (["--tokens", "1000"], "context: 1 sequence(s)"),
-        (["--tree", "static", "--nodes", "3", "--n-nodes", "2"], "nodes = 3"),
+        (["--tree", "static", "--nodes", "3", "--n-nodes", "2"], "--n-nodes): nodes = 3"),
     ],
 )
 def test_cli_errors(capsys, argv, match):
-    assert cli_main([*argv, "--quiet", "--no-plots"]) == 2
+    """A bad argument is a usage error naming its option, exit status 2, before the
+    workload is loaded (sim.__main__.parse_args)."""
+    with pytest.raises(SystemExit) as e:
+        cli_main([*argv, "--quiet", "--no-plots"])
+    assert e.value.code == 2
     assert match in capsys.readouterr().err
 
 

@@ -448,8 +448,10 @@ def test_projections_and_cli(capsys):
     assert timing_main(["--profile", "specdecode1-7b", "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert "roofline speculative" in out and "disagreements" in out and "vs GPU spec" in out
-    assert timing_main(["--profile", "specdecode1-7b", "--set", "hbm_bw=-1", "--no-plots"]) == 2
-    assert "hardware.hbm_bw" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # a usage error, before any work
+        timing_main(["--profile", "specdecode1-7b", "--set", "hbm_bw=-1", "--no-plots"])
+    assert e.value.code == 2
+    assert "argument --set: hardware.hbm_bw" in capsys.readouterr().err
 
 
 def test_plots_write_pngs(tmp_path, p70):

@@ -4,10 +4,12 @@ its backends (wall clock; not a test).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import random
 import sys
 import time
+from collections.abc import Sequence
 
 from checks import cli_parser, int_arg
 from golden.kvcache import KVError
@@ -74,24 +76,57 @@ def bench(steps: int = 200, ops: int = 2000, vocab: int = 256, **params: int) ->
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m sim.rtl [NAME=VALUE ...]``: build (timed) and benchmark."""
-    ap = cli_parser("python -m sim.rtl", main.__doc__)
-    ap.add_argument("params", nargs="*", help="open_rtl parameters, e.g. entries=64 pages=64")
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m sim.rtl``."""
+    ap = cli_parser("python -m sim.rtl", __doc__)
+    ap.add_argument(
+        "params",
+        nargs="*",
+        metavar="NAME=VALUE",
+        help="open_rtl parameters, e.g. entries=64 pages=64",
+    )
     ap.add_argument("--steps", type=int_arg(1), default=200, help="tree steps timed")
     ap.add_argument("--ops", type=int_arg(1), default=2000, help="KV operations timed")
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; nothing built.
+
+    ``overrides``: the ``NAME=VALUE`` parameters as integers (each name once);
+    ``hdl``: ``Top``'s parameters (:func:`sim.rtl.build.hdl_params`: an unknown
+    name or a value out of range is a usage error).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
     args = ap.parse_args(argv)
-    params: dict[str, int] = {}
+    args.overrides = {}
     for a in args.params:
-        k, _, v = a.partition("=")
+        k, eq, v = a.partition("=")
+        if not eq or not k.isidentifier():
+            ap.error(f"{a!r}: expected NAME=INTEGER")
+        if k in args.overrides:
+            ap.error(f"{k}: given twice")
         try:
-            params[k] = int(v, 0)
+            args.overrides[k] = int(v, 0)
         except ValueError:
             ap.error(f"{a!r}: expected NAME=INTEGER")
     try:  # every parameter checked before anything is built
-        hdl = hdl_params(**dict(params))
+        args.hdl = hdl_params(**dict(args.overrides))
     except ValueError as e:
         ap.error(str(e))
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sim.rtl [NAME=VALUE ...]``: build (timed) and benchmark (2 on a bad
+    argument, :func:`parse_args`)."""
+    args = parse_args(argv)
+    params, hdl = args.overrides, args.hdl
     print(f"building specdecode_top {hdl} (cached after the first time) ...", flush=True)
     t = time.perf_counter()
     build_top(hdl)

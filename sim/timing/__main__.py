@@ -10,7 +10,6 @@ step). Exit status 2 on a bad profile or override.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from checks import cli_parser, int_arg, out_dir_arg
 from sim.timing import plots
 from sim.timing.acceptance import accepted_distribution, chain_alpha
-from sim.timing.profiles import Profile, load_profile
+from sim.timing.profiles import Profile, known_profiles, load_profile
 from sim.timing.schedule import sample_steps
 from sim.timing.step import StepTiming
 from sim.timing.text import disagreements_table, projections_table, views_table
@@ -34,13 +33,34 @@ def _parse_value(text: str) -> Any:
     return text
 
 
+#: the profiles shown when no ``--profile`` is given
+DEFAULT_PROFILES = ("specdecode1-7b", "specdecode1-70b")
+
+
+def _chip_profiles() -> list[str]:
+    """The SpecDecode-1 profiles (the GPU baselines have no article arithmetic)."""
+    return [n for n in known_profiles() if not load_profile(n).is_gpu]
+
+
+def _profile_arg(text: str) -> str:
+    """``--profile``: a SpecDecode-1 profile name."""
+    chips = _chip_profiles()
+    if text not in chips:
+        what = "a GPU baseline" if text in known_profiles() else "unknown profile"
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: {what}; SpecDecode-1 profiles are {', '.join(chips)}"
+        )
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim.timing``."""
     ap = cli_parser("python -m sim.timing", __doc__.split("\n")[0])
     ap.add_argument(
         "--profile",
         action="append",
-        help="SpecDecode-1 profile (repeatable; default: specdecode1-7b and -70b)",
+        type=_profile_arg,
+        help=f"SpecDecode-1 profile (repeatable; None: {' and '.join(DEFAULT_PROFILES)})",
     )
     ap.add_argument(
         "--set",
@@ -52,9 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--out", type=out_dir_arg, default="build/reports", help="directory for the PNGs"
     )
-    ap.add_argument(
-        "--steps", type=int_arg(1, 64), default=4, help="steps per timeline panel, 1 .. 64"
-    )
+    ap.add_argument("--steps", type=int_arg(1, 64), default=4, help="steps per timeline panel")
     ap.add_argument(
         "--seed", type=int_arg(0, 2**64 - 1), default=0, help="seed of the sampled steps"
     )
@@ -89,22 +107,43 @@ def write_pngs(profile: Profile, out: Path, *, steps: int, seed: int) -> tuple[P
     return tl, hist
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m sim.timing``: both views, disagreements, projections, PNGs."""
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; nothing written.
+
+    ``profile``: the names (default :data:`DEFAULT_PROFILES`), each a SpecDecode-1
+    profile; ``overrides``: the ``--set FIELD=VALUE`` pairs (a value parsed as an
+    integer, else a number, else kept as text), each field given once;
+    ``profiles``: the :class:`Profile` of each name with the overrides (a bad
+    override is a usage error naming ``--set``).
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
     ap = build_parser()
     args = ap.parse_args(argv)
-    names = args.profile or ["specdecode1-7b", "specdecode1-70b"]
-    overrides: dict[str, Any] = {}
+    args.profile = args.profile or list(DEFAULT_PROFILES)
+    args.overrides = {}
     for item in args.set:
         key, eq, value = item.partition("=")
-        if not eq:
-            ap.error(f"--set {item!r}: expected FIELD=VALUE")
-        overrides[key] = _parse_value(value)
+        if not eq or not key:
+            ap.error(f"argument --set: {item!r}: expected FIELD=VALUE")
+        if key in args.overrides:
+            ap.error(f"argument --set: {key}: given twice")
+        args.overrides[key] = _parse_value(value)
     try:
-        profiles = [load_profile(n, **overrides) for n in names]
+        args.profiles = [load_profile(n, **args.overrides) for n in args.profile]
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        ap.error(f"argument --set: {exc}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sim.timing``: both views, disagreements, projections, PNGs (exit
+    status 2 on a bad argument, :func:`parse_args`)."""
+    args = parse_args(argv)
+    names, overrides, profiles = args.profile, args.overrides, args.profiles
     for p in profiles:
         print(views_table(p), end="\n\n")
         print(disagreements_table(p), end="\n\n")
