@@ -199,6 +199,31 @@ CLI_CASES = [
     ("flows.depth", ["bogus"], "argument block: invalid choice: 'bogus'"),
     ("flows.depth", ["kv_pool", "LANES=2"], "no block of kv_pool takes parameter(s) LANES"),
     ("formal.kv_pool", ["bogus"], "tasks = ['bogus']: each must be 'prove' or 'bmc'"),
+    # found by tests/test_fuzz_cli.py and its review (issue 19, item 4); each ran (a
+    # decode, a benchmark, make test, Yosys) and then raised a traceback, or ran wrong
+    ("flows.report.generate", ["--readme=--"], "argument --readme: expected a value, got '--'"),
+    ("sim.__main__", ["--n-nodes", "16"], "argument --nodes (with --n-nodes): nodes = 32"),
+    ("sim.__main__", ["--tokens", "1000"], "--pages: context: 1 sequence(s) of prompt 64"),
+    ("sim.__main__", ["--prefix", "a/b"], "argument --prefix: must be a file-name prefix"),
+    ("sim.timing.__main__", ["--profile", "h100-7b"], "argument --profile: 'h100-7b': a GPU"),
+    ("sim.timing.__main__", ["--set", "a.b=1", "--set", "a.b=2"], "--set: a.b: given twice"),
+    ("flows.testtime", ["--", "no-such-command-x"], "cmd: 'no-such-command-x' is not a command"),
+    ("flows.synth.cli", ["--timeout", "1e99"], "argument --timeout: must be a finite number in"),
+    ("flows.synth.cli", ["--blocks", "bogus"], "argument --blocks: 'bogus' is not a block"),
+    ("flows.synth.cli", ["--sweep", "--blocks", "specdecode_top"], "specdecode_top: no sweep"),
+    ("flows.synth_fpga", ["--pnr-timeout", "1e99"], "argument --pnr-timeout: must be a finite"),
+    ("flows.synth_fpga", ["--seeds", "4294967296"], "distinct seeds in 0 .. 2147483647"),
+    ("flows.synth_fpga", ["--jobs", "0"], "argument --jobs: must be an integer >= 1, got '0'"),
+    ("golden.bench", ["--runs", "0"], "argument --runs: must be an integer >= 1, got '0'"),
+    ("golden.bench", ["--seconds", "0"], "argument --seconds: must be a finite number > 0"),
+    ("sim.bench", ["--rtl-tokens", "0"], "argument --rtl-tokens: must be an integer in 1 .. "),
+    ("sim.bench", ["--rtl-tokens", "300"], "argument --rtl-tokens: context: 1 sequence(s)"),
+    ("flows.verilog", ["=1"], "expected NAME=VALUE, got '=1'"),
+    ("flows.verilog", ["N_NODES=8", "N_NODES=16"], "N_NODES: given twice"),
+    ("flows.synth_fpga", ["--set", "=1"], "argument --set: expected NAME=VALUE, got '=1'"),
+    ("sim.rtl.__main__", ["=1"], "'=1': expected NAME=INTEGER"),
+    ("formal.kv_pool", ["prove", "prove"], "tasks = ['prove', 'prove']: each at most once"),
+    ("flows.report.generate", ["--check", "--stamp", "x.json"], "not allowed with argument"),
 ]
 
 
