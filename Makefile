@@ -33,7 +33,7 @@ PYTEST := $(VPY) -m pytest -n $(JOBS)
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
 
-.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
+.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf figures verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
 
 all: test
 
@@ -74,6 +74,10 @@ chip: $(STAMP)
 
 perf: $(STAMP)
 	$(VPY) -m sim.timing
+
+# the documented runs of flows/report/figures.py, and every figure the docs quote from them
+figures: $(STAMP)
+	$(VPY) -m flows.report.figures
 
 soak: $(STAMP)
 	$(VPY) -m tb.kv_pool.soak

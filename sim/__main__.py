@@ -4,7 +4,8 @@ Decodes the default workload (the golden model's byte-level n-gram pair on
 held-out standard-library code) on the ``specdecode1-7b`` profile with the
 topology optimiser's Sequoia trees, then prints the generated text, the
 per-phase time table, the backend's cycle counts and the projections against
-plain decoding and the GPU profile, and writes PNGs under ``build/reports``
+plain decoding and the GPU profile, and writes under ``build/reports`` the
+run's figures as JSON (``chip.json``, :func:`sim.report.summary`) and PNGs
 (timeline of the first steps in every overlap mode, accepted tokens per step,
 the optimiser's tree sizes).
 """
@@ -15,6 +16,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from checks import cli_parser, int_arg, out_dir_arg
 from sim import report
@@ -146,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--no-fallback", action="store_true", help="never fall back to plain decoding")
     ap.add_argument(
-        "--out", type=out_dir_arg, default="build/reports", help="directory of the PNGs"
+        "--out",
+        type=out_dir_arg,
+        default="build/reports",
+        help="directory of the JSON report (<prefix>.json) and the PNGs",
     )
     ap.add_argument("--no-plots", action="store_true", help="write no PNG")
     ap.add_argument("--dpi", type=int_arg(10, 1200), default=110, help="PNG resolution")
@@ -274,11 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"\ntopology optimiser (sequence 0): {len(hist)} solves, tree sizes {sizes}, "
             f"{plain} decisions for plain decoding"
         )
+    written = [report.write_summary(res, Path(args.out) / f"{args.prefix}.json")]
     if not args.no_plots:
-        for p in report.write_pngs(
+        written += report.write_pngs(
             res, args.out, steps=args.timeline_steps, dpi=args.dpi, prefix=args.prefix
-        ):
-            print(f"wrote {p}")
+        )
+    for p in written:
+        print(f"wrote {p}")
     print(f"total {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -45,6 +45,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "flows.testtime": ([], ["--", "true"]),
     "flows.verilog": ([], []),
     "flows.report.generate": ([], []),
+    "flows.report.figures": ([], []),
     "flows.depth": (["kv_pool"], []),
     "flows.synth_fpga": ([], []),
     "flows.synth.cli": ([], []),

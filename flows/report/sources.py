@@ -394,8 +394,9 @@ def chip_model(ctx: Context) -> Page:
     page = _page(ctx, "chip_model", "Chip model figures", anchor, found or None, "make chip")
     page.source = rel(ctx, ctx.reports) + "/{chip,timeline,accepted}_*.png"
     page.lines = [
-        "The chip demo (`python -m sim`) and the timing model print their tables and write "
-        "no JSON report; their figures are copied here.",
+        "The PNGs of the chip demo (`python -m sim`) and of the timing model (`make perf`). "
+        "Their numbers (`chip.json`, `perf.json`) are quoted in the docs by `make figures` "
+        "(`flows/report/figures.py`), which `tests/test_figures.py` checks.",
         "",
     ]
     if found and not perf:

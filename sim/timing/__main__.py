@@ -3,8 +3,9 @@
 ``python -m sim.timing`` (``make perf``): for every profile, the article's
 arithmetic beside the roofline in every overlap mode, the disagreements
 between them, the projections against plain decoding and the GPU profiles,
-and two PNGs (a timeline of sampled steps per mode, the accepted tokens per
-step). Exit status 2 on a bad profile or override.
+the figures as JSON (``perf.json``, :mod:`sim.timing.summary`) and two PNGs
+(a timeline of sampled steps per mode, the accepted tokens per step). Exit
+status 2 on a bad profile or override.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sim.timing.acceptance import accepted_distribution, chain_alpha
 from sim.timing.profiles import Profile, known_profiles, load_profile
 from sim.timing.schedule import sample_steps
 from sim.timing.step import StepTiming
+from sim.timing.summary import write_summary
 from sim.timing.text import disagreements_table, projections_table, views_table
 from sim.timing.views import article_steps, article_view, roofline_view
 
@@ -70,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="override, e.g. --set target.bytes_per_param=0.5 --set context_len=8192",
     )
     ap.add_argument(
-        "--out", type=out_dir_arg, default="build/reports", help="directory for the PNGs"
+        "--out",
+        type=out_dir_arg,
+        default="build/reports",
+        help="directory of perf.json and the PNGs",
     )
     ap.add_argument("--steps", type=int_arg(1, 64), default=4, help="steps per timeline panel")
     ap.add_argument(
@@ -150,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not overrides:
         print("== projections (roofline unless stated; GPU spec decode = same tree on an H100)")
         print(projections_table(names), end="\n\n")
+    print(f"wrote {write_summary(profiles, Path(args.out) / 'perf.json')}")
     if not args.no_plots:
         for p in profiles:
             tl, hist = write_pngs(p, Path(args.out), steps=args.steps, seed=args.seed)
