@@ -11,7 +11,7 @@ status 2 on a bad profile or override.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +85,23 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def write_pngs(profile: Profile, out: Path, *, steps: int, seed: int) -> tuple[Path, Path]:
+def write_pngs(
+    profile: Profile,
+    out: Path,
+    *,
+    steps: int,
+    seed: int,
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[Path, Path]:
     """The timeline (``steps`` steps of the article and of every overlap mode) and the
-    accepted-tokens histogram (2,000 sampled steps) of ``profile``; the paths written."""
+    accepted-tokens histogram (2,000 sampled steps) of ``profile``; the paths written.
+    ``overrides`` (the ``--set`` fields) are named in both titles, so that a picture of
+    a modified profile is never taken for the profile's own."""
     p = profile
+    mod = "".join(
+        f", {k}={v:g}" if isinstance(v, float) else f", {k}={v}"
+        for k, v in (overrides or {}).items()
+    )
     panels: dict[str, list[StepTiming]] = {"article": article_steps(p, steps)}
     for m in p.overlap_modes:
         panels[f"roofline, {m}"] = sample_steps(p, steps, overlap=m, seed=seed)
@@ -98,7 +111,7 @@ def write_pngs(profile: Profile, out: Path, *, steps: int, seed: int) -> tuple[P
     tl = plots.timeline_png(
         panels,
         out / f"timeline_{p.name}.png",
-        title=f"{p.name}: {steps} steps per mode",
+        title=f"{p.name}{mod}: {steps} steps per mode",
         expected=expected,
     )
     acc = [s.accepted for s in sample_steps(p, 2000, overlap="none", seed=seed)]
@@ -107,7 +120,7 @@ def write_pngs(profile: Profile, out: Path, *, steps: int, seed: int) -> tuple[P
         acc,
         out / f"accepted_{p.name}.png",
         expected=accepted_distribution(alpha, p.workload.tree_depth),
-        title=f"{p.name}: accepted per step (chain-equivalent alpha {alpha:.3f})",
+        title=f"{p.name}{mod}: accepted per step (chain-equivalent alpha {alpha:.3f})",
     )
     return tl, hist
 
@@ -158,7 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"wrote {write_summary(profiles, Path(args.out) / 'perf.json')}")
     if not args.no_plots:
         for p in profiles:
-            tl, hist = write_pngs(p, Path(args.out), steps=args.steps, seed=args.seed)
+            tl, hist = write_pngs(
+                p, Path(args.out), steps=args.steps, seed=args.seed, overrides=overrides
+            )
             print(f"wrote {tl} and {hist}")
     return 0
 
