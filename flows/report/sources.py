@@ -109,7 +109,8 @@ def _bench(
 def golden_bench(ctx: Context) -> Page:
     """``golden_bench.json`` (``python -m golden.bench``)."""
     cols = {"workload": "workload", "tree": "tree", "arith": "arith", "checks": "model checks"}
-    cols |= {"steps_per_s": "steps/s", "tokens_per_s": "tokens/s", "tokens_per_step": "tokens/step"}
+    cols |= {"steps_per_s": "steps/s", "steps_per_cpu_s": "steps per CPU-s"}
+    cols |= {"tokens_per_s": "tokens/s", "tokens_per_step": "tokens/step"}
     cols |= {"cold_steps_per_s": "first pass steps/s", "seconds": "measured s"}
     label = ("workload", "tree", "arith", "checks")
     page, rep = _bench(ctx, "golden_bench", "Golden-model throughput", cols, label, "steps/s")
