@@ -7,7 +7,8 @@ Markdown is rendered). :data:`FIGURES` says where each one comes from: a
 documented run of :data:`RUNS` (``python -m sim`` or ``python -m sim.timing``
 with fixed arguments, each writing a JSON report under ``build/reports``), a
 path into that report and a format. ``make figures`` (``python -m
-flows.report.figures``) performs the runs and rewrites every marked figure;
+flows.report.figures``) performs the runs, rewrites every marked figure and
+copies the runs' pictures that the docs show (:attr:`Run.docs_pngs`, 80 dpi);
 ``tests/test_figures.py`` performs them again and fails when a page states
 a figure the code no longer gives.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,16 +49,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass(frozen=True)
 class Run:
-    """A documented command: ``python -m <module> <args> --out DIR`` writes ``DIR/<report>``."""
+    """A documented command: ``python -m <module> <args> --out DIR`` writes ``DIR/<report>``
+    and, with PNGs, the pictures ``docs_pngs`` that ``docs/`` shows (copied there, small)."""
 
     module: str
     args: tuple[str, ...]
     report: str
+    docs_pngs: tuple[str, ...] = ()
 
-    def argv(self, out: Path) -> list[str]:
-        """The command's arguments writing into ``out``, without PNGs or progress."""
+    def argv(self, out: Path, *, pngs: bool = False) -> list[str]:
+        """The command's arguments writing into ``out``, without progress; PNGs (at
+        the docs' 80 dpi) only with ``pngs`` and ``docs_pngs``."""
         quiet = ("--quiet",) if self.module == "sim" else ()
-        return [*self.args, *quiet, "--no-plots", "--out", str(out)]
+        plots = ("--dpi", "80") if pngs and self.docs_pngs else ("--no-plots",)
+        return [*self.args, *quiet, *plots, "--out", str(out)]
 
 
 _PHASED = (
@@ -67,8 +73,8 @@ _PHASED = (
 
 #: The runs the documentation quotes, by name (the first part of a figure's key).
 RUNS: dict[str, Run] = {
-    "chip": Run("sim", (), "chip.json"),
-    "phased": Run("sim", (*_PHASED, "--prefix", "phased"), "phased.json"),
+    "chip": Run("sim", (), "chip.json", ("chip_timeline.png",)),
+    "phased": Run("sim", (*_PHASED, "--prefix", "phased"), "phased.json", ("phased_topology.png",)),
     "phased_nofallback": Run(
         "sim",
         (*_PHASED, "--no-fallback", "--prefix", "phased_nofallback"),
@@ -182,9 +188,10 @@ def fill(text: str, texts: Mapping[str, str], outputs: Mapping[str, str] | None 
 
 
 def run_reports(
-    out: Path, names: Sequence[str] | None = None
+    out: Path, names: Sequence[str] | None = None, *, pngs: bool = False
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Perform the runs of :data:`RUNS` (all, or ``names``) writing into ``out``.
+    """Perform the runs of :data:`RUNS` (all, or ``names``) writing into ``out`` (with
+    ``pngs``, also the pictures the docs show).
 
     Returns each run's report and its printed output (:func:`clean_output`).
     """
@@ -199,7 +206,7 @@ def run_reports(
         main = importlib.import_module(f"{run.module}.__main__").main
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            status = main(run.argv(out))
+            status = main(run.argv(out, pngs=pngs))
         if status:
             raise RuntimeError(f"python -m {run.module} {' '.join(run.args)}: exit {status}")
         reports[name] = json.loads((out / run.report).read_text())
@@ -228,7 +235,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m flows.report.figures``: perform the runs, rewrite the marked figures."""
     args = parse_args(argv)
-    reports, outputs = run_reports(args.out)
+    reports, outputs = run_reports(args.out, pngs=True)
+    for run in RUNS.values():
+        for png in run.docs_pngs:
+            shutil.copyfile(args.out / png, ROOT / "docs" / png)
+            print(f"copied {png} to docs/")
     texts = figure_texts(reports)
     for page in marked_pages():
         old = page.read_text()
