@@ -70,3 +70,13 @@ def test_fill_rewrites_marks_and_refuses_unknown_keys() -> None:
 def test_clean_output_drops_what_varies() -> None:
     text = "43 chip steps (+1 extra); model speed 720 steps/s\ntable\ntotal 1.5 s\nwrote x.png\n"
     assert figures.clean_output(text) == "43 chip steps (+1 extra)\ntable\n"
+
+
+def test_every_picture_in_docs_is_shown() -> None:
+    """A PNG under ``docs/`` (generated results apart) that no page shows is a stale
+    picture of an earlier run."""
+    pages = " ".join(p.read_text() for p in figures.marked_pages())
+    docs = figures.ROOT / "docs"
+    pngs = [p for p in docs.rglob("*.png") if "results" not in p.relative_to(docs).parts]
+    unshown = [str(p.relative_to(docs)) for p in pngs if p.name not in pages]
+    assert not unshown, f"pictures no page shows: {unshown}"
