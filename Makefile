@@ -68,6 +68,7 @@ bench: $(STAMP)
 	$(VPY) -m golden.bench
 	$(VPY) -m sim.bench
 	$(STAMP_REPORT) $(REPORTS)/golden_bench.json $(REPORTS)/chip_bench.json
+	$(VPY) -m golden.kvpool.bench
 
 chip: $(STAMP)
 	$(VPY) -m sim

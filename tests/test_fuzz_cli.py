@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parent.parent
 CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kv_pool": ([], []),
     "golden.bench": ([], []),
+    "golden.kvpool.bench": ([], []),
     "golden.__main__": ([], []),
     "flows.testtime": ([], ["--", "true"]),
     "flows.verilog": ([], []),
