@@ -375,3 +375,94 @@ def test_ngram_model_refuses_a_bad_row_as_it_computes_it(monkeypatch) -> None:
     monkeypatch.setattr(model, "_compute_one", lambda tail: np.full(256, np.nan))
     with pytest.raises(ValueError, match=r"^NGramModel row\[0, 0\] = nan"):
         model.probs([[1, 2]])
+
+
+# --------------------------------------------------------------------------- issue 19, item 4
+# found by tests/test_fuzz_api.py
+
+
+def test_model_tokens_are_never_bools_or_floats_from_a_cache() -> None:
+    """``NGramModel.probs([[True, 2]])`` read True as byte 1 (``bytes()`` takes
+    bools); after ``TableModel.probs([[1, 2]])``, ``[[1.0, 2]]`` and ``[[True, 2]]``
+    hit its row cache (equal dict keys), though refused before."""
+    from golden.models import NGramModel, TableModel
+
+    ngram = NGramModel.train(b"abcabd" * 4, order=3)
+    table = TableModel.random(3, 1, order=2)
+    for model in (ngram, table, SyntheticPair(8, 0.7).target):
+        model.probs([[1, 2]])
+        for bad in ([True, 2], [1.0, 2], [np.True_, 2]):
+            with pytest.raises(ValueError, match=r"^contexts\[0\]\[0\] = .*: token must be an int"):
+                model.probs([bad])
+
+
+def test_ragged_tails_and_contexts_are_named() -> None:
+    """``probs_tails([[1, 2], [3]])`` raised numpy's "inhomogeneous shape" error;
+    ``tails_matrix([[1.7]], 1)`` truncated to ``[[1]]``; ``tails_matrix(c, 10**30)``
+    raised "Maximum allowed dimension exceeded"."""
+    from golden.models import NGramModel, tails_matrix
+
+    pair = SyntheticPair(8, 0.7)
+    ngram = NGramModel.train(b"abcabd" * 4, order=3)
+    for fn in (pair.draft.probs_tails, ngram.probs_tails, ngram.probs_tails_cdf):
+        with pytest.raises(ValueError, match=r"^tails = \[\[1, 2\], \[3\]\]: must be an integer"):
+            fn([[1, 2], [3]])
+    with pytest.raises(ValueError, match=r"^contexts\[0\]\[0\] = 1\.7: token must be an integer"):
+        tails_matrix([[1.7]], 1)
+    with pytest.raises(ValueError, match=r"^window = 10{30}: must be an integer in 0 \.\. 4096$"):
+        tails_matrix([[1]], 10**30)
+    with pytest.raises(ValueError, match=r"^contexts = array\(5\): must be a list of token"):
+        pair.target.probs(np.array(5))
+
+
+def test_table_model_arguments_are_checked_before_any_work() -> None:
+    """``TableModel(t, order=2**70)`` and ``joint(p, 2**70)`` never returned (``V**order``);
+    ``TableModel("abc")`` and ``TableModel({})`` raised numpy's errors;
+    ``random(seed=True)`` a TypeError, ``random(concentration=[1])`` a TypeError,
+    ``random(concentration=1.7e308)`` a table of NaN."""
+    from golden.models import TableModel
+
+    m = TableModel.random(3, 1)
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match=r"^order = 1180591620717411303424: must be an integer"):
+        TableModel(m.table, order=2**70)
+    with pytest.raises(ValueError, match=r"^order = 63: must be <= 62 for V = 3"):
+        TableModel(m.table, order=63)
+    with pytest.raises(ValueError, match=r"^length = 1180591620717411303424: must be an integer"):
+        m.joint([1], 2**70)
+    assert time.monotonic() - t0 < 1.0
+    for bad in ("abc", {}):
+        with pytest.raises(ValueError, match=r"^table = .*: must be a number or an array"):
+            TableModel(bad)
+    for kw, msg in [
+        ({"seed": True}, r"^seed = True: must be an integer in 0 \.\. "),
+        ({"seed": -1}, r"^seed = -1: must be an integer in 0 \.\. "),
+        ({"concentration": [1.0]}, r"^concentration = \[1\.0\]: must be a finite number in \(0, "),
+        ({"concentration": 1.7e308}, r"^concentration = 1\.7e\+308: must be a finite number in"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            TableModel.random(3, **{"seed": 1, **kw})
+
+
+def test_ngram_levels_are_checked() -> None:
+    """``NGramModel(2, 0.5, nan)`` raised TypeError; a level whose arrays are not
+    count tables (a byte 300, unsorted contexts, wrong totals) raised numpy's
+    errors or gave rows that were not distributions."""
+    from golden.models import NGramModel
+
+    ref = NGramModel.train(b"abcabd" * 4, order=2)
+    with pytest.raises(ValueError, match=r"^levels = nan: must be a list of \(ctx, start"):
+        NGramModel(2, 0.5, float("nan"))
+    ctx, start, nxt, cnt, total = ref._levels[1]
+    for i, a, msg in [
+        (2, np.r_[300, nxt[1:].astype(int)], r"^levels\[1\]\.nxt\[0\] = 300: must be an int"),
+        (0, ctx[::-1], r"^levels\[1\]\.ctx\[1\] = \d+: must be greater than levels\[1\]\.ctx"),
+        (4, total + 1, r"^levels\[1\]\.total\[0\] = \d+: must be the sum of its counts"),
+        (1, start * 0, r"^levels\[1\]\.start = .*: must run from 0 to len"),
+        (3, cnt.astype(float), r"^levels\[1\]\.cnt\[0\] = 8\.0: must be an integer"),
+    ]:
+        lv = [ctx, start, nxt, cnt, total]
+        lv[i] = a
+        with pytest.raises(ValueError, match=msg):
+            NGramModel(2, 0.5, [ref._levels[0], tuple(lv)])
+    assert NGramModel(2, 0.75, ref._levels) == ref

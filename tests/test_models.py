@@ -144,7 +144,7 @@ def test_table_errors() -> None:
             TableModel(good, order=order)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="V = 0: must be an integer in 1 .. 131072"):
         TableModel.random(0, seed=1)
-    with pytest.raises(ValueError, match="concentration = 0.0: must be > 0"):
+    with pytest.raises(ValueError, match=r"concentration = 0\.0: must be a finite number in \(0, "):
         TableModel.random(3, seed=1, concentration=0.0)
     with pytest.raises(ValueError, match="rows too large"):
         TableModel.random(100, seed=1, order=4)
@@ -161,7 +161,7 @@ def test_table_errors() -> None:
         m.probs("ab")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"prompt\[1\] = 7: token out of range 0..2"):
         m.joint([0, 7], 2)
-    with pytest.raises(ValueError, match="length = -1: must be an integer >= 0"):
+    with pytest.raises(ValueError, match="length = -1: must be an integer in 0 .. 1024"):
         m.joint([0], -1)
     with pytest.raises(ValueError, match="length = 13: V\\*\\*length"):
         m.joint([0], 13)

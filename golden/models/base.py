@@ -19,6 +19,8 @@ from checks import integer
 
 __all__ = [
     "MAX_VOCAB",
+    "MAX_WINDOW",
+    "as_tails",
     "check_contexts",
     "check_tails",
     "check_token",
@@ -28,11 +30,15 @@ __all__ = [
 
 #: Largest vocabulary a model may have (``TOKEN_BITS = 17``, SPEC §5).
 MAX_VOCAB = 1 << 17
+#: Largest ``context_window`` (tokens a model reads) of a tails matrix.
+MAX_WINDOW = 1 << 12
 
 
 def check_token(t: object, vocab_size: int, i: int | None, j: int) -> int:
     """Token ``contexts[i][j] = t`` (``prompt[j]`` if ``i`` is None) as an int in range."""
     try:
+        if isinstance(t, bool | np.bool_):  # an integer to operator.index, not a token
+            raise TypeError
         v = operator.index(t)  # type: ignore[arg-type]
     except TypeError:
         where = f"prompt[{j}]" if i is None else f"contexts[{i}][{j}]"
@@ -45,7 +51,7 @@ def check_token(t: object, vocab_size: int, i: int | None, j: int) -> int:
 
 def checked_tail(i: int, context: object, window: int, vocab_size: int) -> tuple[int, ...]:
     """The last ``window`` tokens of ``contexts[i]``, checked, as a tuple of ints."""
-    if isinstance(context, str) or not isinstance(context, Sequence | np.ndarray):
+    if not _is_sequence(context):
         raise ValueError(f"contexts[{i}] = {context!r}: must be a sequence of tokens")
     n = len(context)
     lo = max(0, n - window)
@@ -58,8 +64,15 @@ def checked_tail(i: int, context: object, window: int, vocab_size: int) -> tuple
 
 def check_contexts(contexts: object) -> None:
     """``ValueError`` unless ``contexts`` is a sequence (not a string) of contexts."""
-    if isinstance(contexts, str | bytes) or not isinstance(contexts, Sequence | np.ndarray):
+    if isinstance(contexts, bytes) or not _is_sequence(contexts):
         raise ValueError(f"contexts = {contexts!r}: must be a list of token sequences")
+
+
+def _is_sequence(x: object) -> bool:
+    """A sequence of tokens may be: a ``Sequence`` but a string, or a 1-D or more array."""
+    if isinstance(x, np.ndarray):
+        return x.ndim >= 1
+    return isinstance(x, Sequence) and not isinstance(x, str)
 
 
 def check_tails(tails: object, window: int, vocab_size: int, *, padding: bool = True) -> np.ndarray:
@@ -69,7 +82,7 @@ def check_tails(tails: object, window: int, vocab_size: int, *, padding: bool = 
     ``padding=True`` also checks that ``-1`` only comes before a row's tokens
     (callers that cache checked rows check that on their misses instead).
     """
-    t = np.asarray(tails)
+    t = as_tails(tails)
     if t.ndim != 2 or t.shape[1] != window:
         raise ValueError(f"tails has shape {t.shape}: expected (m, context_window = {window})")
     if t.dtype.kind not in "iu":
@@ -83,6 +96,20 @@ def check_tails(tails: object, window: int, vocab_size: int, *, padding: bool = 
         )
     if padding:
         _check_padding(t)
+    return t
+
+
+def as_tails(tails: object) -> np.ndarray:
+    """``np.asarray(tails)``; ``ValueError`` naming ``tails`` if numpy cannot make an
+    array of it (ragged rows, a dict)."""
+    if isinstance(tails, np.ndarray):
+        return tails
+    try:
+        t = np.asarray(tails)
+    except (TypeError, ValueError):
+        t = None
+    if t is None or t.dtype.kind == "O":
+        raise ValueError(f"tails = {tails!r}: must be an integer matrix")
     return t
 
 
@@ -110,23 +137,22 @@ def tails_matrix(contexts: Sequence[Sequence[int]], window: int) -> np.ndarray:
     contexts : list of list of int
         Token sequences.
     window : int
-        ``context_window`` of the model (``>= 0``).
+        ``context_window`` of the model, ``0 .. MAX_WINDOW``.
 
     Returns
     -------
     np.ndarray
         ``(len(contexts), window)`` ``int64``: row ``i`` holds the last
         ``window`` tokens of ``contexts[i]``, right-aligned, ``-1`` before them
-        when the context is shorter. Tokens are not range-checked here.
+        when the context is shorter. Tokens must be integers ``0 ..
+        MAX_VOCAB - 1`` (the model checks them against its own vocabulary).
     """
-    window = integer("window", window, 0)
+    window = integer("window", window, 0, MAX_WINDOW)
     check_contexts(contexts)
     out = np.full((len(contexts), window), -1, dtype=np.int64)
     if window:
         for i, c in enumerate(contexts):
-            if isinstance(c, str) or not isinstance(c, Sequence | np.ndarray):
-                raise ValueError(f"contexts[{i}] = {c!r}: must be a sequence of tokens")
-            t = list(c[-window:])
+            t = checked_tail(i, c, window, MAX_VOCAB)
             if t:
                 out[i, window - len(t) :] = t
     return out

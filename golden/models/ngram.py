@@ -13,7 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from checks import integer, prob_matrix, real
-from golden.models.base import check_contexts, check_tails, checked_tail
+from golden.models.base import as_tails, check_contexts, check_tails, checked_tail
+from golden.models.ngram_levels import check_levels
 
 __all__ = ["NGRAM_FORMAT", "MAX_ORDER", "NGramModel"]
 
@@ -65,7 +66,7 @@ class NGramModel:
         Absolute discount ``D``, ``0 < D <= 1``.
     levels : list of tuple of np.ndarray
         Per context length ``k``: ``(ctx, start, nxt, cnt, total)`` as
-        produced by :meth:`train`.
+        produced by :meth:`train` (checked: :func:`check_levels`).
     cache_size : int, optional
         Largest number of cached distributions (2 kB each).
 
@@ -95,10 +96,7 @@ class NGramModel:
         self.order = integer("order", order, 1, MAX_ORDER)
         self.discount = real("discount", discount, 0, 1, lo_open=True)
         self.cache_size = integer("cache_size", cache_size, 1)
-        if len(levels) != self.order:
-            raise ValueError(
-                f"levels: {len(levels)} levels given, order = {self.order} needs {self.order}"
-            )
+        check_levels(levels, self.order)
         self._levels = [tuple(np.asarray(a) for a in lv) for lv in levels]
         # for inference, every level k = 1 .. order-1 in one set of flat arrays:
         # sorted keys (k << 56 | context code), per context the back-off weight
@@ -107,8 +105,6 @@ class NGramModel:
         keys, lams, starts, counts, nxts, adjs = [], [], [], [], [], []
         n_entries = 0
         for k, lv in enumerate(self._levels):
-            if len(lv) != 5:
-                raise ValueError(f"levels[{k}]: must be (ctx, start, nxt, cnt, total)")
             ctx, start, nxt, cnt, total = lv
             n = np.diff(start)
             tot = np.maximum(total, 1).astype(np.float64)
@@ -389,13 +385,13 @@ class NGramModel:
             If a token is not an integer in ``0 .. 255``.
         """
         w = self.context_window
-        try:  # hot path: lists of ints 0 .. 255 (bytes() checks them)
-            if w:
-                keys = [bytes(c[-w:]) if type(c) in _LISTS else None for c in contexts]
-                if None in keys:
-                    raise TypeError
-            else:
-                keys = [b""] * len(contexts)
+        try:  # hot path: lists of ints 0 .. 255 (bytes() checks them, but takes bools)
+            keys = [
+                bytes(t) if type(c) in _LISTS and bool not in map(type, t := c[-w:]) else None
+                for c in contexts
+            ]
+            if None in keys or not w:
+                raise TypeError
         except (TypeError, ValueError):
             check_contexts(contexts)
             keys = [bytes(checked_tail(i, c, w, 256)) for i, c in enumerate(contexts)]
@@ -480,7 +476,7 @@ class NGramModel:
 
     def _tail_keys(self, tails: npt.ArrayLike) -> list[bytes]:
         """Cache keys of ``tails`` (checked: ``ValueError`` as :meth:`probs_tails`)."""
-        t = np.asarray(tails)
+        t = as_tails(tails)
         w = self.context_window
         if t.ndim != 2 or t.shape[1] != w or t.dtype.kind not in "iu":
             check_tails(t, w, 256)  # raises

@@ -7,12 +7,21 @@ the model of the exact-distribution ("lossless") tests.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 
-from checks import integer
-from golden.models.base import MAX_VOCAB, check_contexts, check_tails, check_token, checked_tail
+from checks import as_floats, integer, real
+from checks import seed as seed_check
+from golden.models.base import (
+    MAX_VOCAB,
+    MAX_WINDOW,
+    check_contexts,
+    check_tails,
+    check_token,
+    checked_tail,
+)
 
 __all__ = ["TableModel"]
 
@@ -31,7 +40,8 @@ class TableModel:
         For ``order = 1``: row ``t`` follows token ``t``, row ``V`` starts.
         Every row must be non-negative and sum to 1 (within 1e-9).
     order : int, optional
-        Number of previous tokens a distribution depends on (``>= 1``).
+        Number of previous tokens a distribution depends on, ``1 ..
+        MAX_WINDOW`` (4096; ``<= 62`` unless ``V = 1``).
 
     Attributes
     ----------
@@ -50,13 +60,17 @@ class TableModel:
     """
 
     def __init__(self, table: npt.ArrayLike, *, order: int = 1) -> None:
-        self.order = integer("order", order, 1)
-        t = np.array(table, dtype=np.float64)
+        self.order = integer("order", order, 1, MAX_WINDOW)
+        t = as_floats("table", table).copy()
         if t.ndim != 2 or t.shape[1] < 1:
             raise ValueError(f"table: shape {t.shape} must be (V**order + 1, V) with V >= 1")
         V = int(t.shape[1])
         if V > MAX_VOCAB:
             raise ValueError(f"table: vocabulary size V = {V} exceeds {MAX_VOCAB}")
+        if V > 1 and self.order > 62:  # V**order + 1 rows: more than any array holds
+            raise ValueError(
+                f"order = {self.order}: must be <= 62 for V = {V} (a table has V**order + 1 rows)"
+            )
         rows = V**self.order + 1
         if t.shape[0] != rows:
             raise ValueError(
@@ -91,9 +105,10 @@ class TableModel:
             Vocabulary size, ``1 .. 131072`` (and ``V**order + 1`` rows must
             stay below 2**22).
         seed : int
-            Seed of ``numpy.random.default_rng``.
+            Seed of ``numpy.random.default_rng``, ``0 .. 2**64 - 1``.
         concentration : float, optional
-            Dirichlet concentration (``> 0``): small values give peaked rows.
+            Dirichlet concentration, ``0 < c <= 1e300``: small values give
+            peaked rows, large ones nearly uniform rows.
         order : int, optional
             See :class:`TableModel`.
 
@@ -107,13 +122,11 @@ class TableModel:
             If ``V``, ``concentration`` or ``order`` is out of range.
         """
         V = integer("V", V, 1, MAX_VOCAB)
-        order = integer("order", order, 1)
-        c = float(concentration)
-        if not (np.isfinite(c) and c > 0):
-            raise ValueError(f"concentration = {concentration!r}: must be > 0")
-        if V**order + 1 > 1 << 22:
+        order = integer("order", order, 1, MAX_WINDOW)
+        c = real("concentration", concentration, 0, 1e300, lo_open=True)
+        if V > 1 and (order > 22 or V**order + 1 > 1 << 22):
             raise ValueError(f"V = {V}, order = {order}: table of V**order + 1 rows too large")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(seed_check("seed", seed))
         t = rng.dirichlet(np.full(V, c), size=V**order + 1)
         t /= t.sum(axis=1, keepdims=True)  # exact to rounding, even for tiny concentrations
         return cls(t, order=order)
@@ -121,8 +134,11 @@ class TableModel:
     def _row_index(self, contexts: Sequence[Sequence[int]]) -> np.ndarray:
         """Table row of every context (memoised per checked context tail)."""
         k, index = self.order, self._index
-        try:  # hot path: every tail seen before (so already checked)
-            return np.fromiter([index[tuple(c[-k:])] for c in contexts], np.intp, len(contexts))
+        try:  # hot path: every tail seen before (so already checked), of plain ints
+            tails = [tuple(c[-k:]) for c in contexts]
+            # 1.0 and True equal 1 as dict keys: only plain ints may take a cached row
+            if set(map(type, chain.from_iterable(tails))) <= {int}:
+                return np.fromiter([index[t] for t in tails], np.intp, len(contexts))
         except (KeyError, TypeError, IndexError):
             pass
         check_contexts(contexts)
@@ -197,7 +213,7 @@ class TableModel:
         prompt : list of int
             The context the continuation follows.
         length : int
-            Number of tokens generated (``>= 0``; ``V**length <= 2**20``).
+            Number of tokens generated, ``0 .. 1024`` (and ``V**length <= 2**20``).
 
         Returns
         -------
@@ -211,7 +227,7 @@ class TableModel:
         ValueError
             If ``length`` is negative or too large, or ``prompt`` has a bad token.
         """
-        length = integer("length", length, 0)
+        length = integer("length", length, 0, 1 << 10)
         V = self.vocab_size
         if V**length > 1 << 20:
             raise ValueError(f"length = {length}: V**length = {V}**{length} exceeds 2**20")
