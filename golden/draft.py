@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from checks import boolean, integer, prob_matrix
+from checks import boolean, choice, integer, prob_matrix
 from golden import plan as _plan
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "checked_model",
     "draw_tree",
     "check_children_rule",
+    "check_context",
     "tails_fast_path",
 ]
 
@@ -71,9 +72,28 @@ class Model(Protocol):
 
 
 def check_children_rule(children: str) -> str:
-    if children not in CHILDREN_RULES:
-        raise ValueError(f"children = {children!r}: must be one of {', '.join(CHILDREN_RULES)}")
-    return children
+    """``children`` if it is one of :data:`CHILDREN_RULES` (``ValueError`` naming it)."""
+    return choice("children", children, CHILDREN_RULES)  # type: ignore[return-value]
+
+
+def _is_sequence(x: object) -> bool:
+    """A sequence of tokens: a ``Sequence`` (not a string) or a 1-D array."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 1
+    return isinstance(x, Sequence) and not isinstance(x, str | bytes)
+
+
+def check_context(context: object, vocab: int, read: int) -> None:
+    """``ValueError`` unless ``context`` is a sequence of tokens whose last ``read``
+    entries (what a draft reads of it, and the root) are integers ``0 .. vocab - 1``;
+    the model checks the tokens it reads itself, this names the argument."""
+    if not _is_sequence(context):
+        raise ValueError(f"context = {context!r}: must be a sequence of tokens")
+    tail = list(context[-read:]) if read else []  # type: ignore[index]
+    lo = len(context) - len(tail)
+    for j, t in enumerate(tail):
+        if not (type(t) is int and 0 <= t < vocab):
+            integer(f"context[{lo + j}]", t, 0, vocab - 1)
 
 
 def model_rows(
@@ -162,7 +182,10 @@ def checked_model(model: object, role: str, check: bool = True) -> object:
 
 
 def context_tail(model: object, context: Sequence[int]) -> list[int]:
-    """The part of ``context`` that ``model`` reads (all of it without ``context_window``)."""
+    """The part of ``context`` that ``model`` reads (all of it without ``context_window``);
+    ``ValueError`` if ``context`` is not a sequence (its tokens are the model's to check)."""
+    if not _is_sequence(context):
+        raise ValueError(f"context = {context!r}: must be a sequence of tokens")
     w = getattr(model, "context_window", None)
     if w is None:
         return list(context)
@@ -448,9 +471,22 @@ def draw_tree(
     gathered with index arrays computed once per shape
     (:func:`golden.plan.plan`); any other draft gets lists of tokens from
     ``probs``. Both give the same tree, bit for bit.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: a bad tree (``parents``), ``children`` rule,
+        ``rng`` (not a ``numpy.random.Generator``), ``draft`` (no ``probs``, or
+        a row that is not a distribution: :func:`checked_model`) or ``context``
+        (not a sequence, or a token it reads not in ``0 .. vocab_size - 1``).
     """
     pl = _plan.plan(parents)
     check_children_rule(children)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng = {rng!r}: must be a numpy.random.Generator")
+    draft = checked_model(draft, "draft")
+    w = getattr(draft, "context_window", None)
+    check_context(context, int(draft.vocab_size), 1 if w is None else max(int(w), 1))
     tokens, q_levels, pruned = _draw(pl, draft, context, children, rng)
     if pruned is not None:
         return pruned

@@ -466,3 +466,29 @@ def test_ngram_levels_are_checked() -> None:
         with pytest.raises(ValueError, match=msg):
             NGramModel(2, 0.5, [ref._levels[0], tuple(lv)])
     assert NGramModel(2, 0.75, ref._levels) == ref
+
+
+def test_draw_tree_names_its_arguments() -> None:
+    """``draw_tree`` with ``draft=None`` raised AttributeError, ``rng=[]``
+    AttributeError, ``context=5`` TypeError, ``context=[[290]]`` numpy's error,
+    ``children=np.zeros(2)`` numpy's "truth value is ambiguous";
+    ``context_tail(model, 5)`` a TypeError."""
+    from golden.draft import check_children_rule, context_tail, draw_tree
+
+    pair = SyntheticPair(8, 0.7)
+    gen = np.random.default_rng(1)
+    for kw, msg in [
+        ({"draft": None}, r"^draft = None: must be a model with probs"),
+        ({"rng": []}, r"^rng = \[\]: must be a numpy\.random\.Generator$"),
+        ({"context": 5}, r"^context = 5: must be a sequence of tokens$"),
+        ({"context": [[290]]}, r"^context\[0\] = \[290\]: must be an integer in 0 \.\. 7$"),
+        ({"context": [1, 2.0]}, r"^context\[1\] = 2\.0: must be an integer in 0 \.\. 7$"),
+        ({"children": np.zeros(2)}, r"^children = array\(\[0\., 0\.\]\): must be one of 'iid'"),
+    ]:
+        args = {"parents": [-1, 0], "draft": pair.draft, "context": [1, 2], "children": "iid"}
+        with pytest.raises(ValueError, match=msg):
+            draw_tree(**{**args, "rng": gen, **kw})
+    with pytest.raises(ValueError, match=r"^children = 'IID': must be one of 'iid', 'swor'"):
+        check_children_rule("IID")
+    with pytest.raises(ValueError, match=r"^context = 5: must be a sequence of tokens$"):
+        context_tail(pair.draft, 5)
