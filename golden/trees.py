@@ -37,13 +37,14 @@ al. 2023 (:func:`chain_expected_accepted`).
 from __future__ import annotations
 
 import math
+import operator
 from collections import deque
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from checks import integer, real
+from checks import float_array, int_array, integer, real
 from golden import tree as _tree
 from golden.draft import StepRecord, TreePolicy
 from golden.eagle import Eagle2Tree
@@ -63,8 +64,12 @@ __all__ = [
     "Eagle2Tree",
 ]
 
-#: Largest tree :func:`full_tree` agrees to build (a guard against typos).
+#: Largest tree :func:`full_tree`, :func:`chain` and :func:`star` agree to build
+#: (a guard against typos; a policy's trees have at most ``N_NODES`` nodes).
 FULL_TREE_LIMIT = 1 << 20
+
+#: Most sibling ranks tracked (a node of an ``N_NODES`` tree has fewer children).
+MAX_RANKS = _tree.MAX_NODES - 1
 
 #: Tolerance on ``sum(acc) <= 1``.
 ACC_SUM_TOL = 1e-9
@@ -74,19 +79,20 @@ ACC_SUM_TOL = 1e-9
 
 
 def _check_acc(acc: Sequence[float], name: str = "acc") -> np.ndarray:
-    """Validate an acceptance vector: non-empty, entries in [0, 1], sum <= 1."""
-    try:
-        a = np.asarray(acc, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} = {acc!r}: must be a sequence of probabilities") from exc
-    if a.ndim != 1 or a.size == 0:
-        raise ValueError(f"{name} = {acc!r}: must be a non-empty 1-D sequence of probabilities")
-    for i, v in enumerate(a.tolist()):
-        if not 0.0 <= v <= 1.0:
-            raise ValueError(f"{name} = {a.tolist()!r}: entry {i} = {v!r} is outside [0, 1]")
+    """An acceptance vector as ``float64``: non-empty, 1-D, every entry a number
+    in ``[0, 1]`` (:func:`checks.real`: no bool, no string), sum ``<= 1``."""
+    a = float_array(name, acc)
+    if a.size == 0:
+        raise ValueError(f"{name} = {acc!r}: must be a non-empty sequence of probabilities")
+    entries = acc.tolist() if isinstance(acc, np.ndarray) else list(acc)
+    for i, v in enumerate(entries):
+        real(f"{name}[{i}]", v, 0, 1)
     s = float(a.sum())
     if s > 1.0 + ACC_SUM_TOL:
-        raise ValueError(f"{name} = {a.tolist()!r}: sum = {s!r} > 1 (ranks are disjoint events)")
+        raise ValueError(
+            f"{name} sums to {s!r}: must be at most 1 (within {ACC_SUM_TOL:g}; "
+            "ranks are disjoint events)"
+        )
     return a
 
 
@@ -99,14 +105,15 @@ def chain(k: int) -> list[int]:
     Parameters
     ----------
     k : int
-        Number of draft tokens, ``>= 0``; ``k = 0`` is plain decoding (root only).
+        Number of draft tokens, ``0 .. FULL_TREE_LIMIT - 1``; ``k = 0`` is plain
+        decoding (root only).
 
     Returns
     -------
     list[int]
         ``[-1, 0, 1, ..., k - 1]``.
     """
-    k = integer("k", k, 0)
+    k = integer("k", k, 0, FULL_TREE_LIMIT - 1)
     return [-1] + list(range(k))
 
 
@@ -116,14 +123,14 @@ def star(k: int) -> list[int]:
     Parameters
     ----------
     k : int
-        Number of children of the root, ``>= 0``.
+        Number of children of the root, ``0 .. FULL_TREE_LIMIT - 1``.
 
     Returns
     -------
     list[int]
         ``[-1, 0, 0, ..., 0]``.
     """
-    k = integer("k", k, 0)
+    k = integer("k", k, 0, FULL_TREE_LIMIT - 1)
     return [-1] + [0] * k
 
 
@@ -193,11 +200,11 @@ class Chain(StaticTree):
     Parameters
     ----------
     k : int
-        Number of draft tokens, ``>= 0``.
+        Number of draft tokens, ``0 .. N_NODES - 1`` (1,023).
     """
 
     def __init__(self, k: int) -> None:
-        self.k = integer("k", k, 0)
+        self.k = integer("k", k, 0, _tree.MAX_NODES - 1)
         super().__init__(chain(self.k))
 
     def __repr__(self) -> str:
@@ -264,9 +271,12 @@ def expected_accepted(parents: Sequence[int], acc: Sequence[float]) -> float:
 
 
 def _count_record(record: StepRecord, hits: np.ndarray, trials: np.ndarray) -> None:
-    """Add one record's rank statistics to ``hits`` / ``trials`` (in place)."""
+    """Add one record's rank statistics to ``hits`` / ``trials`` (in place, and only
+    once the whole record is checked: a bad record changes nothing)."""
+    if not (hasattr(record, "parents") and hasattr(record, "path")):
+        raise ValueError(f"record = {record!r}: must be a StepRecord (parents and path)")
     par = _tree.validate(record.parents)
-    path = [int(a) for a in record.path]
+    path = int_array("record.path", record.path).tolist()
     n, kmax = len(par), hits.size
     if not path or path[0] != 0:
         raise ValueError(f"record.path = {path!r}: must start at the root 0")
@@ -278,13 +288,13 @@ def _count_record(record: StepRecord, hits: np.ndarray, trials: np.ndarray) -> N
     for t, a in enumerate(path):
         if not 0 <= a < n:
             raise ValueError(f"record.path = {path!r}: node {a} is not in the {n}-node tree")
-        if t > 0:
-            if par[a] != path[t - 1]:
-                raise ValueError(
-                    f"record.path = {path!r}: node {a} is not a child of node {path[t - 1]}"
-                )
-            if rank[a] < kmax:
-                hits[rank[a]] += 1
+        if t > 0 and par[a] != path[t - 1]:
+            raise ValueError(
+                f"record.path = {path!r}: node {a} is not a child of node {path[t - 1]}"
+            )
+    for t, a in enumerate(path):
+        if t > 0 and rank[a] < kmax:
+            hits[rank[a]] += 1
         trials[: min(nchild[a], kmax)] += 1
 
 
@@ -304,16 +314,19 @@ def estimate_acceptance(records: Iterable[StepRecord], max_children: int) -> np.
     records : Iterable[StepRecord]
         The steps (only ``parents`` and ``path`` are read).
     max_children : int
-        Length of the returned vector, ``>= 1``; ranks beyond it are ignored.
+        Length of the returned vector, ``1 .. MAX_RANKS`` (1,023); ranks beyond
+        it are ignored.
 
     Returns
     -------
     np.ndarray
         ``float64``, shape ``(max_children,)``.
     """
-    k = integer("max_children", max_children, 1)
+    k = integer("max_children", max_children, 1, MAX_RANKS)
     hits = np.zeros(k, dtype=np.int64)
     trials = np.zeros(k, dtype=np.int64)
+    if isinstance(records, str | bytes) or not hasattr(records, "__iter__"):
+        raise ValueError(f"records = {records!r}: must be an iterable of StepRecords")
     for rec in records:
         _count_record(rec, hits, trials)
     out = np.zeros(k, dtype=np.float64)
@@ -380,7 +393,7 @@ def sequoia_tree(acc: Sequence[float], n_nodes: int, max_depth: int) -> tuple[li
     acc : Sequence[float]
         ``(p_1, ..., p_K)``, entries in ``[0, 1]``, ``sum <= 1``.
     n_nodes : int
-        Node budget, root included, ``>= 1``.
+        Node budget, root included, ``1 .. N_NODES`` (1,024).
     max_depth : int
         Largest depth of a draft node (the root has depth 0), ``>= 1``.
 
@@ -393,7 +406,7 @@ def sequoia_tree(acc: Sequence[float], n_nodes: int, max_depth: int) -> tuple[li
         :func:`expected_accepted` of ``parents``).
     """
     p = _check_acc(acc)
-    n = integer("n_nodes", n_nodes, 1)
+    n = integer("n_nodes", n_nodes, 1, _tree.MAX_NODES)
     depth = integer("max_depth", max_depth, 1)
     nz = np.flatnonzero(p > 0.0)
     budget = n - 1
@@ -437,8 +450,8 @@ class SequoiaTree(StaticTree):
     def __init__(self, acc: Sequence[float], n_nodes: int, max_depth: int) -> None:
         parents, self.expected = sequoia_tree(acc, n_nodes, max_depth)
         self.acc = _check_acc(acc)
-        self.n_nodes = int(n_nodes)
-        self.max_depth = int(max_depth)
+        self.n_nodes = operator.index(n_nodes)  # checked by sequoia_tree
+        self.max_depth = operator.index(max_depth)
         super().__init__(parents)
 
     def __repr__(self) -> str:
@@ -449,7 +462,9 @@ def check_prior(
     initial_acc: Sequence[float], max_children: int, prior_weight: float
 ) -> tuple[float, np.ndarray]:
     """Validate a topology optimiser's prior: ``(prior_weight, prior)``, where
-    ``prior`` is ``initial_acc`` padded with zeros to ``max_children`` entries."""
+    ``prior`` is ``initial_acc`` padded with zeros to ``max_children`` entries
+    (``1 .. MAX_RANKS``)."""
+    max_children = integer("max_children", max_children, 1, MAX_RANKS)
     init = _check_acc(initial_acc, "initial_acc")
     if init.size > max_children:
         raise ValueError(
@@ -481,7 +496,7 @@ class AdaptiveSequoia(TreePolicy):
     Parameters
     ----------
     n_nodes : int
-        Node budget, root included, ``>= 1``.
+        Node budget, root included, ``1 .. N_NODES`` (1,024).
     max_depth : int
         Largest draft-node depth, ``>= 1``.
     initial_acc : Sequence[float]
@@ -490,7 +505,7 @@ class AdaptiveSequoia(TreePolicy):
     update_every : int
         Observations between re-solves, ``>= 1`` (default 16).
     max_children : int
-        Ranks tracked, ``>= 1`` (default 8).
+        Ranks tracked, ``1 .. MAX_RANKS`` (default 8).
     prior_weight : float
         Pseudo-trials per rank, ``>= 0`` (default 2.0; 0: plain estimate).
 
@@ -516,10 +531,10 @@ class AdaptiveSequoia(TreePolicy):
         max_children: int = 8,
         prior_weight: float = 2.0,
     ) -> None:
-        self.n_nodes = integer("n_nodes", n_nodes, 1)
+        self.n_nodes = integer("n_nodes", n_nodes, 1, _tree.MAX_NODES)
         self.max_depth = integer("max_depth", max_depth, 1)
         self.update_every = integer("update_every", update_every, 1)
-        self.max_children = integer("max_children", max_children, 1)
+        self.max_children = integer("max_children", max_children, 1, MAX_RANKS)
         self.prior_weight, self.prior = check_prior(initial_acc, self.max_children, prior_weight)
         self.max_nodes = self.n_nodes
         self.hits = np.zeros(self.max_children, dtype=np.int64)
@@ -554,6 +569,8 @@ class AdaptiveSequoia(TreePolicy):
         return list(self._parents)
 
     def observe(self, record: StepRecord) -> None:
+        """Add a finished step's rank statistics (``ValueError`` naming a bad
+        ``record``, which changes nothing); re-solve every ``update_every``."""
         _count_record(record, self.hits, self.trials)
         self.n_observed += 1
         if self.n_observed % self.update_every == 0:

@@ -371,7 +371,7 @@ BAD_CONFIGS = [
     (dict(depth=0), "depth = 0"),
     (dict(nodes=True), "nodes = True"),
     (dict(update_every=0), "update_every = 0"),
-    (dict(initial_acc=(0.8, 0.5)), "initial_acc = [0.8, 0.5]"),
+    (dict(initial_acc=(0.8, 0.5)), "initial_acc sums to 1.3"),
     (dict(backend="rtl", batch=2), "batch = 2: the rtl backend"),
 ]
 

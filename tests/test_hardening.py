@@ -492,3 +492,73 @@ def test_draw_tree_names_its_arguments() -> None:
         check_children_rule("IID")
     with pytest.raises(ValueError, match=r"^context = 5: must be a sequence of tokens$"):
         context_tail(pair.draft, 5)
+
+
+def test_tree_shapes_and_sequoia_sizes_are_bounded() -> None:
+    """``chain(np.uint64(2**63))`` raised OverflowError (``chain(2**40)`` ran out of
+    memory); ``Chain(5000)`` blamed ``tree has 5001 nodes``, not ``k``;
+    ``sequoia_tree(acc, 10**6, 4)`` and ``AdaptiveSequoia(10**6, ...)`` built a
+    10**6 x 10**6 table; ``estimate_acceptance([], 10**30)`` raised numpy's
+    "Maximum allowed dimension exceeded"; ``check_prior(acc, nan, 2)`` a TypeError."""
+    from golden import trees
+
+    t0 = time.monotonic()
+    for fn in (trees.chain, trees.star):
+        with pytest.raises(
+            ValueError, match=r"^k = np\.uint64\(9223372036854775808\): must be an int"
+        ):
+            fn(np.uint64(2**63))
+    with pytest.raises(ValueError, match=r"^k = 5000: must be an integer in 0 \.\. 1023$"):
+        trees.Chain(5000)
+    for fn in (trees.sequoia_tree, trees.SequoiaTree, trees.AdaptiveSequoia):
+        args = (10**6, 4, [0.5]) if fn is trees.AdaptiveSequoia else ([0.5], 10**6, 4)
+        with pytest.raises(
+            ValueError, match=r"^n_nodes = 1000000: must be an integer in 1 \.\. 1024"
+        ):
+            fn(*args)
+    with pytest.raises(
+        ValueError, match=r"^max_children = 10{30}: must be an integer in 1 \.\. 1023"
+    ):
+        trees.estimate_acceptance([], 10**30)
+    with pytest.raises(ValueError, match=r"^max_children = nan: must be an integer in 1 \.\. 1023"):
+        trees.check_prior([0.5], float("nan"), 2.0)
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_acceptance_vectors_refuse_bools_and_strings() -> None:
+    """``sequoia_tree([True], 4, 2)`` solved for ``acc = [1.0]`` and ``["0.5"]`` for
+    ``[0.5]`` (numpy converts both); the sum's message now reads as the family's."""
+    from golden import trees
+
+    for acc, msg in [
+        ([True], r"^acc\[0\] = True: must be a finite number in \[0, 1\]$"),
+        (["0.5"], r"^acc\[0\] = '0\.5': must be a finite number in \[0, 1\]$"),
+        (np.array([True]), r"^acc\[0\] = True: must be a finite number"),
+        ([0.5, 0.7], r"^acc sums to 1\.2: must be at most 1 \(within 1e-09; ranks are disjoint"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            trees.sequoia_tree(acc, 4, 2)
+
+
+def test_step_records_are_checked_whole_before_counting() -> None:
+    """``estimate_acceptance(nan, 2)`` raised TypeError, ``([5], 2)`` AttributeError;
+    a path ``[0, 1.9]`` counted node 1 (``int()`` truncated); ``AdaptiveSequoia.
+    observe`` of a path that went wrong at its third node had already counted
+    the first two (its statistics changed by a call that raised)."""
+    from golden import trees
+    from golden.draft import StepRecord
+
+    def rec(path):
+        return StepRecord([-1, 0, 0, 1], [], 0, path, 0, [])
+
+    with pytest.raises(ValueError, match=r"^records = nan: must be an iterable of StepRecords"):
+        trees.estimate_acceptance(float("nan"), 2)
+    with pytest.raises(ValueError, match=r"^record = 5: must be a StepRecord"):
+        trees.estimate_acceptance([5], 2)
+    with pytest.raises(ValueError, match=r"^record\.path\[1\] = 1\.9: must be an integer"):
+        trees.estimate_acceptance([rec([0, 1.9])], 2)
+    policy = trees.AdaptiveSequoia(8, 4, [0.6, 0.2])
+    with pytest.raises(ValueError, match=r"node 2 is not a child of node 1"):
+        policy.observe(rec([0, 1, 2]))
+    assert policy.hits.tolist() == [0] * 8 and policy.trials.tolist() == [0] * 8
+    assert policy.n_observed == 0
