@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from checks import seed
 from golden import accept as _acc
 from golden import plan as _plan
 from golden import tree as _tree
@@ -43,11 +44,19 @@ from golden.rng import lane_states, xoshiro_step
 __all__ = ["BatchLaneRNG", "speculative_generate_batch"]
 
 
+def _seeds(seeds: object) -> list[int]:
+    """``seeds`` as a list of ints, each :func:`checks.seed` (``int()`` would truncate 1.7)."""
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, Sequence | np.ndarray):
+        raise ValueError(f"seeds = {seeds!r}: must be a sequence of integers")
+    return [seed(f"seeds[{b}]", s) for b, s in enumerate(seeds)]
+
+
 class BatchLaneRNG:
     """``LaneRNG`` for a batch of seeds: ``next()`` returns ``(B, lanes)`` uint32."""
 
     def __init__(self, seeds: Sequence[int], lanes: int) -> None:
-        st = np.stack([lane_states(int(s), lanes) for s in seeds], axis=1)  # (4, B, lanes)
+        seeds = _seeds(seeds)
+        st = np.stack([lane_states(s, lanes) for s in seeds], axis=1)  # (4, B, lanes)
         self.state = np.ascontiguousarray(st)
 
     def keep(self, rows: np.ndarray) -> None:
@@ -187,7 +196,7 @@ def speculative_generate_batch(
     B = len(prompts)
     if B == 0:
         raise ValueError("prompts is empty")
-    seeds = list(range(B)) if seeds is None else [int(s) for s in seeds]
+    seeds = list(range(B)) if seeds is None else _seeds(seeds)
     if len(seeds) != B:
         raise ValueError(f"seeds has {len(seeds)} entries for {B} prompts")
     for b in range(B):

@@ -83,7 +83,16 @@ _U7, _U9, _U11, _U21, _U25 = (np.uint32(k) for k in (7, 9, 11, 21, 25))
 
 def xoshiro_step(state: np.ndarray) -> np.ndarray:
     """One xoshiro128++ step of every generator in ``state`` (``(4, ...)`` uint32,
-    updated in place); returns the outputs (shape ``state.shape[1:]``)."""
+    updated in place); returns the outputs (shape ``state.shape[1:]``).
+
+    Raises
+    ------
+    ValueError
+        ``state`` is not a ``uint32`` array of shape ``(4, ...)`` (nothing is
+        converted: a copy would not be updated).
+    """
+    if not (isinstance(state, np.ndarray) and state.dtype == np.uint32 and state.shape[:1] == (4,)):
+        raise ValueError(f"state = {state!r}: must be a uint32 array of shape (4, ...)")
     s0, s1, s2, s3 = state  # views: updated in place
     x = s0 + s3
     result = x << _U7  # rotl(s0 + s3, 7) + s0
