@@ -337,7 +337,7 @@ def test_workloads():
 
 
 BAD_CONFIGS = [
-    (dict(profile="tpu-v5"), "unknown profile 'tpu-v5'"),
+    (dict(profile="tpu-v5"), "profile = 'tpu-v5': unknown profile"),
     (dict(profile="h100-7b"), "profile = 'h100-7b': a GPU baseline"),
     (dict(tree="bushy"), "tree = 'bushy'"),
     (dict(mode="hot"), "mode = 'hot'"),

@@ -41,3 +41,103 @@ def test_batch_seeds_are_not_truncated() -> None:
             speculative_generate_batch(
                 pair.target, pair.draft, [[1, 2]], 4, tree=[-1, 0], seeds=bad
             )
+
+
+CONFIG_CASES = [
+    (
+        {"tree": np.array(["chain", "x"])},
+        r"^tree = array\(\['chain', 'x'\], dtype='<U5'\): must be one of",
+    ),
+    (
+        {"overlap": np.array(["none", "x"])},
+        r"^overlap = array\(.*\): profile specdecode1-7b supports",
+    ),
+    ({"children": np.array([1, 2])}, r"^children = array\(\[1, 2\]\): must be one of 'iid'"),
+    ({"shared_prompt": "no"}, r"^shared_prompt = 'no': must be True or False$"),
+    ({"shared_prompt": 0}, r"^shared_prompt = 0: must be True or False$"),
+    (
+        {"context_offset": 2**70},
+        r"^context_offset = 1180591620717411303424: must be an integer in 0 \.\. 16777216$",
+    ),
+    ({"profile": "tpu"}, r"^profile = 'tpu': unknown profile; known profiles are h100-70b"),
+    ({"profile": np.array(["x"])}, r"^profile = array\(\['x'\], dtype='<U1'\): unknown profile"),
+]
+
+
+@pytest.mark.parametrize(("kw", "msg"), CONFIG_CASES, ids=lambda x: str(x)[:30])
+def test_chip_config_choices_booleans_and_offset(kw, msg) -> None:
+    """``ChipConfig(tree=np.array([...]))`` (and ``mode``, ``backend``,
+    ``workload``, ``children``, ``overlap``) raised numpy's "truth value of an
+    array is ambiguous"; ``shared_prompt="no"`` was truthy: every sequence
+    shared one prompt; ``context_offset=2**70`` was accepted and failed in the
+    timing as ``context_len``."""
+    from sim.chip import ChipConfig
+
+    with pytest.raises(ValueError, match=msg):
+        ChipConfig(**kw)
+
+
+def test_timing_acceptance_model_checks_its_arguments() -> None:
+    """``chain_alpha(2.5, 2**70)`` never returned (a sum of 2**70 terms per
+    bisection step); ``chain_alpha([0.1], 4)`` and ``accepted_distribution([1], 4)``
+    raised TypeError; ``accepted_distribution(0.5, -1)`` IndexError,
+    ``(0.5, 1.2e17)`` MemoryError; ``draft_evals_of([-1, 0.7])`` counted node 0
+    (``int()`` truncated), ``draft_evals_of("abc")`` raised int()'s error."""
+    import time
+
+    from sim.timing import acceptance
+
+    t0 = time.monotonic()
+    for fn in (acceptance.chain_alpha, acceptance.predicted_tip_probability):
+        with pytest.raises(
+            ValueError, match=r"^depth = 1180591620717411303424: must be an integer in 0 \.\. 1023$"
+        ):
+            fn(2.5, 2**70)
+        with pytest.raises(
+            ValueError, match=r"^mean_accepted = \[0\.1\]: must be a finite number in \[0, 4\]$"
+        ):
+            fn([0.1], 4)
+    assert time.monotonic() - t0 < 1.0
+    for args, msg in [
+        (([1], 4), r"^alpha = \[1\]: must be a finite number in \[0, 1\]$"),
+        ((0.5, -1), r"^depth = -1: must be an integer in 0 \.\. 1023$"),
+        ((0.5, 1.2e17), r"^depth = 1\.2e\+17: must be an integer"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            acceptance.accepted_distribution(*args)
+    with pytest.raises(ValueError, match=r"^parents\[1\] = 0\.7: must be an integer$"):
+        acceptance.draft_evals_of([-1, 0.7])
+    with pytest.raises(ValueError, match=r"^parents\[0\] = 'a': must be an integer$"):
+        acceptance.draft_evals_of("abc")
+
+
+def test_profiles_name_the_argument() -> None:
+    """``load_profile(np.array(["x"]))`` raised numpy's ambiguous-truth error,
+    ``load_profile(p, precision=[1])`` "unhashable type", ``hbm_bw=10**400``
+    OverflowError, and an override of the field ``name`` (``target.name`` as a
+    keyword) "got multiple values for argument 'name'"; ``check_step(None, ...)``
+    raised AttributeError and ``overlap=np.array(...)`` the ambiguous-truth error."""
+    from sim.timing import profiles
+
+    for name in (np.array(["x", "y"]), None, "tpu"):
+        with pytest.raises(
+            ValueError, match=r"^name = .*: unknown profile; known profiles are h100"
+        ):
+            profiles.load_profile(name)
+    for kw, msg in [
+        ({"precision": [1]}, r"^precision = \[1\]: must be one of 'fp32', 'bf16'"),
+        ({"hbm_bw": 10**400}, r"^hardware\.hbm_bw = 10{400}: must be finite$"),
+        ({"name": "x"}, r"^override 'name': ambiguous, use one of target\.name, draft\.name$"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            profiles.load_profile("specdecode1-7b", **kw)
+    p = profiles.load_profile("specdecode1-7b")
+    args = {"tree_nodes": 8, "tree_depth": 3, "accepted": 2, "context_len": 100, "draft_evals": 4}
+    with pytest.raises(ValueError, match=r"^p = None: must be a Profile"):
+        profiles.check_step(None, **args, overlap="none")
+    with pytest.raises(
+        ValueError, match=r"^overlap = array\(.*\): profile specdecode1-7b supports"
+    ):
+        profiles.check_step(p, **args, overlap=np.array(["none", "x"]))
+    with pytest.raises(ValueError, match=r"^prefix = 5: must be a string$"):
+        profiles.check_step(p, **args, overlap="none", prefix=5)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from checks import boolean
+from checks import boolean, choice
 from checks import integer as _int
 from golden import trees as _trees
 from golden.decoder import MODES
@@ -50,6 +50,8 @@ DEFAULT_CHILDREN = {
     "sequoia": "swor",
     "eagle2": "topk",
 }
+#: Largest ``context_offset``: the timing model's largest context (:func:`sim.timing.check_step`).
+MAX_CONTEXT = 1 << 24
 #: Static shape's branching per depth before truncation to ``nodes`` (breadth first).
 STATIC_BRANCHING = (4, 2, 2, 1, 1, 1, 1, 1)
 
@@ -65,8 +67,8 @@ class TimingParams:
     overlap : str
         ``none``, ``prefetch`` or ``speculative`` (:mod:`sim.timing.step`).
     context_offset : int or None
-        Tokens of history the timing assumes before the prompt (default: the
-        profile's ``workload.context_len``).
+        Tokens of history the timing assumes before the prompt, ``0 .. 2**24``
+        (default: the profile's ``workload.context_len``).
     """
 
     profile: str = "specdecode1-7b"
@@ -141,7 +143,8 @@ class DecodeParams:
         one, used by every sequence).
     shared_prompt : bool
         Every sequence decodes the same prompt (with its own seed): parallel
-        sampling, the whole prompt prefix shared through ``fork``.
+        sampling, the whole prompt prefix shared through ``fork``. ``True`` or
+        ``False`` (no truthiness: ``"no"`` is refused).
     layers : int
         Modelled layers: KV entries per token position, ``1 .. 2**layer_bits``.
     """
@@ -263,8 +266,12 @@ class ChipConfig:
 
     def timing_profile(self) -> Profile:
         """The :class:`sim.timing.Profile` named by ``profile``."""
-        if not isinstance(self.profile, str):
-            raise ValueError(f"profile = {self.profile!r}: must be a profile name")
+        known = known_profiles()
+        if not isinstance(self.profile, str) or self.profile not in known:
+            raise ValueError(
+                f"profile = {self.profile!r}: unknown profile; known profiles are "
+                f"{', '.join(known)}"
+            )
         return load_profile(self.profile)
 
     @property
@@ -300,9 +307,8 @@ def static_parents(cfg: ChipConfig) -> list[int]:
 
 
 def _choice(name: str, value: object, options: Sequence[str]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} = {value!r}: must be one of {', '.join(options)}")
-    return str(value)
+    """:func:`checks.choice` (an array is refused, not compared element-wise)."""
+    return choice(name, value, options)  # type: ignore[return-value]
 
 
 Bound = int | None | Callable[[Any], int]
@@ -352,7 +358,7 @@ def validate(cfg: ChipConfig) -> None:
     _choice("mode", cfg.mode, MODES)
     _choice("backend", cfg.backend, BACKENDS)
     _choice("workload", cfg.workload, WORKLOADS)
-    if cfg.overlap not in prof.overlap_modes:
+    if not isinstance(cfg.overlap, str) or cfg.overlap not in prof.overlap_modes:
         raise ValueError(
             f"overlap = {cfg.overlap!r}: profile {prof.name} supports "
             f"{', '.join(prof.overlap_modes)}"
@@ -364,8 +370,9 @@ def validate(cfg: ChipConfig) -> None:
     for name, lo, hi in INT_BOUNDS:
         _int(name, getattr(cfg, name), lo, hi(cfg) if callable(hi) else hi)
     boolean("fallback", cfg.fallback)  # "no" is truthy: only True / False
-    if cfg.context_offset is not None:
-        _int("context_offset", cfg.context_offset, 0)
+    boolean("shared_prompt", cfg.shared_prompt)
+    if cfg.context_offset is not None:  # the timing's context_len is at most 2**24
+        _int("context_offset", cfg.context_offset, 0, MAX_CONTEXT)
     n_nodes = int(cfg.n_nodes)
     nodes = _int("nodes", cfg.nodes, 1)
     if nodes > n_nodes:

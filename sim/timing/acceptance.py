@@ -14,12 +14,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from checks import integer, real
+from golden import tree as _tree
+
 __all__ = [
     "accepted_distribution",
     "chain_alpha",
     "draft_evals_of",
     "predicted_tip_probability",
 ]
+
+#: The deepest tree: a chain of ``N_NODES`` (1,024) nodes.
+MAX_DEPTH = _tree.MAX_NODES - 1
 
 
 def chain_alpha(mean_accepted: float, depth: int) -> float:
@@ -33,17 +39,20 @@ def chain_alpha(mean_accepted: float, depth: int) -> float:
     mean_accepted : float
         Mean accepted draft tokens per step, in ``[0, depth]``.
     depth : int
-        Tree depth (the longest acceptable path), ``>= 0``.
+        Tree depth (the longest acceptable path), ``0 .. MAX_DEPTH`` (1,023).
 
     Returns
     -------
     float
         ``alpha`` in ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``depth`` or ``mean_accepted``.
     """
-    if depth < 0:
-        raise ValueError(f"depth = {depth!r}: must be >= 0")
-    if not 0 <= mean_accepted <= depth:
-        raise ValueError(f"mean_accepted = {mean_accepted!r}: must be in 0..{depth}")
+    depth = integer("depth", depth, 0, MAX_DEPTH)
+    mean_accepted = real("mean_accepted", mean_accepted, 0, depth)
     if depth == 0 or mean_accepted == 0:
         return 0.0
     if mean_accepted == depth:
@@ -74,9 +83,10 @@ def predicted_tip_probability(mean_accepted: float, depth: int) -> float:
 
 
 def accepted_distribution(alpha: float, depth: int) -> np.ndarray:
-    """``P(accepted = k)``, ``k = 0..depth``, for a chain with acceptance ``alpha``."""
-    if not 0 <= alpha <= 1:
-        raise ValueError(f"alpha = {alpha!r}: must be in [0, 1]")
+    """``P(accepted = k)``, ``k = 0..depth``, for a chain with acceptance ``alpha``
+    (``[0, 1]``) and ``depth`` ``0 .. MAX_DEPTH``; ``ValueError`` naming either."""
+    alpha = real("alpha", alpha, 0, 1)
+    depth = integer("depth", depth, 0, MAX_DEPTH)
     k = np.arange(depth + 1)
     p = alpha**k * (1.0 - alpha)
     p[depth] = alpha**depth
@@ -84,5 +94,9 @@ def accepted_distribution(alpha: float, depth: int) -> np.ndarray:
 
 
 def draft_evals_of(parents: Sequence[int]) -> int:
-    """Draft-model evaluations a tree needs: its nodes with children (root included)."""
-    return len({int(p) for p in list(parents)[1:]})
+    """Draft-model evaluations a tree needs: its nodes with children (root included).
+
+    ``parents`` is checked (:func:`golden.tree.structure`, cached per tree):
+    ``int()`` would have truncated a float parent.
+    """
+    return len(_tree.structure(parents).internal)

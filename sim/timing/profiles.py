@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from checks import choice
+
 __all__ = [
     "OVERLAP_MODES",
     "PRECISIONS",
@@ -245,7 +247,11 @@ def _number(key: str, value: object, *, integer: bool, zero_ok: bool) -> float |
         raise ValueError(f"{key} = {value!r}: must be a number")
     if integer and not (isinstance(value, int) or float(value).is_integer()):
         raise ValueError(f"{key} = {value!r}: must be an integer")
-    if not math.isfinite(value):
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        finite = False
+    if not finite:
         raise ValueError(f"{key} = {value!r}: must be finite")
     if value < 0 or (value == 0 and not zero_ok):
         raise ValueError(f"{key} = {value!r}: must be {'>= 0' if zero_ok else '> 0'}")
@@ -300,7 +306,7 @@ def _resolve_key(key: str, data: Mapping[str, Any]) -> tuple[str, str]:
     return hits[0], key
 
 
-def load_profile(name: str, **overrides: Any) -> Profile:
+def load_profile(name: str, /, **overrides: Any) -> Profile:
     """Load ``sim/profiles/<name>.toml`` with optional overrides.
 
     Parameters
@@ -327,15 +333,13 @@ def load_profile(name: str, **overrides: Any) -> Profile:
         cannot run).
     """
     known = known_profiles()
-    if name not in known:
-        raise ValueError(f"unknown profile {name!r}: known profiles are {', '.join(known)}")
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(f"name = {name!r}: unknown profile; known profiles are {', '.join(known)}")
     with (PROFILE_DIR / f"{name}.toml").open("rb") as fh:
         data: dict[str, Any] = tomllib.load(fh)
     for key, value in overrides.items():
         if key == "precision":
-            if value not in PRECISIONS:
-                raise ValueError(f"precision = {value!r}: must be one of {', '.join(PRECISIONS)}")
-            key, value = "target.bytes_per_param", PRECISIONS[value]
+            key, value = "target.bytes_per_param", PRECISIONS[choice(key, value, PRECISIONS)]
         section, fname = _resolve_key(key, data)
         if fname not in {f.name for f in fields(_SECTIONS[section])}:
             raise ValueError(f"override {key!r}: {section} has no field {fname!r}")
@@ -432,6 +436,11 @@ def check_step(
         Naming the quantity (with ``prefix``, e.g. ``"workload."``).
     """
 
+    if not isinstance(p, Profile):
+        raise ValueError(f"p = {p!r}: must be a Profile (load_profile)")
+    if not isinstance(prefix, str):
+        raise ValueError(f"prefix = {prefix!r}: must be a string")
+
     def chk(name: str, v: object, lo: int, hi: int) -> int:
         if isinstance(v, bool) or not isinstance(v, int | np.integer):
             raise ValueError(f"{prefix}{name} = {v!r}: must be an integer")
@@ -447,7 +456,7 @@ def check_step(
     # Each level's nodes come from expanding nodes of the level above: >= 1 draft
     # evaluation per level, and at most one per non-leaf node.
     chk("draft_evals", draft_evals, d, n - 1)
-    if overlap not in p.overlap_modes:
+    if not isinstance(overlap, str) or overlap not in p.overlap_modes:
         raise ValueError(
             f"{prefix}overlap = {overlap!r}: profile {p.name} supports {', '.join(p.overlap_modes)}"
         )
