@@ -67,8 +67,8 @@ golden: $(STAMP)
 bench: $(STAMP)
 	$(VPY) -m golden.bench
 	$(VPY) -m sim.bench
-	$(STAMP_REPORT) $(REPORTS)/golden_bench.json $(REPORTS)/chip_bench.json
 	$(VPY) -m golden.kvpool.bench
+	$(STAMP_REPORT) $(REPORTS)/golden_bench.json $(REPORTS)/chip_bench.json $(REPORTS)/kvpool_bench.json
 
 chip: $(STAMP)
 	$(VPY) -m sim

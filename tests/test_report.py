@@ -126,6 +126,17 @@ def _fabricate(root: Path) -> Context:
             "results": [{"backend": "python", "tree": "sequoia", "steps_per_s": 1500.0}],
         },
     )
+    _write(
+        rep / "kvpool_bench.json",
+        {
+            "pages": 1048576,
+            "seed": 0,
+            "prefill": {"ops": 10, "ops_per_s": 5000.0, "ops_per_cpu_s": 5100.0},
+            "mixed": {"ops": 20, "ops_per_s": 123456.0, "ops_per_cpu_s": 130000.0, "errors": 1},
+            "mix": {"lookup": 12, "insert": 8},
+            "target_ops_per_s": 100000,
+        },
+    )
     _write(rep / "kv_soak.json", {"operations": 1000, "leaks": 0, "lost_committed": 0})
     _write(
         rep / "make_test.json",
@@ -190,6 +201,7 @@ def test_pages_and_status_from_fabricated_reports(tmp_path: Path) -> None:
         assert text.startswith(f"# {p.title}\n")
     assert "120.5" in (ctx.out / "synth_fpga.md").read_text()
     assert "1,234.5" in (ctx.out / "golden_bench.md").read_text()
+    assert "123,456.0" in (ctx.out / "kvpool_bench.md").read_text()
     assert "PASS" in (ctx.out / "formal.md").read_text()
     # stamps: the report's own metadata where present, else the generation's
     bench = (ctx.out / "chip_bench.md").read_text()

@@ -148,6 +148,32 @@ def chip_bench(ctx: Context) -> Page:
     return page
 
 
+def kvpool_bench(ctx: Context) -> Page:
+    """``kvpool_bench.json`` (``python -m golden.kvpool.bench``)."""
+    path = ctx.reports / "kvpool_bench.json"
+    rep = load_json(path)
+    page = _page(
+        ctx, "kvpool_bench", "KV pool at scale: golden-model speed", path, rep, "make bench"
+    )
+    if not isinstance(rep, Mapping):
+        return page
+    rows = []
+    for part in ("prefill", "mixed"):
+        r = rep.get(part) or {}
+        rows.append(
+            [part, r.get("ops"), r.get("ops_per_s"), r.get("ops_per_cpu_s"), r.get("errors")]
+        )
+    page.lines = [
+        f"`golden.kvpool` at {fmt(rep.get('pages'))} pages (seed {fmt(rep.get('seed'))}); "
+        f"target {fmt(rep.get('target_ops_per_s'))} mixed operations per second.",
+        "",
+        *table(["phase", "operations", "ops/s (wall)", "ops per CPU-s", "errors"], rows),
+        "",
+        f"Mix: {fmt(rep.get('mix'))}.",
+    ]
+    return page
+
+
 # ---------------------------------------------------------------------------- synthesis
 
 
@@ -497,5 +523,6 @@ SOURCES: tuple[Callable[[Context], Page], ...] = (
     make_test,
     golden_bench,
     chip_bench,
+    kvpool_bench,
     chip_model,
 )
