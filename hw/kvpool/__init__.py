@@ -1,0 +1,20 @@
+"""Leaf blocks of the KV pool at scale (SPEC §4.4 - §4.9, decision 0016), mirroring
+:mod:`golden.kvpool`; the flat pool (:mod:`hw.kv_pool`) is unchanged.
+
+================  ======================================================================
+module            holds
+================  ======================================================================
+``crc64``         :class:`BlockTag`: the dedup tag step (CRC-64/ECMA-182 over a block of
+                  16 tokens), one block per cycle (``golden.kvpool.crc``)
+================  ======================================================================
+
+Contracts, ports and measurements: ``docs/blocks/kvpool_leaves.md``.
+"""
+
+from hw.kvpool.crc64 import BLOCK, BlockTag, block_layout
+
+__all__ = [
+    "BLOCK",
+    "BlockTag",
+    "block_layout",
+]
