@@ -6,15 +6,20 @@ module            holds
 ================  ======================================================================
 ``crc64``         :class:`BlockTag`: the dedup tag step (CRC-64/ECMA-182 over a block of
                   16 tokens), one block per cycle (``golden.kvpool.crc``)
+``allocator``     :class:`PageAllocator`: the free FIFO in memory and the high-water
+                  mark, one allocation and one free per cycle (``golden.kvpool.pages``)
 ================  ======================================================================
 
 Contracts, ports and measurements: ``docs/blocks/kvpool_leaves.md``.
 """
 
+from hw.kvpool.allocator import PageAllocator, page_bits
 from hw.kvpool.crc64 import BLOCK, BlockTag, block_layout
 
 __all__ = [
     "BLOCK",
     "BlockTag",
+    "PageAllocator",
     "block_layout",
+    "page_bits",
 ]

@@ -42,6 +42,7 @@ __all__ = [
 #: leaf (= Verilog module name) -> "module:Class"
 LEAVES: dict[str, str] = {
     "kvpool_block_tag": "hw.kvpool.crc64:BlockTag",
+    "kvpool_page_allocator": "hw.kvpool.allocator:PageAllocator",
 }
 OUT = REPO / "build" / "verilog" / "tb"
 
