@@ -8,6 +8,8 @@ module            holds
                   16 tokens), one block per cycle (``golden.kvpool.crc``)
 ``allocator``     :class:`PageAllocator`: the free FIFO in memory and the high-water
                   mark, one allocation and one free per cycle (``golden.kvpool.pages``)
+``tlb``           :class:`TLB`: one lookup port's set-associative TLB with tree-PLRU and
+                  its invalidations (``golden.kvpool.tlb``)
 ================  ======================================================================
 
 Contracts, ports and measurements: ``docs/blocks/kvpool_leaves.md``.
@@ -15,11 +17,16 @@ Contracts, ports and measurements: ``docs/blocks/kvpool_leaves.md``.
 
 from hw.kvpool.allocator import PageAllocator, page_bits
 from hw.kvpool.crc64 import BLOCK, BlockTag, block_layout
+from hw.kvpool.tlb import TLB, fill_layout, key_layout, reply_layout
 
 __all__ = [
     "BLOCK",
     "BlockTag",
     "PageAllocator",
+    "TLB",
     "block_layout",
+    "fill_layout",
+    "key_layout",
     "page_bits",
+    "reply_layout",
 ]

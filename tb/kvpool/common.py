@@ -43,6 +43,7 @@ __all__ = [
 LEAVES: dict[str, str] = {
     "kvpool_block_tag": "hw.kvpool.crc64:BlockTag",
     "kvpool_page_allocator": "hw.kvpool.allocator:PageAllocator",
+    "kvpool_tlb": "hw.kvpool.tlb:TLB",
 }
 OUT = REPO / "build" / "verilog" / "tb"
 
@@ -168,6 +169,7 @@ class Lockstep:
         self.tb = tb
         self.dut = tb.dut
         self.inputs: dict[str, int] = {}
+        self.stepped: dict[str, int] = {}  # the inputs the expected outputs follow from
         self.expect: dict[str, int] | None = None
         self.checked = 0
         self.mismatches = 0
@@ -214,8 +216,10 @@ class Lockstep:
             self.checked += 1
             for k, want in self.expect.items():
                 if got[k] != want:
-                    self.fail(f"{k} = {got[k]:#x}, want {want:#x} (inputs {self.inputs})")
+                    self.fail(f"{k} = {got[k]:#x}, want {want:#x} (after inputs {self.stepped})")
         if int(self.dut.rst.value):
             self.expect = self.reset_outputs()
+            self.stepped = {"rst": 1}
         else:
             self.expect = self.step(self.inputs)
+            self.stepped = self.inputs

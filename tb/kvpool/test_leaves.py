@@ -83,3 +83,14 @@ def test_tag_matrix_is_the_golden_crc() -> None:
         toks = [rng.getrandbits(rng.choice([1, 17, 32])) for _ in range(BLOCK)]
         assert matrix_tag(prev, toks) == crc.block_tag(prev, toks)
     assert len(tag_matrix()) == 64 and all(0 < row < 1 << (64 + 32 * BLOCK) for row in tag_matrix())
+
+
+def test_tlb_sets_and_ways_are_powers_of_two() -> None:
+    cls = leaf_class("kvpool_tlb")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(ValueError, match=r"^SETS = 3: must be a power of two in 1 \.\. 65536"):
+            cls(SETS=3)
+        with pytest.raises(ValueError, match=r"^WAYS = 6: must be a power of two in 1 \.\. 8"):
+            cls(WAYS=6)
+        gc.collect()

@@ -1,0 +1,382 @@
+"""One lookup port's TLB (SPEC §4.6 *TLB*): set-associative, tree-PLRU, flops + memory."""
+
+from dataclasses import dataclass
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from hw.common import Param, check_params, idx_bits, mux_tree, net, prefix_add, priority_tree
+
+__all__ = [
+    "TLB",
+    "COUNT_BITS",
+    "key_layout",
+    "fill_layout",
+    "reply_layout",
+    "set_index",
+    "plru_masks",
+]
+
+#: width of the ``hits`` / ``misses`` counters (they wrap)
+COUNT_BITS = 32
+
+
+def key_layout(segs: int, pos_bits: int) -> data.StructLayout:
+    """A lookup or invalidation key: ``(segment, pos)``."""
+    return data.StructLayout({"seg": idx_bits(segs), "pos": pos_bits})
+
+
+def fill_layout(segs: int, pos_bits: int, addr_bits: int) -> data.StructLayout:
+    """A fill: the key and the walked PTE's ``loc`` (0 chip, 1 HBM) and ``addr``."""
+    return data.StructLayout({"seg": idx_bits(segs), "pos": pos_bits, "loc": 1, "addr": addr_bits})
+
+
+def reply_layout(addr_bits: int) -> data.StructLayout:
+    """A lookup's reply (``loc`` and ``addr`` are 0 on a miss)."""
+    return data.StructLayout({"hit": 1, "loc": 1, "addr": addr_bits})
+
+
+def set_index(seg: Value, pos: Value, sets: int) -> Value:
+    """``(pos XOR (seg << 4)) mod sets`` (``sets`` a power of two; 1: a 1-bit 0)."""
+    sb = exact_log2(sets)
+    return (pos ^ Cat(Const(0, 4), seg))[:sb] if sb else Const(0, 1)
+
+
+def plru_masks(way: Value, ways: int) -> tuple[Value, Value]:
+    """``(set, clear)``: the tree-PLRU bits an access to ``way`` sets and clears.
+
+    Heap order (``golden.kvpool.tlb``): node ``n``'s children are ``2n + 1`` and
+    ``2n + 2``, the leaves are the ways left to right; every node on the way's
+    path points away from it (1: right, when the way is in the left subtree).
+    """
+    if ways == 1:
+        return Const(0, 1), Const(0, 1)
+    levels = exact_log2(ways)
+    on, off = [], []
+    for n in range(ways - 1):
+        d = (n + 1).bit_length() - 1  # depth of node n
+        k = n - ((1 << d) - 1)  # its index within the depth
+        prefix = way[levels - d :] if d else Const(0, 1)
+        on_path = (prefix == k) if d else Const(1, 1)
+        went_left = ~way[levels - d - 1]
+        on.append(on_path & went_left)
+        off.append(on_path & ~went_left)
+    return Cat(on), Cat(off)
+
+
+def plru_victim(bits: Value, ways: int) -> Value:
+    """The way the tree-PLRU ``bits`` point to: from the root, 0 left, 1 right."""
+    if ways == 1:
+        return Const(0, 1)
+    levels = exact_log2(ways)
+    way: list[Value] = []  # MSB first
+    for d in range(levels):
+        nodes = [bits[(1 << d) - 1 + k] for k in range(1 << d)]
+        prefix = Cat(*reversed(way)) if way else Const(0, 1)
+        way.append(mux_tree(nodes, prefix) if d else nodes[0])
+    return Cat(*reversed(way))
+
+
+def _inc(m: Module, v: Value, name: str) -> Value:
+    """``(v + 1) mod 2**len(v)`` through a prefix adder (``+`` synthesises a ripple)."""
+    return prefix_add(m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
+
+
+class TLB(wiring.Component):
+    """One lookup port's TLB: ``(segment, pos) -> (loc, addr)``, ``SETS x WAYS``, tree-PLRU.
+
+    SPEC §4.6 *TLB*, bit-exact with ``golden.kvpool.tlb.TLB``: set
+    ``(pos XOR (segment << 4)) mod SETS``; a lookup hits when a valid way holds
+    the key (the lowest such way) and updates the set's tree-PLRU; a fill
+    writes the lowest-numbered invalid way, else the tree-PLRU victim, and
+    updates the PLRU as a hit on that way; invalidation clears ``valid``
+    only. Tree-PLRU in heap order (``WAYS - 1`` bits per set, 0 after reset:
+    the first victim of a full set is way 0), as ``golden.kvpool.tlb`` states.
+
+    Operations (each may be issued in every cycle, all four in one cycle):
+
+    * **lookup** (``lk_valid``, ``lk``): the reply ``rsp`` (``hit``, and the
+      entry's ``loc`` and ``addr``, both 0 on a miss) is shown in the next
+      cycle, with ``rsp_valid``; ``hits`` or ``misses`` counts it.
+    * **fill** (``fill_valid``, ``fill``): write the key and the PTE.
+    * **invalidate a set** (``inv_valid``, ``inv``): every way of the set of
+      ``(inv.seg, inv.pos)`` whose segment is ``inv.seg`` (a spill or fill of
+      that position).
+    * **invalidate segments** (``kill``, ``SEGS`` bits): every entry whose
+      segment's bit is set (segments that died or were split), in one cycle.
+
+    **Order within a cycle**: the operations issued in one cycle take effect
+    as if performed in the order *fill, invalidate a set, invalidate
+    segments, lookup*, after every operation of the cycles before. So a
+    lookup sees a fill and invalidations issued in its own cycle, and a fill
+    issued in the cycle after a lookup chooses its victim with the PLRU as
+    that lookup left it. The golden model's order is the same:
+    ``fill``, ``invalidate_set``, ``invalidate_segment`` (each set bit),
+    ``lookup``, per cycle. A key filled twice without a lookup in between
+    occupies two ways (the golden model alike); a lookup then hits the
+    lower one.
+
+    Segment ids: ``idx_bits(SEGS)`` bits; an id ``>= SEGS`` (when ``SEGS`` is
+    not a power of two) is a valid key that no ``kill`` bit selects. There is
+    no invalid input.
+
+    Latency: a lookup's reply 1 cycle after it is issued, one lookup per
+    cycle sustained; a fill or invalidation takes effect for the lookups of
+    its own cycle on. ``hits`` and ``misses`` (``COUNT_BITS = 32`` bits,
+    wrapping) count the lookups replied to before the current cycle.
+
+    Implementation (decision 0016 §2, §4): ``valid``, the segment id and the
+    PLRU bits are flip-flops (reset clears ``valid`` and the PLRU; nothing
+    is swept), so that ``kill`` clears every matching entry in one cycle (a
+    per-entry ``SEGS``-to-1 select of ``kill``) and a fill finds its way at
+    once. The ``pos`` tag, ``loc`` and ``addr`` are one
+    ``amaranth.lib.memory.Memory`` of ``SETS`` words of ``WAYS`` entries
+    (written per way; one synchronous read port, transparent to the write
+    port so that a fill reaches a lookup of the same cycle). A lookup reads
+    its set's word in its cycle; in the reply cycle the ways' tags are
+    compared with the key, the segment ids and ``valid`` read from the flops,
+    and the lowest hit selects ``loc`` and ``addr``; the PLRU update of the
+    hit is forwarded to a fill of the same set in that cycle. Design notes:
+    ``docs/blocks/kvpool_leaves.md``.
+
+    Parameters
+    ----------
+    SETS : int
+        Sets, a power of two in ``1 .. 65536`` (default 1024; SPEC §4.9
+        ``TLB_SETS``).
+    WAYS : int
+        Ways per set, a power of two in ``1 .. 8`` (default 4; ``TLB_WAYS``).
+    SEGS : int
+        Segments (``kill``'s width, segment id range), ``2 .. 1024``
+        (default 256).
+    POS_BITS : int
+        Bits of a position, ``1 .. 20`` (default 17).
+    ADDR_BITS : int
+        Bits of a PTE's address (a page or an HBM slot), ``1 .. 23`` (default 21).
+
+    Members
+    -------
+    lk_valid : In(1)
+        A lookup of ``lk`` this cycle.
+    lk : In(key_layout(SEGS, POS_BITS))
+        Its key.
+    rsp_valid : Out(1)
+        The lookup of the previous cycle's reply is on ``rsp``.
+    rsp : Out(reply_layout(ADDR_BITS))
+        ``hit``, ``loc``, ``addr`` (all 0 unless ``rsp_valid``).
+    fill_valid : In(1)
+        A fill of ``fill`` this cycle.
+    fill : In(fill_layout(SEGS, POS_BITS, ADDR_BITS))
+        Key, ``loc`` and ``addr`` written.
+    inv_valid : In(1)
+        Invalidate the set of ``inv``, the ways of segment ``inv.seg``.
+    inv : In(key_layout(SEGS, POS_BITS))
+        Its key.
+    kill : In(SEGS)
+        Invalidate every entry of each segment whose bit is set.
+    hits, misses : Out(32)
+        Lookups replied to that hit / missed, since reset (modulo 2**32).
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range or not an integer (naming it), or ``SETS`` /
+        ``WAYS`` not a power of two.
+    """
+
+    #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
+    PARAMS = {
+        "SETS": Param(default=1024, lo=1, hi=65536, small=2),
+        "WAYS": Param(default=4, lo=1, hi=8, small=2),
+        "SEGS": Param(default=256, lo=2, hi=1024, small=2),
+        "POS_BITS": Param(default=17, lo=1, hi=20, small=5),
+        "ADDR_BITS": Param(default=21, lo=1, hi=23, small=2),
+    }
+    #: parameters that must be powers of two
+    POWERS_OF_TWO = ("SETS", "WAYS")
+
+    def __init__(
+        self,
+        *,
+        SETS: int = PARAMS["SETS"].default,
+        WAYS: int = PARAMS["WAYS"].default,
+        SEGS: int = PARAMS["SEGS"].default,
+        POS_BITS: int = PARAMS["POS_BITS"].default,
+        ADDR_BITS: int = PARAMS["ADDR_BITS"].default,
+    ) -> None:
+        given = {"SETS": SETS, "WAYS": WAYS, "SEGS": SEGS, "POS_BITS": POS_BITS}
+        given["ADDR_BITS"] = ADDR_BITS
+        p = check_params(self.PARAMS, given)
+        for name in self.POWERS_OF_TWO:
+            v, decl = p[name], self.PARAMS[name]
+            if v & (v - 1):
+                raise ValueError(
+                    f"{name} = {given[name]!r}: must be a power of two in {decl.lo} .. {decl.hi}"
+                )
+        self.SETS, self.WAYS, self.SEGS = p["SETS"], p["WAYS"], p["SEGS"]
+        self.POS_BITS, self.ADDR_BITS = p["POS_BITS"], p["ADDR_BITS"]
+        key = key_layout(self.SEGS, self.POS_BITS)
+        super().__init__(
+            {
+                "lk_valid": In(1),
+                "lk": In(key),
+                "rsp_valid": Out(1),
+                "rsp": Out(reply_layout(self.ADDR_BITS)),
+                "fill_valid": In(1),
+                "fill": In(fill_layout(self.SEGS, self.POS_BITS, self.ADDR_BITS)),
+                "inv_valid": In(1),
+                "inv": In(key),
+                "kill": In(self.SEGS),
+                "hits": Out(COUNT_BITS),
+                "misses": Out(COUNT_BITS),
+            }
+        )
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        S, W = self.SETS, self.WAYS
+        gb = idx_bits(self.SEGS)
+        ew = self.POS_BITS + 1 + self.ADDR_BITS  # one way's word: pos, loc, addr
+
+        # state: flops (valid, segment, PLRU) and the memory (pos, loc, addr)
+        st = _State(
+            valid=[Signal(W, name=f"valid_{s}") for s in range(S)],
+            seg=[[Signal(gb, name=f"seg_{s}_{w}") for w in range(W)] for s in range(S)],
+            plru=[Signal(max(1, W - 1), name=f"plru_{s}") for s in range(S)],
+        )
+        m.submodules.mem = mem = memory.Memory(shape=W * ew, depth=S, init=[])
+        wr = mem.write_port(granularity=ew)
+        rd = mem.read_port(transparent_for=(wr,))
+
+        hit, r_idx, hit_way = self._lookup(m, st, rd)
+        lk_on, lk_off = plru_masks(hit_way, W)
+        f_idx = net(m, set_index(self.fill.seg, self.fill.pos, S), "fill_idx")
+        # the fill's PLRU as this cycle's lookup reply leaves it
+        old = mux_tree(st.plru, f_idx)
+        f_plru = net(m, Mux(hit & (r_idx == f_idx), (old | lk_on) & ~lk_off, old), "fill_plru")
+        fill_way = self._fill(m, st, wr, f_idx, f_plru)
+        fl_on, fl_off = plru_masks(fill_way, W)
+
+        kill = Cat(self.kill, Const(0, (1 << gb) - self.SEGS))  # ids >= SEGS: never killed
+        c = _Nets(
+            hit=hit,
+            r_idx=r_idx,
+            lk_on=lk_on,
+            lk_off=lk_off,
+            f_idx=f_idx,
+            fill_way=fill_way,
+            fl_on=fl_on,
+            fl_off=fl_off,
+            i_idx=net(m, set_index(self.inv.seg, self.inv.pos, S), "inv_idx"),
+            kill=kill,
+            f_killed=net(m, kill.bit_select(self.fill.seg, 1), "fill_killed"),
+            f_inv_seg=net(m, self.fill.seg == self.inv.seg, "fill_inv_seg"),
+        )
+        for s in range(S):
+            self._set_next(m, s, st, c)
+        return m
+
+    def _lookup(self, m: Module, st: "_State", rd) -> tuple[Value, Value, Value]:
+        """The lookup: the set's word read in the issue cycle; in the reply cycle every
+        way compared, the lowest hit's ``loc`` / ``addr`` replied, the counters.
+        Returns ``(hit, the set replied for, the hit way)``."""
+        S, W = self.SETS, self.WAYS
+        wb = max(1, exact_log2(W))
+        ew = self.POS_BITS + 1 + self.ADDR_BITS
+        r_valid = Signal()
+        r_key = Signal.like(self.lk)
+        r_idx = Signal(max(1, exact_log2(S)))
+        idx = set_index(self.lk.seg, self.lk.pos, S)
+        m.d.comb += rd.addr.eq(idx)
+        m.d.sync += [r_valid.eq(self.lk_valid), r_key.eq(self.lk), r_idx.eq(idx)]
+
+        row_valid = net(m, mux_tree(st.valid, r_idx), "lk_row_valid")
+        match = []
+        payload = []
+        for w in range(W):
+            word = rd.data[w * ew : (w + 1) * ew]
+            row_seg = mux_tree([st.seg[s][w] for s in range(S)], r_idx)
+            same = (row_seg == r_key.seg) & (word[: self.POS_BITS] == r_key.pos)
+            match.append(row_valid[w] & same)
+            payload.append(Cat(word[self.POS_BITS :], Const(w, wb)))
+        any_hit, sel = priority_tree(m, Cat(match), payload, highest=False, name="lk_hit")
+        hit = net(m, r_valid & any_hit, "lk_hit")
+        m.d.comb += [
+            self.rsp_valid.eq(r_valid),
+            self.rsp.hit.eq(hit),
+            self.rsp.loc.eq(Mux(hit, sel[0], 0)),
+            self.rsp.addr.eq(Mux(hit, sel[1 : 1 + self.ADDR_BITS], 0)),
+        ]
+        with m.If(hit):
+            m.d.sync += self.hits.eq(_inc(m, self.hits, "hits_inc"))
+        with m.If(r_valid & ~any_hit):
+            m.d.sync += self.misses.eq(_inc(m, self.misses, "misses_inc"))
+        return hit, r_idx, net(m, sel[1 + self.ADDR_BITS :], "lk_hit_way")
+
+    def _fill(self, m: Module, st: "_State", wr, f_idx: Value, f_plru: Value) -> Value:
+        """The fill's way (the lowest invalid one of set ``f_idx``, else the victim of
+        ``f_plru``) and the memory write; returns the way."""
+        W = self.WAYS
+        wb = max(1, exact_log2(W))
+        f = self.fill
+        f_valid = net(m, mux_tree(st.valid, f_idx), "fill_row_valid")
+        any_inv, low_inv = priority_tree(
+            m, ~f_valid, [Const(w, wb) for w in range(W)], highest=False, name="fill_inv"
+        )
+        way = net(m, Mux(any_inv, low_inv, plru_victim(f_plru, W)), "fill_way")
+        m.d.comb += [
+            wr.addr.eq(f_idx),
+            wr.data.eq(Cat(*[Cat(f.pos, f.loc, f.addr)] * W)),
+            wr.en.eq(Mux(self.fill_valid, Const(1, W) << way, 0)),
+        ]
+        return way
+
+    def _set_next(self, m: Module, s: int, st: "_State", c: "_Nets") -> None:
+        """Set ``s``'s next state: PLRU touched by the lookup, then the fill; each way
+        filled, then invalidated (its new segment's ``inv`` compare and ``kill`` bit)."""
+        valid, seg, plru = st.valid[s], st.seg[s], st.plru[s]
+        here_f = self.fill_valid & (c.f_idx == s)
+        here_i = self.inv_valid & (c.i_idx == s)
+        if self.WAYS > 1:
+            b1 = Mux(c.hit & (c.r_idx == s), (plru | c.lk_on) & ~c.lk_off, plru)
+            m.d.sync += plru.eq(Mux(here_f, (b1 | c.fl_on) & ~c.fl_off, b1))
+        nxt = []
+        for w in range(self.WAYS):
+            filled = here_f & (c.fill_way == w)
+            inv_seg = Mux(filled, c.f_inv_seg, seg[w] == self.inv.seg)
+            killed = Mux(filled, c.f_killed, c.kill.bit_select(seg[w], 1))
+            nxt.append((filled | valid[w]) & ~(here_i & inv_seg) & ~killed)
+            with m.If(filled):
+                m.d.sync += seg[w].eq(self.fill.seg)
+        m.d.sync += valid.eq(Cat(nxt))
+
+
+@dataclass
+class _State:
+    """The flip-flops: per set ``valid`` (a bit per way), segment ids, PLRU bits."""
+
+    valid: list[Signal]
+    seg: list[list[Signal]]
+    plru: list[Signal]
+
+
+@dataclass
+class _Nets:
+    """What every set's update reads: the lookup's hit, set and PLRU masks; the fill's
+    set, way and masks; the invalidations' set, ``kill`` (padded to every id) and the
+    filled entry's own invalidation terms."""
+
+    hit: Value
+    r_idx: Value
+    lk_on: Value
+    lk_off: Value
+    f_idx: Value
+    fill_way: Value
+    fl_on: Value
+    fl_off: Value
+    i_idx: Value
+    kill: Value
+    f_killed: Value
+    f_inv_seg: Value

@@ -1,0 +1,280 @@
+"""Testbench: one port's TLB (hw/kvpool/tlb.py) against golden.kvpool.tlb.TLB (SPEC §4.6 *TLB*).
+
+Driver: every cycle a lookup (by the idle pattern), a fill, an invalidation
+of a set and a ``kill`` mask, each by its rate: keys come mostly from a
+small hot set that drifts (so sets fill, ways are evicted and lookups hit),
+the fills mostly complete the misses after a walk of 0 - 4 cycles (as the
+pool's walker will), some are random keys (a key filled twice occupies two
+ways, the golden model alike), and an invalidation changes its key's PTE
+(a spill or fill moves the page). Model: ``golden.kvpool.tlb.TLB``,
+performing each cycle's operations in the block's order: ``fill``,
+``invalidate_set``, ``invalidate_segment`` for each ``kill`` bit, then
+``lookup``. Scoreboard (:class:`tb.kvpool.common.Lockstep`): every cycle,
+the reply (``rsp_valid``, ``hit``, ``loc``, ``addr``: the lookup of the
+cycle before) and the ``hits`` / ``misses`` counters; in the fill's own
+cycle, the way it writes (``fill_way``, an internal net the build makes
+visible) against the golden fill's. Coverage of the same-cycle cases
+(a fill and a lookup of one key, a fill into the set a lookup just hit,
+a fill invalidated or killed in its cycle, an eviction) is asserted.
+"""
+
+from collections import deque
+
+from golden.kvpool.tlb import TLB as GoldenTLB
+from hw.kvpool.tlb import fill_layout, key_layout, reply_layout
+from tb.common import FULL_ONLY, TB, pack, params, pattern, report, sized, unpack
+from tb.kvpool.common import Lockstep, run_leaf
+
+CYCLES = 4000  # cycles per run (make test); make sim-full: 40,000
+#: internal nets the testbench reads
+PUBLIC = ("fill_way",)
+#: rates per cycle: fill of a random key, invalidation of a set, a kill mask
+RATES = {"fill_random": 0.08, "inv": 0.06, "kill": 0.03}
+COVER = ("hit", "miss", "same_key", "forward", "fill_inv", "fill_kill", "evict", "dup")
+
+
+class TLBBench(Lockstep):
+    """Lookups, fills and invalidations; the golden TLB predicts every reply and way."""
+
+    INPUTS = ("lk_valid", "lk", "fill_valid", "fill", "inv_valid", "inv", "kill")
+
+    def __init__(self, tb, p: dict, idle: str) -> None:
+        super().__init__(tb)
+        self.p = p
+        self.seg_ids = 1 << max(1, (p["SEGS"] - 1).bit_length())  # ids the field holds
+        self.key_l = key_layout(p["SEGS"], p["POS_BITS"])
+        self.fill_l = fill_layout(p["SEGS"], p["POS_BITS"], p["ADDR_BITS"])
+        self.rsp_l = reply_layout(p["ADDR_BITS"])
+        self.pause = pattern(idle, tb.rng)
+        self.script: deque[dict] = deque()  # directed operations, before random ones
+        self.cover = dict.fromkeys(COVER, 0)
+        self.pte: dict[tuple[int, int], tuple[int, int]] = {}
+        self.walks: deque[tuple[int, tuple[int, int]]] = deque()  # (due cycle, key)
+        self.hot = self._hot()
+        self.fill_way_want: int | None = None
+        self.prev_hit_set: int | None = None
+        self.replies: list = []  # the model's replies, in order (None: a miss)
+        self.expect = self.reset_outputs()
+
+    # ------------------------------------------------------------------ stimulus
+    def _hot(self) -> list[tuple[int, int]]:
+        p = self.p
+        return [self._random_key() for _ in range(max(2, p["SETS"] * p["WAYS"] * 3 // 2))]
+
+    def _random_key(self) -> tuple[int, int]:
+        rng = self.tb.rng
+        return rng.randrange(self.seg_ids), rng.randrange(1 << self.p["POS_BITS"])
+
+    def _key(self) -> tuple[int, int]:
+        rng = self.tb.rng
+        return rng.choice(self.hot) if rng.random() < 0.85 else self._random_key()
+
+    def _entry(self, key: tuple[int, int]) -> tuple[int, int]:
+        if key not in self.pte:
+            rng = self.tb.rng
+            self.pte[key] = (rng.randrange(2), rng.randrange(1 << self.p["ADDR_BITS"]))
+        return self.pte[key]
+
+    def stimulus(self) -> dict[str, int]:
+        if self.script:
+            return self._encode(self.script.popleft())
+        rng = self.tb.rng
+        if rng.random() < 0.002:
+            self.hot = self._hot()
+        ops: dict = {}
+        if next(self.pause):
+            ops["lk"] = self._key()
+        if self.walks and self.walks[0][0] <= self.tb.cycle:
+            ops["fill"] = self.walks.popleft()[1]
+        elif rng.random() < RATES["fill_random"]:
+            ops["fill"] = self._key()
+        if rng.random() < RATES["inv"]:
+            key = ops["fill"] if "fill" in ops and rng.random() < 0.3 else self._key()
+            ops["inv"] = key
+            self.pte.pop(key, None)  # the page moved: a later fill walks a new PTE
+        if rng.random() < RATES["kill"]:
+            segs = [rng.randrange(self.p["SEGS"]) for _ in range(rng.choice([1, 1, 2]))]
+            if "fill" in ops and ops["fill"][0] < self.p["SEGS"] and rng.random() < 0.3:
+                segs.append(ops["fill"][0])
+            ops["kill"] = sum(1 << g for g in set(segs))
+        return self._encode(ops)
+
+    def _encode(self, ops: dict) -> dict[str, int]:
+        out = dict.fromkeys(self.INPUTS, 0)
+        if "lk" in ops:
+            out["lk_valid"] = 1
+            out["lk"] = pack(self.key_l, dict(zip(("seg", "pos"), ops["lk"], strict=True)))
+        if "fill" in ops:
+            seg, pos = ops["fill"]
+            loc, addr = ops.get("entry") or self._entry((seg, pos))
+            out["fill_valid"] = 1
+            out["fill"] = pack(self.fill_l, {"seg": seg, "pos": pos, "loc": loc, "addr": addr})
+        if "inv" in ops:
+            out["inv_valid"] = 1
+            out["inv"] = pack(self.key_l, dict(zip(("seg", "pos"), ops["inv"], strict=True)))
+        out["kill"] = ops.get("kill", 0)
+        return out
+
+    # ------------------------------------------------------------------ model
+    def reset_outputs(self) -> dict[str, int]:
+        self.gt = GoldenTLB(self.p["SETS"], self.p["WAYS"])
+        self.walks.clear()
+        self.prev_hit_set = None
+        self.fill_way_want = None
+        return {"rsp_valid": 0, "rsp": 0, "hits": 0, "misses": 0}
+
+    def _key_of(self, raw: int) -> tuple[int, int]:
+        k = unpack(self.key_l, raw & ((1 << self.key_l.size) - 1))
+        return k["seg"], k["pos"]
+
+    def _set_full(self, si: int) -> bool:
+        return sum(1 for e in self.gt.entries() if e[0] == si) == self.p["WAYS"]
+
+    def step(self, inputs: dict[str, int]) -> dict[str, int]:
+        gt, p = self.gt, self.p
+        key = self._key_of
+        self.fill_way_want = None
+        fkey = None
+        if inputs["fill_valid"]:
+            f = unpack(self.fill_l, inputs["fill"])
+            fkey = f["seg"], f["pos"]
+            si = gt.index(*fkey)
+            full = self._set_full(si)
+            if any(e[2:4] == fkey for e in gt.entries()):
+                self.cover["dup"] += 1
+            if full:
+                self.cover["evict"] += 1
+                if si == self.prev_hit_set:
+                    self.cover["forward"] += 1
+            self.fill_way_want = gt.fill(*fkey, f["loc"], f["addr"])
+        if inputs["inv_valid"]:
+            ikey = key(inputs["inv"])
+            if fkey is not None and gt.index(*ikey) == gt.index(*fkey) and ikey[0] == fkey[0]:
+                self.cover["fill_inv"] += 1
+            gt.invalidate_set(*ikey)
+        kill = inputs["kill"]
+        if fkey is not None and fkey[0] < p["SEGS"] and (kill >> fkey[0]) & 1:
+            self.cover["fill_kill"] += 1
+        for g in range(p["SEGS"]):
+            if (kill >> g) & 1:
+                gt.invalidate_segment(g)
+        counts = {"hits": gt.hits, "misses": gt.misses}
+        self.prev_hit_set = None
+        if not inputs["lk_valid"]:
+            return {"rsp_valid": 0, "rsp": 0, **counts}
+        lkey = key(inputs["lk"])
+        if lkey == fkey:
+            self.cover["same_key"] += 1
+        r = gt.lookup(*lkey)
+        self.replies.append(r)
+        if r is None:
+            self.cover["miss"] += 1
+            self.walks.append((self.tb.cycle + 1 + self.tb.rng.randint(0, 4), lkey))
+            return {"rsp_valid": 1, "rsp": 0, **counts}
+        self.cover["hit"] += 1
+        self.prev_hit_set = gt.index(*lkey)
+        rsp = pack(self.rsp_l, {"hit": 1, "loc": r[0], "addr": r[1]})
+        return {"rsp_valid": 1, "rsp": rsp, **counts}
+
+    def sample(self) -> None:
+        super().sample()  # checks this cycle's outputs, then steps the model
+        if self.fill_way_want is not None and not int(self.dut.rst.value):
+            got = int(self.dut.fill_way.value)
+            if got != self.fill_way_want:
+                self.fail(f"fill_way = {got}, want {self.fill_way_want}")
+
+
+async def run(dut, idle: str, n_cycles: int, *, reset_at: int | None = None, script=()) -> TLBBench:
+    p = params()
+    tb = TB(dut)
+    bench = TLBBench(tb, p, idle)
+    bench.script.extend(script)
+    await tb.start()
+    if reset_at is not None:
+        await tb.cycles(reset_at)
+        await tb.reset(2)
+    await tb.cycles(n_cycles)
+    bench.stim_on = False
+    await tb.cycles(3)
+    name = ("directed+" if script else "") + idle + ("/reset" if reset_at is not None else "")
+    report(
+        "kvpool_tlb",
+        name,
+        checked=bench.checked,
+        mismatches=bench.mismatches,
+        latency="1 (a lookup per cycle)" if idle == "none" else "",
+        **bench.cover,
+    )
+    tb.log.info("coverage %s", bench.cover)
+    assert bench.mismatches == 0, f"seed {tb.seed}: {bench.mismatches} mismatches"
+    return bench
+
+
+try:
+    import cocotb
+except ImportError:  # pragma: no cover
+    cocotb = None
+
+if cocotb is not None:
+
+    @cocotb.test()
+    @cocotb.parametrize(idle=["none", "random"])
+    async def random_mix(dut, idle: str) -> None:
+        """Lookups (every cycle, or by a random pattern), walks' fills, random fills,
+        invalidations and kills; every same-cycle case is reached."""
+        bench = await run(dut, idle, sized(CYCLES, 40_000))
+        missing = [k for k, v in bench.cover.items() if not v]
+        if bench.p["WAYS"] == 1:  # one way: no PLRU, a victim is always way 0
+            missing = [k for k in missing if k != "forward"]
+        assert not missing, f"seed {bench.tb.seed}: not reached: {missing}"
+
+    @cocotb.test()
+    async def same_cycle_order(dut) -> None:
+        """The order fill, invalidations, lookup, by hand: a fill reaches a lookup of
+        its own cycle; an invalidation or kill in a fill's cycle removes it; a fill
+        chooses its victim with the PLRU the previous cycle's lookup left."""
+        p = params()
+        ways = p["WAYS"]
+        # ways + 1 keys of set 0, segment 1 first (kill's bit 1 is in range: SEGS >= 2)
+        gt = GoldenTLB(p["SETS"], ways)
+        segs = [1] + [g for g in range(1 << max(1, (p["SEGS"] - 1).bit_length())) if g != 1]
+        keys = [(g, q) for g in segs for q in range(1 << p["POS_BITS"]) if gt.index(g, q) == 0]
+        keys = keys[: ways + 1]
+        seg = keys[1][0]
+        e = {"entry": (1, 1)}
+        script = [{"fill": keys[0], "lk": keys[0], **e}]  # hit in the fill's cycle
+        script += [{"fill": keys[1], "inv": keys[1], "lk": keys[1], **e}]  # invalidated: miss
+        script += [{"fill": keys[1], "kill": 1 << seg, "lk": keys[0], **e}]  # killed: both miss
+        script += [{"fill": k, **e} for k in keys[:ways]]  # the set full
+        script += [{"lk": keys[0]}, {"fill": keys[ways], **e}]  # hit, then a fill: not way 0
+        script += [{"lk": keys[0]}] * 2
+        bench = await run(dut, "random", sized(CYCLES // 4, 10_000), script=script)
+        first = bench.replies[:6]
+        assert first[:3] == [(1, 1), None, None], first
+        if ways > 1:
+            assert first[3:] == [(1, 1)] * 3, "way 0 was touched, not evicted"
+
+    @cocotb.test()
+    async def reset_mid_run(dut) -> None:
+        """A reset with the TLB full: every entry invalid, counters and PLRU 0."""
+        await run(dut, "none", sized(CYCLES // 4, 10_000), reset_at=sized(CYCLES // 4, 10_000))
+
+
+# ----------------------------------------------------------------------------- pytest
+import pytest  # noqa: E402
+
+#: parameter sets: 4 x 4 with 6 segments (ids 6, 7 never killed), 8 ways, the 1 x 1
+#: degenerate TLB (make test); wider fields and 1,024 segments (make sim-full)
+PARAM_SETS = [
+    {"SETS": 4, "WAYS": 4, "SEGS": 6, "POS_BITS": 5, "ADDR_BITS": 4},
+    {"SETS": 2, "WAYS": 8, "SEGS": 8, "POS_BITS": 4, "ADDR_BITS": 3},
+    {"SETS": 1, "WAYS": 1, "SEGS": 2, "POS_BITS": 3, "ADDR_BITS": 2},
+    pytest.param(
+        {"SETS": 16, "WAYS": 2, "SEGS": 1024, "POS_BITS": 17, "ADDR_BITS": 21}, marks=FULL_ONLY
+    ),
+]
+
+
+@pytest.mark.parametrize("hdl", PARAM_SETS, ids=lambda d: "-".join(f"{v}" for v in d.values()))
+def test_kvpool_tlb(hdl: dict) -> None:
+    run_leaf("kvpool_tlb", hdl, "tb.kvpool.test_tlb", public=PUBLIC)
