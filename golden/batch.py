@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from checks import seed
+from checks import int_array, seed
 from golden import accept as _acc
 from golden import plan as _plan
 from golden import tree as _tree
@@ -60,6 +60,14 @@ class BatchLaneRNG:
         self.state = np.ascontiguousarray(st)
 
     def keep(self, rows: np.ndarray) -> None:
+        """Keep the sequences ``rows``: a boolean mask of the batch, or their indices
+        (``ValueError`` naming ``rows`` otherwise, the state unchanged)."""
+        B = self.state.shape[1]
+        if isinstance(rows, np.ndarray) and rows.dtype == bool:
+            if rows.shape != (B,):
+                raise ValueError(f"rows has shape {rows.shape}: expected ({B},)")
+        else:
+            rows = int_array("rows", rows, 0, B - 1)
         self.state = np.ascontiguousarray(self.state[:, rows])
 
     def next(self) -> np.ndarray:

@@ -47,6 +47,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from checks import boolean, int_array
 from checks import integer as _int
 from golden import tree as _tree
 from golden import trees as _trees
@@ -167,7 +168,7 @@ class TopologyOptimiser(TreePolicy):
         self.profile = timing.load_profile(profile) if isinstance(profile, str) else profile
         if not isinstance(self.profile, timing.Profile):
             raise ValueError(f"profile = {profile!r}: must be a Profile or a profile name")
-        if overlap not in self.profile.overlap_modes:
+        if not isinstance(overlap, str) or overlap not in self.profile.overlap_modes:
             raise ValueError(
                 f"overlap = {overlap!r}: profile {self.profile.name} supports "
                 f"{', '.join(self.profile.overlap_modes)}"
@@ -193,11 +194,11 @@ class TopologyOptimiser(TreePolicy):
             budgets = [b for b in DEFAULT_BUDGETS if b <= self.n_nodes]
             if self.n_nodes not in budgets:
                 budgets.append(self.n_nodes)
-        bl = sorted({_int("budgets[]", b, 1) for b in budgets})
+        bl = sorted(set(int_array("budgets", budgets, 1).tolist()))
         if not bl or bl[-1] > self.n_nodes:
             raise ValueError(f"budgets = {list(budgets)!r}: must be in 1 .. n_nodes = {n_nodes}")
         self.budgets = tuple(bl)
-        self.fallback = bool(fallback)
+        self.fallback = boolean("fallback", fallback)  # "no" is truthy
         self.max_nodes = self.n_nodes
         self.n_observed = 0
         self.mode = "spec"

@@ -141,3 +141,49 @@ def test_profiles_name_the_argument() -> None:
         profiles.check_step(p, **args, overlap=np.array(["none", "x"]))
     with pytest.raises(ValueError, match=r"^prefix = 5: must be a string$"):
         profiles.check_step(p, **args, overlap="none", prefix=5)
+
+
+def test_topology_optimiser_checks_fallback_and_budgets() -> None:
+    """``TopologyOptimiser(fallback="no")`` kept the fallback on (``bool("no")``),
+    ``fallback=np.array([0, 1])`` raised numpy's ambiguous-truth error,
+    ``budgets=nan`` a TypeError; ``budgets=[1.5]`` blamed ``budgets[]``."""
+    from sim.topology import TopologyOptimiser
+
+    args = ("specdecode1-7b", 16, 4, [0.6, 0.2])
+    for bad in ("no", 0, np.array([0, 1])):
+        with pytest.raises(ValueError, match=r"^fallback = .*: must be True or False$"):
+            TopologyOptimiser(*args, fallback=bad)
+    with pytest.raises(ValueError, match=r"^budgets = nan: must be a sequence of integers$"):
+        TopologyOptimiser(*args, budgets=float("nan"))
+    with pytest.raises(ValueError, match=r"^budgets\[1\] = 1\.5: must be an integer >= 1$"):
+        TopologyOptimiser(*args, budgets=[4, 1.5])
+    assert TopologyOptimiser(*args, fallback=np.False_).fallback is False
+
+
+def test_batch_lane_rng_keep_checks_rows_and_changes_nothing_on_error() -> None:
+    """``BatchLaneRNG.keep([5])`` raised IndexError, ``keep([0.5])`` IndexError and
+    a mask of the wrong length numpy's IndexError."""
+    from golden.batch import BatchLaneRNG
+
+    b, twin = BatchLaneRNG([1, 2, 3], 4), BatchLaneRNG([1, 2, 3], 4)
+    for rows, msg in [
+        ([5], r"^rows\[0\] = 5: must be an integer in 0 \.\. 2$"),
+        ([0.5], r"^rows\[0\] = 0\.5: must be an integer"),
+        (np.ones(2, bool), r"^rows has shape \(2,\): expected \(3,\)$"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            b.keep(rows)
+    assert b.next().tolist() == twin.next().tolist()
+    b.keep(np.array([True, False, True]))
+    twin.keep([0, 2])
+    assert b.next().tolist() == twin.next().tolist()
+
+
+def test_table_model_random_bounds_the_table_not_only_its_rows() -> None:
+    """``TableModel.random(2**17, 1)`` asked numpy for 128 GiB (131,073 rows were
+    under the 2**22-row bound, but of 131,072 entries each)."""
+    from golden.models import TableModel
+
+    with pytest.raises(ValueError, match=r"^V = 131072, order = 1: a table of .* is too large"):
+        TableModel.random(2**17, 1)
+    assert TableModel.random(2**10, 1).table.shape == (1025, 1024)

@@ -102,8 +102,8 @@ class TableModel:
         Parameters
         ----------
         V : int
-            Vocabulary size, ``1 .. 131072`` (and ``V**order + 1`` rows must
-            stay below 2**22).
+            Vocabulary size, ``1 .. 131072`` (and the table, ``V**order + 1``
+            rows of ``V`` entries, at most 2**22 entries).
         seed : int
             Seed of ``numpy.random.default_rng``, ``0 .. 2**64 - 1``.
         concentration : float, optional
@@ -124,8 +124,11 @@ class TableModel:
         V = integer("V", V, 1, MAX_VOCAB)
         order = integer("order", order, 1, MAX_WINDOW)
         c = real("concentration", concentration, 0, 1e300, lo_open=True)
-        if V > 1 and (order > 22 or V**order + 1 > 1 << 22):
-            raise ValueError(f"V = {V}, order = {order}: table of V**order + 1 rows too large")
+        if V > 1 and (order > 22 or (V**order + 1) * V > 1 << 22):
+            raise ValueError(
+                f"V = {V}, order = {order}: a table of V**order + 1 rows of V entries "
+                "is too large (more than 2**22 entries)"
+            )
         rng = np.random.default_rng(seed_check("seed", seed))
         t = rng.dirichlet(np.full(V, c), size=V**order + 1)
         t /= t.sum(axis=1, keepdims=True)  # exact to rounding, even for tiny concentrations
