@@ -11,7 +11,7 @@ from golden.kvpool.errors import PoolErr, PoolError, as_int
 from golden.kvpool.pages import Pages
 from golden.kvpool.params import BLOCK, PoolParams
 from golden.kvpool.result import Result
-from golden.kvpool.segments import Segments
+from golden.kvpool.segments import Segments, Table
 from golden.kvpool.tags import TagTable
 from golden.kvpool.tlb import TLB
 from golden.kvpool.trees import Trees
@@ -99,7 +99,7 @@ class PoolCore(PoolView):
         invalidated, the page freed."""
         pg = self._pg
         p = pg.victim()
-        t, pos = pg.where[p]
+        t, pos = self._sg.tables[pg.wtab[p]], pg.wpos[p]
         slot = pg.hbm_take()
         t.addr[pos - t.base] = -1 - slot
         g = self._sg.seg_of(t, pos)
@@ -111,7 +111,7 @@ class PoolCore(PoolView):
         """Append ``page`` (``token``) at ``len(seq)`` in own segment ``g``; enter
         the block's tag when ``len`` reaches a block's end."""
         t, pos = self._sg.append(g, page, token)
-        self._pg.make_committed(page, t, pos, was_spec)
+        self._pg.make_committed(page, t.id, pos, was_spec)
         n = pos + 1
         self._len[seq] = n
         if n % BLOCK == 0:
@@ -126,7 +126,7 @@ class PoolCore(PoolView):
                 PoolErr.DST_BUSY,
             )
 
-    def _committed_pte(self, op: str, seq: object, pos: object) -> tuple[int, int, object, int]:
+    def _committed_pte(self, op: str, seq: object, pos: object) -> tuple[int, int, Table, int]:
         """Checks of fill and score: ``(seq, pos, table, addr)`` of a committed position."""
         seq = self._seq("seq", seq)
         pos = self._pos(pos)

@@ -1,10 +1,11 @@
 """Pages and HBM slots: page states, the free FIFOs and the spill queue (SPEC §4.5, §4.6).
 
-* **Page state** per page (``bytearray``\\ s, built in microseconds at
-  ``PAGES = 2**22``): ``state`` (:data:`FREE`, :data:`SPEC`,
-  :data:`COMMITTED`: committed *on chip*), ``c`` (the spill counter, ``0 ..
-  CMAX``), ``queued`` (in the spill queue), and for a committed page where its
-  PTE is (``where``: page -> ``(table, pos)``, a dictionary).
+* **Page state** per page (``bytearray``\\ s and typed ``array``\\ s,
+  built in milliseconds at ``PAGES = 2**22``): ``state`` (:data:`FREE`,
+  :data:`SPEC`, :data:`COMMITTED`: committed *on chip*), ``c`` (the spill
+  counter, ``0 .. CMAX``), ``queued`` (in the spill queue), and for a
+  committed page where its PTE is (``wtab``, ``wpos``: its block table's
+  number and its position: the reverse map).
 * **Free FIFO** (a ``deque``) and ``mark``, the next never-used page: an
   allocation takes the FIFO's head, else ``mark`` (``mark += 1``); a free
   pushes to the tail. **HBM FIFO** and ``hbm_mark`` alike for HBM slots.
@@ -20,6 +21,7 @@ for by an earlier score or commit).
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 
 from golden.kvpool.params import CMAX
@@ -45,7 +47,8 @@ class Pages:
         self.state = bytearray(pages)
         self.c = bytearray(pages)
         self.queued = bytearray(pages)
-        self.where: dict[int, tuple[object, int]] = {}
+        self.wtab = array("H", bytes(2 * pages))
+        self.wpos = array("I", bytes(4 * pages))
         self.fifo: deque[int] = deque()
         self.mark = 0
         self.hbm_fifo: deque[int] = deque()
@@ -93,7 +96,6 @@ class Pages:
         """Free committed page ``p`` (its PTE is cleared or moved to HBM by the caller)."""
         self.state[p] = FREE
         self.committed_pages -= 1
-        del self.where[p]
         self.fifo.append(p)
 
     def make_spec(self, p: int) -> None:
@@ -101,14 +103,16 @@ class Pages:
         self.state[p] = SPEC
         self.spec_pages += 1
 
-    def make_committed(self, p: int, table: object, pos: int, was_spec: bool) -> None:
-        """Page ``p`` becomes committed on chip at ``(table, pos)``: ``c = 1``, queued
+    def make_committed(self, p: int, table: int, pos: int, was_spec: bool) -> None:
+        """Page ``p`` becomes committed on chip at ``(table, pos)`` (a block table's
+        number): ``c = 1``, queued
         at the spill queue's tail unless it is queued already."""
         if was_spec:
             self.spec_pages -= 1
         self.state[p] = COMMITTED
         self.committed_pages += 1
-        self.where[p] = (table, pos)
+        self.wtab[p] = table
+        self.wpos[p] = pos
         self.c[p] = 1
         if not self.queued[p]:
             self.queued[p] = 1

@@ -449,7 +449,7 @@ class KVPool(PoolCore):
         page, spilled = self._alloc()
         t.addr[pos - t.base] = page
         self._pg.hbm_give(-1 - a)
-        self._pg.make_committed(page, t, pos, False)
+        self._pg.make_committed(page, t.id, pos, False)
         g = self._sg.find(seq, pos)
         for tlb in self._tlb:
             tlb.invalidate_set(g, pos)

@@ -5,7 +5,7 @@ with a ``seqs`` mask and a block table; a sequence's **chain** is the list of
 the segments it sees, by increasing ``start`` (kept per sequence with the
 starts beside it, so that the segment of a position is one ``bisect``). A
 **block table** holds one PTE per position of its segments: ``addr`` (a page
-``p >= 0`` on chip, ``-1 - slot`` in HBM) and ``token``, in Python lists
+``p >= 0`` on chip, ``-1 - slot`` in HBM) and ``token``, in typed arrays
 indexed by ``pos - base`` (a table's positions are contiguous from the start
 of its first segment, because appends happen at the own segment's ``end``).
 
@@ -21,6 +21,7 @@ segments, block tables and tree slots.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 
 __all__ = ["Table", "Segments"]
@@ -35,8 +36,8 @@ class Table:
     def __init__(self, tid: int, base: int) -> None:
         self.id = tid
         self.base = base
-        self.addr: list[int] = []
-        self.tok: list[int] = []
+        self.addr = array("i")
+        self.tok = array("i")
         self.segs: list[int] = []
         self.starts: list[int] = []
 

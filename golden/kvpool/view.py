@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from golden.kvpool.errors import PoolErr, as_int
+from golden.kvpool.pages import COMMITTED
 
 if TYPE_CHECKING:
     from golden.kvpool.pages import Pages
@@ -117,8 +118,9 @@ class PoolView:
 
     def page_where(self, page: int) -> tuple[int, int] | None:
         """``(table, pos)`` of a committed page's PTE, else ``None``."""
-        w = self._pg.where.get(as_int("page", page, 0, self._pg.n - 1))
-        return None if w is None else (w[0].id, w[1])
+        pg = self._pg
+        p = as_int("page", page, 0, pg.n - 1)
+        return (pg.wtab[p], pg.wpos[p]) if pg.state[p] == COMMITTED else None
 
     def tables(self) -> dict[int, tuple[int, list[tuple[int, int, int]], list[int]]]:
         """Every live block table: ``id -> (base, [(loc, addr, token), ...], segments)``."""
@@ -175,7 +177,8 @@ class PoolView:
             (tid, t.base, tuple(t.addr), tuple(t.tok), tuple(t.segs), tuple(t.starts))
             for tid, t in sorted(sg.tables.items())
         )
-        where = tuple(sorted((p, t.id, pos) for p, (t, pos) in self._pg.where.items()))
+        pg = self._pg
+        where = tuple((p, pg.wtab[p], pg.wpos[p]) for p in range(pg.n) if pg.state[p] == COMMITTED)
         return (
             seqs,
             segs,
