@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from checks import integer
-from golden.draft import DraftTree, Model, TreePolicy, context_tail
+from golden.draft import DraftTree, Model, TreePolicy, check_context, checked_model, context_tail
+from golden.tree import MAX_NODES
 
 __all__ = ["Eagle2Tree"]
 
@@ -45,7 +46,7 @@ class Eagle2Tree(TreePolicy):
     Parameters
     ----------
     n_nodes : int
-        Node budget, root included, ``>= 1``.
+        Node budget, root included, ``1 .. N_NODES`` (1,024).
     depth : int
         Expansion rounds (largest draft-node depth), ``>= 1``.
     topk : int
@@ -59,7 +60,7 @@ class Eagle2Tree(TreePolicy):
     """
 
     def __init__(self, n_nodes: int, depth: int, topk: int) -> None:
-        self.n_nodes = integer("n_nodes", n_nodes, 1)
+        self.n_nodes = integer("n_nodes", n_nodes, 1, MAX_NODES)
         self.depth = integer("depth", depth, 1)
         self.topk = integer("topk", topk, 1)
         self.max_nodes = self.n_nodes
@@ -97,11 +98,14 @@ class Eagle2Tree(TreePolicy):
             ``q`` holds the draft distribution of every kept node with kept
             children (``q_index`` -1 for the leaves).
         """
-        if children != "topk":
+        if not isinstance(children, str) or children != "topk":
             raise ValueError(
                 f"children = {children!r}: Eagle2Tree builds top-k trees, children must be 'topk'"
             )
+        draft = checked_model(draft, "draft")  # a draft without probs: named
         V = int(draft.vocab_size)
+        w = getattr(draft, "context_window", None)
+        check_context(context, V, 1 if w is None else max(int(w), 1))
         tail = context_tail(draft, context)
         root_tok = int(context[-1]) if len(context) else -1
         # candidate nodes, in creation order (index 0 = root)

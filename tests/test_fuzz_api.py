@@ -368,6 +368,11 @@ TREE_CASES: dict[str, Case] = {
         nested=("parents", "path"),
     ),
     "Eagle2Tree": Case(trees.Eagle2Tree, {"n_nodes": 8, "depth": 3, "topk": 2}),
+    "Eagle2Tree.build": Case(
+        lambda **kw: trees.Eagle2Tree(8, 3, 2).build(rng=np.random.default_rng(1), **kw),
+        {"draft": PAIR.draft, "context": [1, 2], "children": "topk"},
+        nested=("context",),
+    ),
 }
 
 # --------------------------------------------------------------------------- rng

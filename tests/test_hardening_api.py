@@ -187,3 +187,28 @@ def test_table_model_random_bounds_the_table_not_only_its_rows() -> None:
     with pytest.raises(ValueError, match=r"^V = 131072, order = 1: a table of .* is too large"):
         TableModel.random(2**17, 1)
     assert TableModel.random(2**10, 1).table.shape == (1025, 1024)
+
+
+def test_eagle2_tree_names_its_arguments() -> None:
+    """``Eagle2Tree(2**20, 8, 4)`` was accepted (its trees are refused everywhere:
+    more than N_NODES); ``build(draft=None)`` raised AttributeError,
+    ``build(context=5)`` TypeError, ``build(children=np.array(["topk", "x"]))``
+    numpy's ambiguous-truth error."""
+    from golden.models import SyntheticPair
+    from golden.trees import Eagle2Tree
+
+    with pytest.raises(ValueError, match=r"^n_nodes = 1048576: must be an integer in 1 \.\. 1024$"):
+        Eagle2Tree(2**20, 8, 4)
+    tree, pair, gen = Eagle2Tree(8, 3, 2), SyntheticPair(8, 0.7), np.random.default_rng(1)
+    for kw, msg in [
+        ({"draft": None}, r"^draft = None: must be a model with probs"),
+        ({"context": 5}, r"^context = 5: must be a sequence of tokens$"),
+        ({"context": [1, 2.5]}, r"^context\[1\] = 2\.5: must be an integer in 0 \.\. 7$"),
+        (
+            {"children": np.array(["topk", "x"])},
+            r"^children = array\(.*\): Eagle2Tree builds top-k",
+        ),
+    ]:
+        args = {"draft": pair.draft, "context": [1, 2], "children": "topk", **kw}
+        with pytest.raises(ValueError, match=msg):
+            tree.build(rng=gen, **args)

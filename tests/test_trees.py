@@ -558,7 +558,7 @@ def test_eagle2_has_no_static_shape():
             lambda: AdaptiveSequoia(4, 2, [0.1] * 3, max_children=2),
             r"initial_acc = .*3 entries, more than max_children = 2",
         ),
-        (lambda: Eagle2Tree(0, 2, 2), r"n_nodes = 0: must be an integer >= 1"),
+        (lambda: Eagle2Tree(0, 2, 2), r"n_nodes = 0: must be an integer in 1 \.\. 1024"),
         (lambda: Eagle2Tree(4, 0, 2), r"depth = 0: must be an integer >= 1"),
         (lambda: Eagle2Tree(4, 2, 0), r"topk = 0: must be an integer >= 1"),
         (lambda: Eagle2Tree(4, 2, None), r"topk = None"),
