@@ -11,9 +11,9 @@ from golden.kvpool.errors import PoolErr, PoolError, as_int
 from golden.kvpool.pages import Pages
 from golden.kvpool.params import BLOCK, PoolParams
 from golden.kvpool.result import Result
-from golden.kvpool.segments import Segments, Table
+from golden.kvpool.segments import PteTable, Segments
 from golden.kvpool.tags import TagTable
-from golden.kvpool.tlb import TLB
+from golden.kvpool.tlb import PortTLB
 from golden.kvpool.trees import Trees
 from golden.kvpool.view import PoolView
 
@@ -36,7 +36,7 @@ class PoolCore(PoolView):
         self._pg = Pages(p.pages, p.hbm_pages)
         self._sg = Segments(p.segs, p.seqs)
         self._tr = Trees(p.trees, p.seqs)
-        self._tlb = (TLB(p.tlb_sets, p.tlb_ways), TLB(p.tlb_sets, p.tlb_ways))
+        self._tlb = (PortTLB(p.tlb_sets, p.tlb_ways), PortTLB(p.tlb_sets, p.tlb_ways))
         self._tags = TagTable(p.tag_sets, p.tag_ways)
         self._len = [0] * p.seqs
         self._tag = [0] * p.seqs
@@ -126,7 +126,7 @@ class PoolCore(PoolView):
                 PoolErr.DST_BUSY,
             )
 
-    def _committed_pte(self, op: str, seq: object, pos: object) -> tuple[int, int, Table, int]:
+    def _committed_pte(self, op: str, seq: object, pos: object) -> tuple[int, int, PteTable, int]:
         """Checks of fill and score: ``(seq, pos, table, addr)`` of a committed position."""
         seq = self._seq("seq", seq)
         pos = self._pos(pos)

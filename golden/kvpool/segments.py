@@ -24,10 +24,10 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 
-__all__ = ["Table", "Segments"]
+__all__ = ["PteTable", "Segments"]
 
 
-class Table:
+class PteTable:
     """One block table: PTEs of positions ``base ..`` (``addr``, ``tok`` lists) and
     the live segments naming it (``segs``, by increasing start, ``starts`` beside)."""
 
@@ -62,10 +62,10 @@ class Segments:
         self.seqs = [0] * segs
         self.start = [0] * segs
         self.end = [0] * segs
-        self.table: list[Table | None] = [None] * segs
+        self.table: list[PteTable | None] = [None] * segs
         self.free = (1 << segs) - 1  # bit g: segment g is free
         self.free_tables = (1 << segs) - 1
-        self.tables: dict[int, Table] = {}
+        self.tables: dict[int, PteTable] = {}
         self.chain: list[list[int]] = [[] for _ in range(seqs)]
         self.cstart: list[list[int]] = [[] for _ in range(seqs)]
 
@@ -87,7 +87,7 @@ class Segments:
         ch = self.chain[s]
         return ch[bisect_right(self.cstart[s], pos) - 1]
 
-    def seg_of(self, table: Table, pos: int) -> int:
+    def seg_of(self, table: PteTable, pos: int) -> int:
         """The live segment of ``table`` holding ``pos``."""
         return table.segs[bisect_right(table.starts, pos) - 1]
 
@@ -113,7 +113,7 @@ class Segments:
         self.free &= ~(1 << g)
         tid = _lowest(self.free_tables)
         self.free_tables &= ~(1 << tid)
-        t = self.tables[tid] = Table(tid, length)
+        t = self.tables[tid] = PteTable(tid, length)
         t.segs.append(g)
         t.starts.append(length)
         self.seqs[g] = 1 << s
@@ -123,7 +123,7 @@ class Segments:
         self.cstart[s].append(length)
         return g
 
-    def append(self, g: int, addr: int, token: int) -> tuple[Table, int]:
+    def append(self, g: int, addr: int, token: int) -> tuple[PteTable, int]:
         """Write the PTE of position ``end`` of ``g``'s table; ``end += 1``."""
         t = self.table[g]
         pos = self.end[g]

@@ -22,7 +22,7 @@ per-segment index of the sets it was written to: no operation scans the TLB.
 
 from __future__ import annotations
 
-__all__ = ["TLB", "plru_victim", "plru_touch"]
+__all__ = ["PortTLB", "plru_victim", "plru_touch"]
 
 
 def plru_victim(bits: int, ways: int) -> int:
@@ -46,7 +46,7 @@ def plru_touch(bits: int, way: int, ways: int) -> int:
     return bits
 
 
-class TLB:
+class PortTLB:
     """One port's TLB: ``(segment, pos) -> (loc, addr)``, tree-PLRU per set.
 
     Parameters

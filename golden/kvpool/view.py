@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from golden.kvpool.params import PoolParams
     from golden.kvpool.segments import Segments
     from golden.kvpool.tags import TagTable
-    from golden.kvpool.tlb import TLB
+    from golden.kvpool.tlb import PortTLB
     from golden.kvpool.trees import Trees
 
 __all__ = ["PoolView"]
@@ -36,7 +36,7 @@ class PoolView:
     _pg: Pages
     _sg: Segments
     _tr: Trees
-    _tlb: tuple[TLB, TLB]
+    _tlb: tuple[PortTLB, PortTLB]
     _tags: TagTable
     _len: list[int]
     _tag: list[int]
