@@ -56,6 +56,8 @@ Choices where the spec is silent
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from golden.kvpool.core import PoolCore
 from golden.kvpool.errors import PoolErr, PoolError, as_bool, as_int, as_tokens
 from golden.kvpool.params import BLOCK, CMAX, DEFAULTS, make_params
@@ -474,7 +476,7 @@ class KVPool(PoolCore):
         return self._result(())
 
     # ------------------------------------------------------------------ share
-    def share(self, dst: int, tokens: object) -> Result:
+    def share(self, dst: int, tokens: Sequence[int]) -> Result:
         """Give ``dst`` the longest verified committed prefix equal to ``tokens``.
 
         ``M`` is ``BLOCK (k + 1)`` for the largest ``k`` whose tag ``T_k`` of
