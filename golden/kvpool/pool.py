@@ -31,8 +31,8 @@ Choices where the spec is silent
 * **Tags are entered by appends only** (committed insert, commit), one entry
   per block boundary crossed, in order (a commit may cross several). Fork and
   share copy or set ``tag(dst)`` and enter nothing.
-* **A commit whose ``acc`` is empty** (``accept`` has bit 0, but no valid
-  node of it) appends nothing and needs no segment; it frees ``rej``.
+* **A commit with nothing accepted** (``acc`` empty: ``accept`` has bit 0,
+  but no valid node of it) appends nothing and needs no segment; it frees ``rej``.
   ``TABLE_FULL`` in a commit: ``acc`` not empty, no own segment, none free.
 * **Check order**: SPEC §4.8's table order; ``TABLE_FULL`` (segment, then
   block table, or tree slot) before ``NO_PAGE``. Only the checks that apply
@@ -42,7 +42,7 @@ Choices where the spec is silent
 * **Within one operation**, a segment or tree slot is taken before the page;
   an allocation that spills invalidates the victim's TLB set before the new
   PTE is written. Neither order is observable.
-* **``spilled``** in a result counts an allocation's spill only (0 or 1); a
+* **The field spilled** of a result counts an allocation's spill only (0 or 1); a
   ``spill(n)``'s victims are its value.
 * **Identifiers**: segments and tree slots are the lowest-numbered free, as
   the SPEC says; block tables too (not observable). The TLB set of a key
@@ -52,6 +52,18 @@ Choices where the spec is silent
   SPEC §4.8's ``TABLE_FULL`` names segments, block tables and tree slots
   only. Block tables are counted; since a live table is named by a live
   segment, one is free whenever a segment is.
+* **A committed insert while the sequence has an active tree** is allowed
+  (SPEC §4.8 lists no error for it): a node at a position below the new
+  ``len`` is then shadowed (a lookup answers the committed PTE) and a commit
+  that accepts it fails ``NOT_CHAIN``.
+* **Sizes the SPEC leaves open**: ``TLB_SETS`` and ``TAG_SETS`` 1 .. 2**16.
+* **Costs**: a release is O(positions of its dead segments + tree nodes), a
+  share O(``len(tokens)`` + the tokens compared), a commit O(tree nodes),
+  fork and a split O(segments of the chains involved). A spill makes one
+  pass per spill-queue entry it pops: O(1) amortised (each pass is paid for
+  by a score, a commit or a free), but one spill after every page was scored
+  to ``CMAX`` pops up to ``CMAX + 1`` times per queued page, the GCLOCK
+  worst case the RTL's cycle target (3 cycles + 1 per pass) shares.
 """
 
 from __future__ import annotations
