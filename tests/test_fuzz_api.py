@@ -28,7 +28,7 @@ from golden import draft as gdraft
 from golden import rng as grng
 from golden import trees
 from golden.draft import StepRecord
-from golden.models import NGramModel, SyntheticPair, TableModel, tails_matrix
+from golden.models import NGramModel, SyntheticPair, TableModel, code_prompts, tails_matrix
 from sim.timing import acceptance, profiles
 from sim.topology import TopologyOptimiser
 from tests.test_fuzz import MALFORMED, SCALARS
@@ -219,6 +219,10 @@ MODEL_CASES: dict[str, Case] = {
         {"tails": [[1, 2], [-1, 3]]},
         nested=("tails",),
         check=check_tail_rows(NGRAM),
+    ),
+    "code_prompts": Case(  # a missing file is a FileNotFoundError (documented): not fuzzed
+        lambda n, length, seed: code_prompts(n, length, seed, files=["bisect.py"]),
+        {"n": 2, "length": 8, "seed": 1},
     ),
     "tails_matrix": Case(
         tails_matrix, {"contexts": [[1, 2], [3]], "window": 2}, nested=("contexts",)

@@ -212,3 +212,21 @@ def test_eagle2_tree_names_its_arguments() -> None:
         args = {"draft": pair.draft, "context": [1, 2], "children": "topk", **kw}
         with pytest.raises(ValueError, match=msg):
             tree.build(rng=gen, **args)
+
+
+def test_code_prompts_checks_seed_count_and_length() -> None:
+    """``code_prompts(2, 4, seed="x")`` raised TypeError, ``seed=-1`` numpy's
+    "expected non-negative integer", ``seed=True`` drew with seed 1;
+    ``length=2**70`` raised OverflowError; ``n=10**9`` asked for 10**9 prompts."""
+    from golden.models import code_prompts
+
+    files = ["bisect.py"]
+    for kw, msg in [
+        ({"seed": "x"}, r"^seed = 'x': must be an integer in 0 \.\. "),
+        ({"seed": -1}, r"^seed = -1: must be an integer in 0 \.\. "),
+        ({"seed": True}, r"^seed = True: must be an integer"),
+        ({"length": 2**70}, r"^length = 1180591620717411303424: longer than the held-out text"),
+        ({"n": 10**9}, r"^n = 1000000000: must be an integer in 0 \.\. 1048576$"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            code_prompts(**{"n": 2, "length": 4, "seed": 1, "files": files, **kw})

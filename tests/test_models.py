@@ -349,7 +349,7 @@ def test_code_prompts() -> None:
         assert b[0] != ord("\n")
         assert held.startswith(b) or b"\n" + b in held  # starts at a line start
     assert code_prompts(0, 5, seed=1) == []
-    with pytest.raises(ValueError, match="n = -1: must be an integer >= 0"):
+    with pytest.raises(ValueError, match="n = -1: must be an integer in 0 .. 1048576"):
         code_prompts(-1, 5, seed=1)
     with pytest.raises(ValueError, match="length = 0: must be an integer >= 1"):
         code_prompts(3, 0, seed=1)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from checks import integer
+from checks import seed as seed_check
 
 __all__ = [
     "STDLIB_HELDOUT_FILES",
@@ -155,11 +156,12 @@ def code_prompts(
     Parameters
     ----------
     n : int
-        Number of prompts (``>= 0``).
+        Number of prompts, ``0 .. 2**20``.
     length : int
         Bytes per prompt (``>= 1``).
     seed : int
-        Seed of ``numpy.random.default_rng``; same seed, same prompts.
+        Seed of ``numpy.random.default_rng`` (``0 .. 2**64 - 1``); same seed,
+        same prompts.
     files : sequence of str, optional
         Source files (default :data:`STDLIB_HELDOUT_FILES`, never trained on).
 
@@ -176,12 +178,13 @@ def code_prompts(
         If ``n`` or ``length`` is out of range (``length`` longer than any
         prompt the files can give).
     """
-    n = integer("n", n, 0)
+    n = integer("n", n, 0, 1 << 20)
     length = integer("length", length, 1)
+    seed = seed_check("seed", seed)
     buf = np.frombuffer(stdlib_corpus(files), dtype=np.uint8)
     nl = np.flatnonzero(buf[:-1] == ord("\n")) + 1
     starts = np.concatenate([[0], nl])
-    starts = starts[(starts + length <= buf.size)]
+    starts = starts[(starts + min(length, buf.size + 1) <= buf.size)]  # no int64 overflow
     starts = starts[buf[np.minimum(starts, buf.size - 1)] != ord("\n")]
     if starts.size == 0:
         raise ValueError(f"length = {length}: longer than the held-out text allows")
