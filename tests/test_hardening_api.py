@@ -44,6 +44,7 @@ def test_batch_seeds_are_not_truncated() -> None:
 
 
 CONFIG_CASES = [
+    ({"prompt_seed": 2**64}, r"^prompt_seed = 18446744073709551616: must be an integer in 0 \.\. "),
     (
         {"tree": np.array(["chain", "x"])},
         r"^tree = array\(\['chain', 'x'\], dtype='<U5'\): must be one of",
@@ -70,7 +71,8 @@ def test_chip_config_choices_booleans_and_offset(kw, msg) -> None:
     ``workload``, ``children``, ``overlap``) raised numpy's "truth value of an
     array is ambiguous"; ``shared_prompt="no"`` was truthy: every sequence
     shared one prompt; ``context_offset=2**70`` was accepted and failed in the
-    timing as ``context_len``."""
+    timing as ``context_len``; ``prompt_seed=2**64`` failed at run time in
+    ``code_prompts`` as ``seed``."""
     from sim.chip import ChipConfig
 
     with pytest.raises(ValueError, match=msg):

@@ -140,7 +140,7 @@ class DecodeParams:
         Sequences decoded together, ``1 .. seqs``.
     prompt_seed : int
         Selects the workload's prompts (``batch`` of them; with ``shared_prompt``
-        one, used by every sequence).
+        one, used by every sequence), ``0 .. 2**64 - 1``.
     shared_prompt : bool
         Every sequence decodes the same prompt (with its own seed): parallel
         sampling, the whole prompt prefix shared through ``fork``. ``True`` or
@@ -331,7 +331,7 @@ INT_BOUNDS: tuple[tuple[str, int, Bound], ...] = (
     ("tokens", 1, None),
     ("prompt_len", 1, None),
     ("batch", 1, lambda c: int(c.seqs)),
-    ("prompt_seed", 0, None),
+    ("prompt_seed", 0, 2**64 - 1),  # a numpy seed (golden.models.code_prompts)
     ("depth", 1, None),
     ("update_every", 1, None),
     ("window", 1, None),
