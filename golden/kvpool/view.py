@@ -125,7 +125,11 @@ class PoolView:
     def tables(self) -> dict[int, tuple[int, list[tuple[int, int, int]], list[int]]]:
         """Every live block table: ``id -> (base, [(loc, addr, token), ...], segments)``."""
         return {
-            tid: (t.base, [(*_loc_addr(a), k) for a, k in zip(t.addr, t.tok, strict=True)], t.segs)
+            tid: (
+                t.base,
+                [(*_loc_addr(a), k) for a, k in zip(t.addr, t.tok, strict=True)],
+                list(t.segs),
+            )
             for tid, t in sorted(self._sg.tables.items())
         }
 
