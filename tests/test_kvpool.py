@@ -343,9 +343,10 @@ class Ref:
         cell = self._committed(seq, pos)
         if cell.loc == 0:
             raise Bad(E.ON_CHIP)
-        self.need_page()
+        if not self.fifo and self.mark == self.P and "com" not in self.pstate.values():
+            raise Bad(E.NO_PAGE)
+        self.hfifo.append(cell.addr)  # the slot first: the spill may take it
         page, spilled = self.alloc()
-        self.hfifo.append(cell.addr)
         cell.loc, cell.addr = 0, page
         self.make_committed(page)
         return (page,), spilled
@@ -1024,14 +1025,6 @@ ERRORS = [
         E.NO_PAGE,
         None,
     ),
-    # a fill's own slot is returned only after its page is found
-    (
-        {"hbm_pages": 1},
-        [*APPEND20[:16], ("spill", 1), ("insert", 0, 16, 0, True)],
-        ("fill", 0, 0),
-        E.NO_PAGE,
-        None,
-    ),
 ]
 
 
@@ -1288,14 +1281,28 @@ def test_spilled_position_hits_with_its_slot_and_fills_back() -> None:
     r = pool.insert(1, 0, 0, True, 42)  # an allocation that spills the GCLOCK victim
     assert r.spilled == 1 and r.value == (pages[0],) and r.counts == (0, 0, 16, 1)
     assert pool.lookup(0, 0, 0).value == (1, 1, 0) and pool.pte(0, 0) == (1, 0, 100)
-    r = pool.fill(0, 0)  # needs a page: spills the next victim, then returns slot 0
+    r = pool.fill(0, 0)  # returns slot 0, then needs a page: the next victim takes slot 0
     assert r.spilled == 1 and r.value == (pages[1],) and r.counts == (0, 0, 16, 1)
-    assert pool.pte(0, 0) == (0, pages[1], 100) and pool.pte(0, 1) == (1, 1, 101)
-    assert pool.hbm_fifo() == ((0,), 2)
+    assert pool.pte(0, 0) == (0, pages[1], 100) and pool.pte(0, 1) == (1, 0, 101)
+    assert pool.hbm_fifo() == ((), 1)
     assert pool.lookup(1, 0, 0).value == (1, 0, pages[1])
     assert pool.page_state(pages[1])[1] == 1  # committed again: c = 1
     r = pool.release(0)
     assert r.value == (15, 1) and pool.hbm_used == 0
+    check_invariants(pool)
+
+
+def test_a_fill_with_hbm_full_swaps_with_its_victim() -> None:
+    """HBM full and no free page: the fill's own slot, returned first, takes the
+    victim (the pool never wedges while a committed page is on chip)."""
+    pool = small(pages=16, hbm_pages=1)
+    append(pool, 0, range(100, 116))
+    pool.spill(1)  # position 0 to the only HBM slot
+    pool.insert(0, 16, 0, True, 7)  # the freed page, no spill
+    assert pool.free_pages == 0 and pool.hbm_used == 1
+    r = pool.fill(0, 0)
+    assert r.spilled == 1 and pool.pte(0, 0)[0] == 0 and pool.hbm_used == 1
+    assert sum(pool.pte(0, p)[0] for p in range(17)) == 1  # one position in HBM: the victim
     check_invariants(pool)
 
 

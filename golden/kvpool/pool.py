@@ -440,10 +440,12 @@ class KVPool(PoolCore):
     def fill(self, seq: int, pos: int) -> Result:
         """Bring the committed HBM-resident position ``(seq, pos)`` back on chip.
 
-        It gets a page (*Allocation*, spilling a victim if none is free), its
-        PTE becomes ``loc = 0`` and the page, its HBM slot is returned, the
-        page is committed (``c = 1``, queued) and the TLB sets of the key are
-        invalidated.
+        Its HBM slot is returned first; then it gets a page (*Allocation*,
+        spilling a victim if none is free: with HBM full the victim takes the
+        slot just returned, a swap), its PTE becomes ``loc = 0`` and the page,
+        the page is committed (``c = 1``, queued) and the TLB sets of the key
+        are invalidated. ``NO_PAGE`` only when no page is free and none is
+        committed on chip.
 
         Returns
         -------
@@ -459,10 +461,16 @@ class KVPool(PoolCore):
         seq, pos, t, a = self._committed_pte("fill", seq, pos)
         if a >= 0:
             raise PoolError(f"fill (seq = {seq}, pos = {pos}): on chip (page {a})", PoolErr.ON_CHIP)
-        self._need_page(f"fill (seq = {seq}, pos = {pos})")
+        pg = self._pg
+        if not pg.has_free() and not pg.committed_pages:
+            raise PoolError(
+                f"fill (seq = {seq}, pos = {pos}): no free page (pages = {pg.n}, all in use) "
+                "and none committed on chip to spill",
+                PoolErr.NO_PAGE,
+            )
+        pg.hbm_give(-1 - a)  # first: a spill the allocation needs may take this slot
         page, spilled = self._alloc()
         t.addr[pos - t.base] = page
-        self._pg.hbm_give(-1 - a)
         self._pg.make_committed(page, t.id, pos, False)
         g = self._sg.find(seq, pos)
         for tlb in self._tlb:
