@@ -232,3 +232,16 @@ def test_code_prompts_checks_seed_count_and_length() -> None:
     ]:
         with pytest.raises(ValueError, match=msg):
             code_prompts(**{"n": 2, "length": 4, "seed": 1, "files": files, **kw})
+
+
+def test_timing_overrides_that_divided_by_zero() -> None:
+    """``--set article.accept_us=0`` divided by zero in the disagreements; a rate of
+    1e-300 (positive) overflowed every time it divided: refused, named."""
+    from sim.timing import load_profile
+    from sim.timing.summary import profile_summary
+
+    s = profile_summary(load_profile("specdecode1-7b", **{"article.accept_us": 0}))
+    assert any(d["topic"] == "accept/commit" for d in s["disagreements"])
+    for key in ("hardware.clock_hz", "hardware.hbm_bw", "kv_pool.bw"):
+        with pytest.raises(ValueError, match=rf"^{key} = 1e-300: must be in 1e-12"):
+            load_profile("specdecode1-7b", **{key: 1e-300})

@@ -403,7 +403,7 @@ def _tree_manager_facts(f: dict[str, Any]) -> None:
     ) // 2  # sampler beats per pass that fit in 1 us
     f["lanes_1us"] = math.ceil(t.vocab / per_pass) if per_pass > 0 else float("inf")
     f["c16"] = cycle_model(w.tree_nodes, t.vocab, 16, w.accepted, latency=tm.latency)
-    f["r_accept"] = st.accept_us / a.accept_us
+    f["r_accept"] = st.accept_us / a.accept_us if a.accept_us else math.inf
     f["alpha"] = chain_alpha(w.accepted, w.tree_depth)
     f.update(emitted=w.accepted + 1, r_tokens=(w.accepted + 1) / a.tokens_per_step)
     f["kv_tok"] = kv_tok = t.kv_bytes_per_token

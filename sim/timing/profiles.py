@@ -234,6 +234,8 @@ _MAY_BE_ZERO = {
     "draft_evals",
     "accept_us",
 }
+#: the magnitudes a profile's non-zero numbers may take (SI units: Hz, B/s, FLOP/s, us)
+_MAGNITUDE = (1e-12, 1e30)
 _ALIASES = {"weight_bytes": "target.bytes_per_param", "draft_weight_bytes": "draft.bytes_per_param"}
 
 
@@ -255,6 +257,11 @@ def _number(key: str, value: object, *, integer: bool, zero_ok: bool) -> float |
         raise ValueError(f"{key} = {value!r}: must be finite")
     if value < 0 or (value == 0 and not zero_ok):
         raise ValueError(f"{key} = {value!r}: must be {'>= 0' if zero_ok else '> 0'}")
+    if value != 0 and not _MAGNITUDE[0] <= value <= _MAGNITUDE[1]:
+        # a rate of 1e-300 is positive, but every time it divides overflows
+        lo, hi = _MAGNITUDE
+        zero = "0 or " if zero_ok else ""
+        raise ValueError(f"{key} = {value!r}: must be {zero}in {lo:g} .. {hi:g}")
     return int(value) if integer else float(value)
 
 

@@ -10,6 +10,7 @@ numbers the disagreements quote (:func:`sim.timing.disagreements.facts`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,10 +76,21 @@ def profile_summary(profile: Profile) -> dict[str, Any]:
     return out
 
 
+def _finite(x: Any) -> Any:
+    """``x`` with every infinite or NaN float as ``None`` (JSON has neither)."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
 def write_summary(profiles: Sequence[Profile], path: str | Path) -> Path:
     """Write ``{"profiles": {name: profile_summary(p)}}`` as JSON to ``path``."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    data = {"profiles": {p.name: profile_summary(p) for p in profiles}}
-    out.write_text(json.dumps(data, indent=1) + "\n")
+    data = _finite({"profiles": {p.name: profile_summary(p) for p in profiles}})
+    out.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
     return out
