@@ -2,6 +2,7 @@
 (``flows.report.figures``): each run is performed again and every marked
 figure and quoted output compared with it."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,27 @@ def test_every_picture_in_docs_is_shown() -> None:
     pngs = [p for p in docs.rglob("*.png") if "results" not in p.relative_to(docs).parts]
     unshown = [str(p.relative_to(docs)) for p in pngs if p.name not in pages]
     assert not unshown, f"pictures no page shows: {unshown}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_to_a_page_and_heading_resolves() -> None:
+    """A relative link in the README or docs names a file that exists and, with
+    ``#anchor``, a heading of it."""
+    bad = []
+    for page in figures.marked_pages():
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue  # a URL
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                bad.append(f"{page.name}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md":
+                heads = re.findall(r"^#+ (.+)$", dest.read_text(), re.M)
+                if anchor not in {_slug(h) for h in heads}:
+                    bad.append(f"{page.name}: {target} (no such heading)")
+    assert not bad, "\n".join(bad)
