@@ -17,6 +17,7 @@ __all__ = [
     "reply_layout",
     "set_index",
     "plru_masks",
+    "plru_victim",
 ]
 
 #: width of the ``hits`` / ``misses`` counters (they wrap)
@@ -66,6 +67,23 @@ def plru_masks(way: Value, ways: int) -> tuple[Value, Value]:
     return Cat(on), Cat(off)
 
 
+def _touch_consts(ways: int) -> list[tuple[int, int]]:
+    """Per way, the ``(set, clear)`` masks of :func:`plru_masks` as integers."""
+    out = []
+    for w in range(ways):
+        on = off = 0
+        n = w + ways - 1  # the leaf, in heap order
+        while n > 0:
+            parent = (n - 1) // 2
+            if n == 2 * parent + 1:  # a left child: the parent points right
+                on |= 1 << parent
+            else:
+                off |= 1 << parent
+            n = parent
+        out.append((on, off))
+    return out
+
+
 def plru_victim(bits: Value, ways: int) -> Value:
     """The way the tree-PLRU ``bits`` point to: from the root, 0 left, 1 right."""
     if ways == 1:
@@ -87,7 +105,7 @@ def _inc(m: Module, v: Value, name: str) -> Value:
 class TLB(wiring.Component):
     """One lookup port's TLB: ``(segment, pos) -> (loc, addr)``, ``SETS x WAYS``, tree-PLRU.
 
-    SPEC §4.6 *TLB*, bit-exact with ``golden.kvpool.tlb.TLB``: set
+    SPEC §4.6 *TLB*, bit-exact with ``golden.kvpool.tlb.PortTLB``: set
     ``(pos XOR (segment << 4)) mod SETS``; a lookup hits when a valid way holds
     the key (the lowest such way) and updates the set's tree-PLRU; a fill
     writes the lowest-numbered invalid way, else the tree-PLRU victim, and
@@ -131,14 +149,16 @@ class TLB(wiring.Component):
     PLRU bits are flip-flops (reset clears ``valid`` and the PLRU; nothing
     is swept), so that ``kill`` clears every matching entry in one cycle (a
     per-entry ``SEGS``-to-1 select of ``kill``) and a fill finds its way at
-    once. The ``pos`` tag, ``loc`` and ``addr`` are one
-    ``amaranth.lib.memory.Memory`` of ``SETS`` words of ``WAYS`` entries
-    (written per way; one synchronous read port, transparent to the write
-    port so that a fill reaches a lookup of the same cycle). A lookup reads
-    its set's word in its cycle; in the reply cycle the ways' tags are
-    compared with the key, the segment ids and ``valid`` read from the flops,
-    and the lowest hit selects ``loc`` and ``addr``; the PLRU update of the
-    hit is forwarded to a fill of the same set in that cycle. Design notes:
+    once. The ``pos`` tag, a copy of the segment id, ``loc`` and ``addr``
+    are one ``amaranth.lib.memory.Memory`` of ``SETS`` words of ``WAYS``
+    entries (written per way by a fill, the only writer of a segment id;
+    one synchronous read port, transparent to the write port so that a fill
+    reaches a lookup of the same cycle). A lookup reads its set's word in
+    its cycle; in the reply cycle each way compares the word's tag and
+    segment with the key and reads ``valid`` from the flops, and the lowest
+    hit selects ``loc`` and ``addr``. The fill's victim should each way hit
+    is computed beside the lookup and selected with the hit (the PLRU update
+    forwarded without a chain through it). Design notes:
     ``docs/blocks/kvpool_leaves.md``.
 
     Parameters
@@ -238,9 +258,9 @@ class TLB(wiring.Component):
         m = Module()
         S, W = self.SETS, self.WAYS
         gb = idx_bits(self.SEGS)
-        ew = self.POS_BITS + 1 + self.ADDR_BITS  # one way's word: pos, loc, addr
+        ew = self.POS_BITS + gb + 1 + self.ADDR_BITS  # one way's word: pos, seg, loc, addr
 
-        # state: flops (valid, segment, PLRU) and the memory (pos, loc, addr)
+        # state: flops (valid, segment, PLRU) and the memory (pos, a copy of seg, loc, addr)
         st = _State(
             valid=[Signal(W, name=f"valid_{s}") for s in range(S)],
             seg=[[Signal(gb, name=f"seg_{s}_{w}") for w in range(W)] for s in range(S)],
@@ -250,13 +270,18 @@ class TLB(wiring.Component):
         wr = mem.write_port(granularity=ew)
         rd = mem.read_port(transparent_for=(wr,))
 
-        hit, r_idx, hit_way = self._lookup(m, st, rd)
-        lk_on, lk_off = plru_masks(hit_way, W)
+        # the fill's victim: of its set's PLRU, or, when this cycle's lookup reply hit
+        # that set, of the PLRU after the hit (one candidate per way, chosen with the hit)
         f_idx = net(m, set_index(self.fill.seg, self.fill.pos, S), "fill_idx")
-        # the fill's PLRU as this cycle's lookup reply leaves it
-        old = mux_tree(st.plru, f_idx)
-        f_plru = net(m, Mux(hit & (r_idx == f_idx), (old | lk_on) & ~lk_off, old), "fill_plru")
-        fill_way = self._fill(m, st, wr, f_idx, f_plru)
+        old = net(m, mux_tree(st.plru, f_idx), "fill_plru")
+        n = len(old)
+        after = [
+            plru_victim((old | Const(on, n)) & ~Const(off, n), W) for on, off in _touch_consts(W)
+        ]
+        hit, r_idx, hit_way, hit_victim = self._lookup(m, st, rd, after)
+        lk_on, lk_off = plru_masks(hit_way, W)
+        victim = Mux(hit & (r_idx == f_idx), hit_victim, plru_victim(old, W))
+        fill_way = self._fill(m, st, wr, f_idx, victim)
         fl_on, fl_off = plru_masks(fill_way, W)
 
         kill = Cat(self.kill, Const(0, (1 << gb) - self.SEGS))  # ids >= SEGS: never killed
@@ -278,13 +303,18 @@ class TLB(wiring.Component):
             self._set_next(m, s, st, c)
         return m
 
-    def _lookup(self, m: Module, st: "_State", rd) -> tuple[Value, Value, Value]:
+    def _lookup(
+        self, m: Module, st: "_State", rd, after: list[Value]
+    ) -> tuple[Value, Value, Value, Value]:
         """The lookup: the set's word read in the issue cycle; in the reply cycle every
-        way compared, the lowest hit's ``loc`` / ``addr`` replied, the counters.
-        Returns ``(hit, the set replied for, the hit way)``."""
+        way's tag and segment compared and ``valid`` read from the flops, the lowest
+        hit's ``loc`` / ``addr`` replied, the counters. ``after[w]``: the fill's victim
+        should way ``w`` hit. Returns ``(hit, the set replied for, the hit way, after[hit
+        way])``."""
         S, W = self.SETS, self.WAYS
         wb = max(1, exact_log2(W))
-        ew = self.POS_BITS + 1 + self.ADDR_BITS
+        gb = idx_bits(self.SEGS)
+        ew = self.POS_BITS + gb + 1 + self.ADDR_BITS
         r_valid = Signal()
         r_key = Signal.like(self.lk)
         r_idx = Signal(max(1, exact_log2(S)))
@@ -295,12 +325,12 @@ class TLB(wiring.Component):
         row_valid = net(m, mux_tree(st.valid, r_idx), "lk_row_valid")
         match = []
         payload = []
+        pb, ab = self.POS_BITS, self.ADDR_BITS
         for w in range(W):
             word = rd.data[w * ew : (w + 1) * ew]
-            row_seg = mux_tree([st.seg[s][w] for s in range(S)], r_idx)
-            same = (row_seg == r_key.seg) & (word[: self.POS_BITS] == r_key.pos)
+            same = (word[pb : pb + gb] == r_key.seg) & (word[:pb] == r_key.pos)
             match.append(row_valid[w] & same)
-            payload.append(Cat(word[self.POS_BITS :], Const(w, wb)))
+            payload.append(Cat(word[pb + gb :], Const(w, wb), after[w]))
         any_hit, sel = priority_tree(m, Cat(match), payload, highest=False, name="lk_hit")
         hit = net(m, r_valid & any_hit, "lk_hit")
         m.d.comb += [
@@ -313,11 +343,12 @@ class TLB(wiring.Component):
             m.d.sync += self.hits.eq(_inc(m, self.hits, "hits_inc"))
         with m.If(r_valid & ~any_hit):
             m.d.sync += self.misses.eq(_inc(m, self.misses, "misses_inc"))
-        return hit, r_idx, net(m, sel[1 + self.ADDR_BITS :], "lk_hit_way")
+        hit_way = net(m, sel[1 + ab : 1 + ab + wb], "lk_hit_way")
+        return hit, r_idx, hit_way, net(m, sel[1 + ab + wb :], "lk_hit_victim")
 
-    def _fill(self, m: Module, st: "_State", wr, f_idx: Value, f_plru: Value) -> Value:
-        """The fill's way (the lowest invalid one of set ``f_idx``, else the victim of
-        ``f_plru``) and the memory write; returns the way."""
+    def _fill(self, m: Module, st: "_State", wr, f_idx: Value, victim: Value) -> Value:
+        """The fill's way (the lowest invalid one of set ``f_idx``, else ``victim``) and
+        the memory write; returns the way."""
         W = self.WAYS
         wb = max(1, exact_log2(W))
         f = self.fill
@@ -325,10 +356,10 @@ class TLB(wiring.Component):
         any_inv, low_inv = priority_tree(
             m, ~f_valid, [Const(w, wb) for w in range(W)], highest=False, name="fill_inv"
         )
-        way = net(m, Mux(any_inv, low_inv, plru_victim(f_plru, W)), "fill_way")
+        way = net(m, Mux(any_inv, low_inv, victim), "fill_way")
         m.d.comb += [
             wr.addr.eq(f_idx),
-            wr.data.eq(Cat(*[Cat(f.pos, f.loc, f.addr)] * W)),
+            wr.data.eq(Cat(*[Cat(f.pos, f.seg, f.loc, f.addr)] * W)),
             wr.en.eq(Mux(self.fill_valid, Const(1, W) << way, 0)),
         ]
         return way

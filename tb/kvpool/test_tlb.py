@@ -1,4 +1,4 @@
-"""Testbench: one port's TLB (hw/kvpool/tlb.py) against golden.kvpool.tlb.TLB (SPEC §4.6 *TLB*).
+"""Testbench: one port's TLB (hw/kvpool/tlb.py) against golden.kvpool.tlb.PortTLB (SPEC §4.6 *TLB*).
 
 Driver: every cycle a lookup (by the idle pattern), a fill, an invalidation
 of a set and a ``kill`` mask, each by its rate: keys come mostly from a
@@ -6,7 +6,7 @@ small hot set that drifts (so sets fill, ways are evicted and lookups hit),
 the fills mostly complete the misses after a walk of 0 - 4 cycles (as the
 pool's walker will), some are random keys (a key filled twice occupies two
 ways, the golden model alike), and an invalidation changes its key's PTE
-(a spill or fill moves the page). Model: ``golden.kvpool.tlb.TLB``,
+(a spill or fill moves the page). Model: ``golden.kvpool.tlb.PortTLB``,
 performing each cycle's operations in the block's order: ``fill``,
 ``invalidate_set``, ``invalidate_segment`` for each ``kill`` bit, then
 ``lookup``. Scoreboard (:class:`tb.kvpool.common.Lockstep`): every cycle,
@@ -20,7 +20,7 @@ a fill invalidated or killed in its cycle, an eviction) is asserted.
 
 from collections import deque
 
-from golden.kvpool.tlb import TLB as GoldenTLB
+from golden.kvpool.tlb import PortTLB as GoldenTLB
 from hw.kvpool.tlb import fill_layout, key_layout, reply_layout
 from tb.common import FULL_ONLY, TB, pack, params, pattern, report, sized, unpack
 from tb.kvpool.common import Lockstep, run_leaf
@@ -155,9 +155,10 @@ class TLBBench(Lockstep):
         kill = inputs["kill"]
         if fkey is not None and fkey[0] < p["SEGS"] and (kill >> fkey[0]) & 1:
             self.cover["fill_kill"] += 1
-        for g in range(p["SEGS"]):
-            if (kill >> g) & 1:
-                gt.invalidate_segment(g)
+        while kill:  # each set bit, lowest first
+            g = (kill & -kill).bit_length() - 1
+            gt.invalidate_segment(g)
+            kill &= kill - 1
         counts = {"hits": gt.hits, "misses": gt.misses}
         self.prev_hit_set = None
         if not inputs["lk_valid"]:
