@@ -376,9 +376,9 @@ class TLB(wiring.Component):
         nxt = []
         for w in range(self.WAYS):
             filled = here_f & (c.fill_way == w)
-            inv_seg = Mux(filled, c.f_inv_seg, seg[w] == self.inv.seg)
-            killed = Mux(filled, c.f_killed, c.kill.bit_select(seg[w], 1))
-            nxt.append((filled | valid[w]) & ~(here_i & inv_seg) & ~killed)
+            # both outcomes ready before the fill's way is known (the late signal)
+            kept = valid[w] & ~(here_i & (seg[w] == self.inv.seg)) & ~c.kill.bit_select(seg[w], 1)
+            nxt.append(Mux(filled, ~(here_i & c.f_inv_seg) & ~c.f_killed, kept))
             with m.If(filled):
                 m.d.sync += seg[w].eq(self.fill.seg)
         m.d.sync += valid.eq(Cat(nxt))
