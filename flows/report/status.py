@@ -165,6 +165,8 @@ def _fmax_text(row: Mapping) -> str:
         extra.append(f"target {row['target_mhz']}")
     if row.get("config_short"):
         extra.append(row["config_short"])
+    elif row.get("params"):  # a synth.json row: the parameters it was placed with
+        extra.append(", ".join(f"{k}={v}" for k, v in row["params"].items()))
     if len(row.get("seeds") or []) > 1:
         extra.append(f"median of {len(row['seeds'])} seeds")
     return f"{f:.1f}" + (f" ({'; '.join(extra)})" if extra else "")
