@@ -153,12 +153,16 @@ class TLB(wiring.Component):
     are one ``amaranth.lib.memory.Memory`` of ``SETS`` words of ``WAYS``
     entries (written per way by a fill, the only writer of a segment id;
     one synchronous read port, transparent to the write port so that a fill
-    reaches a lookup of the same cycle). A lookup reads its set's word in
-    its cycle; in the reply cycle each way compares the word's tag and
-    segment with the key and reads ``valid`` from the flops, and the lowest
-    hit selects ``loc`` and ``addr``. The fill's victim should each way hit
-    is computed beside the lookup and selected with the hit (the PLRU update
-    forwarded without a chain through it). Design notes:
+    reaches a lookup of the same cycle). In its issue cycle a lookup reads
+    its set's word and registers its set's ``valid`` bits from the flops,
+    less the ways that cycle's ``kill`` selects, with the way that cycle's
+    fill writes there and the set invalidation; in the reply cycle each way
+    takes those into account (a filled or invalidated way by the word's
+    segment), compares the word's tag and segment with the key, and the
+    lowest hit selects ``loc`` and ``addr``: no path of the reply cycle
+    grows with ``SETS``. The fill's victim should each way hit is computed
+    beside the lookup and selected with the hit (the PLRU update forwarded
+    without a chain through it). Design notes:
     ``docs/blocks/kvpool_leaves.md``.
 
     Parameters
@@ -270,31 +274,65 @@ class TLB(wiring.Component):
         wr = mem.write_port(granularity=ew)
         rd = mem.read_port(transparent_for=(wr,))
 
+        kill = Cat(self.kill, Const(0, (1 << gb) - self.SEGS))  # ids >= SEGS: never killed
+        f_idx = net(m, set_index(self.fill.seg, self.fill.pos, S), "fill_idx")
+        i_idx = net(m, set_index(self.inv.seg, self.inv.pos, S), "inv_idx")
+        lk_idx = net(m, set_index(self.lk.seg, self.lk.pos, S), "lk_idx")
+
         # the fill's victim: of its set's PLRU, or, when this cycle's lookup reply hit
         # that set, of the PLRU after the hit (one candidate per way, chosen with the hit)
-        f_idx = net(m, set_index(self.fill.seg, self.fill.pos, S), "fill_idx")
         old = net(m, mux_tree(st.plru, f_idx), "fill_plru")
         n = len(old)
         after = [
             plru_victim((old | Const(on, n)) & ~Const(off, n), W) for on, off in _touch_consts(W)
         ]
-        hit, r_idx, hit_way, hit_victim = self._lookup(m, st, rd, after)
+        r = _Issued(
+            valid=Signal(name="lk_r_valid"),
+            key=Signal.like(self.lk, name="lk_r_key"),
+            idx=Signal(len(lk_idx), name="lk_r_idx"),
+            row=Signal(W, name="lk_r_row"),
+            filled=Signal(W, name="lk_r_filled"),
+            f_killed=Signal(name="lk_r_f_killed"),
+            inv=Signal(name="lk_r_inv"),
+            inv_seg=Signal(gb, name="lk_r_inv_seg"),
+        )
+        hit, hit_way, hit_victim = self._reply(m, rd, r, after)
         lk_on, lk_off = plru_masks(hit_way, W)
-        victim = Mux(hit & (r_idx == f_idx), hit_victim, plru_victim(old, W))
+        same_set = net(m, r.idx == f_idx, "fill_lk_same_set")
+        victim = net(
+            m, Mux(hit & same_set, hit_victim, plru_victim(old, W)), "fill_victim", keep=True
+        )
         fill_way = self._fill(m, st, wr, f_idx, victim)
         fl_on, fl_off = plru_masks(fill_way, W)
 
-        kill = Cat(self.kill, Const(0, (1 << gb) - self.SEGS))  # ids >= SEGS: never killed
+        # the lookup's issue cycle: its set's word; its set's valid bits as this cycle's
+        # kill leaves them (by the flops' segment ids) and the fill and invalidation of
+        # this cycle, applied in the reply cycle (a filled way by the fill's own terms)
+        row_seg = [mux_tree([st.seg[s][w] for s in range(S)], lk_idx) for w in range(W)]
+        row = mux_tree(st.valid, lk_idx)
+        kept = Cat(row[w] & ~kill.bit_select(row_seg[w], 1) for w in range(W))
+        m.d.comb += rd.addr.eq(lk_idx)
+        m.d.sync += [
+            r.valid.eq(self.lk_valid),
+            r.key.eq(self.lk),
+            r.idx.eq(lk_idx),
+            r.row.eq(kept),
+            r.filled.eq(Mux(self.fill_valid & (f_idx == lk_idx), Const(1, W) << fill_way, 0)),
+            r.f_killed.eq(kill.bit_select(self.fill.seg, 1)),
+            r.inv.eq(self.inv_valid & (i_idx == lk_idx)),
+            r.inv_seg.eq(self.inv.seg),
+        ]
+
         c = _Nets(
             hit=hit,
-            r_idx=r_idx,
+            r_idx=r.idx,
             lk_on=lk_on,
             lk_off=lk_off,
             f_idx=f_idx,
             fill_way=fill_way,
             fl_on=fl_on,
             fl_off=fl_off,
-            i_idx=net(m, set_index(self.inv.seg, self.inv.pos, S), "inv_idx"),
+            i_idx=i_idx,
             kill=kill,
             f_killed=net(m, kill.bit_select(self.fill.seg, 1), "fill_killed"),
             f_inv_seg=net(m, self.fill.seg == self.inv.seg, "fill_inv_seg"),
@@ -303,48 +341,39 @@ class TLB(wiring.Component):
             self._set_next(m, s, st, c)
         return m
 
-    def _lookup(
-        self, m: Module, st: "_State", rd, after: list[Value]
-    ) -> tuple[Value, Value, Value, Value]:
-        """The lookup: the set's word read in the issue cycle; in the reply cycle every
-        way's tag and segment compared and ``valid`` read from the flops, the lowest
-        hit's ``loc`` / ``addr`` replied, the counters. ``after[w]``: the fill's victim
-        should way ``w`` hit. Returns ``(hit, the set replied for, the hit way, after[hit
-        way])``."""
-        S, W = self.SETS, self.WAYS
+    def _reply(self, m: Module, rd, r: "_Issued", after: list[Value]) -> tuple[Value, Value, Value]:
+        """The lookup's reply cycle: each way's ``valid`` (the issue cycle's after its
+        kill, or the filled way's, cleared by its set invalidation by the word's
+        segment), tag and segment compared, the lowest hit's ``loc`` / ``addr`` replied, the
+        counters. ``after[w]``: the fill's victim should way ``w`` hit. Returns
+        ``(hit, the hit way, after[hit way])``."""
+        W = self.WAYS
         wb = max(1, exact_log2(W))
         gb = idx_bits(self.SEGS)
-        ew = self.POS_BITS + gb + 1 + self.ADDR_BITS
-        r_valid = Signal()
-        r_key = Signal.like(self.lk)
-        r_idx = Signal(max(1, exact_log2(S)))
-        idx = set_index(self.lk.seg, self.lk.pos, S)
-        m.d.comb += rd.addr.eq(idx)
-        m.d.sync += [r_valid.eq(self.lk_valid), r_key.eq(self.lk), r_idx.eq(idx)]
-
-        row_valid = net(m, mux_tree(st.valid, r_idx), "lk_row_valid")
+        pb, ab = self.POS_BITS, self.ADDR_BITS
+        ew = pb + gb + 1 + ab
         match = []
         payload = []
-        pb, ab = self.POS_BITS, self.ADDR_BITS
         for w in range(W):
             word = rd.data[w * ew : (w + 1) * ew]
-            same = (word[pb : pb + gb] == r_key.seg) & (word[:pb] == r_key.pos)
-            match.append(row_valid[w] & same)
+            seg = word[pb : pb + gb]
+            valid = Mux(r.filled[w], ~r.f_killed, r.row[w]) & ~(r.inv & (seg == r.inv_seg))
+            match.append(valid & (seg == r.key.seg) & (word[:pb] == r.key.pos))
             payload.append(Cat(word[pb + gb :], Const(w, wb), after[w]))
         any_hit, sel = priority_tree(m, Cat(match), payload, highest=False, name="lk_hit")
-        hit = net(m, r_valid & any_hit, "lk_hit")
+        hit = net(m, r.valid & any_hit, "lk_hit", keep=True)
         m.d.comb += [
-            self.rsp_valid.eq(r_valid),
+            self.rsp_valid.eq(r.valid),
             self.rsp.hit.eq(hit),
             self.rsp.loc.eq(Mux(hit, sel[0], 0)),
-            self.rsp.addr.eq(Mux(hit, sel[1 : 1 + self.ADDR_BITS], 0)),
+            self.rsp.addr.eq(Mux(hit, sel[1 : 1 + ab], 0)),
         ]
         with m.If(hit):
             m.d.sync += self.hits.eq(_inc(m, self.hits, "hits_inc"))
-        with m.If(r_valid & ~any_hit):
+        with m.If(r.valid & ~any_hit):
             m.d.sync += self.misses.eq(_inc(m, self.misses, "misses_inc"))
         hit_way = net(m, sel[1 + ab : 1 + ab + wb], "lk_hit_way")
-        return hit, r_idx, hit_way, net(m, sel[1 + ab + wb :], "lk_hit_victim")
+        return hit, hit_way, net(m, sel[1 + ab + wb :], "lk_hit_victim")
 
     def _fill(self, m: Module, st: "_State", wr, f_idx: Value, victim: Value) -> Value:
         """The fill's way (the lowest invalid one of set ``f_idx``, else ``victim``) and
@@ -391,6 +420,23 @@ class _State:
     valid: list[Signal]
     seg: list[list[Signal]]
     plru: list[Signal]
+
+
+@dataclass
+class _Issued:
+    """The lookup's registers, from its issue cycle to its reply: valid, key, set,
+    the set's ``valid`` bits after that cycle's kill, the way that cycle's fill wrote
+    there (one-hot) and whether the kill took it, the set invalidation and its
+    segment."""
+
+    valid: Signal
+    key: Signal
+    idx: Signal
+    row: Signal
+    filled: Signal
+    f_killed: Signal
+    inv: Signal
+    inv_seg: Signal
 
 
 @dataclass
