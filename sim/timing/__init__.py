@@ -46,7 +46,7 @@ from sim.timing.acceptance import (
     predicted_tip_probability,
 )
 from sim.timing.disagreements import Disagreement, disagreements
-from sim.timing.phases import DraftTime, VerifyTime, draft_time, verify_time
+from sim.timing.phases import DraftTime, KVTraffic, VerifyTime, draft_time, verify_time
 from sim.timing.profiles import (
     OVERLAP_MODES,
     PRECISIONS,
@@ -88,6 +88,7 @@ __all__ = [
     "DraftTime",
     "Hardware",
     "KVPoolTiming",
+    "KVTraffic",
     "ModelSpec",
     "Profile",
     "ProjectionRow",

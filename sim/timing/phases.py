@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 from sim.timing.profiles import Profile
 
-__all__ = ["DraftTime", "VerifyTime", "draft_time", "prefetch_capacity", "verify_time"]
+__all__ = [
+    "DraftTime",
+    "KVTraffic",
+    "VerifyTime",
+    "draft_time",
+    "prefetch_capacity",
+    "verify_time",
+]
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,37 @@ class DraftTime:
     total_us: float
     hbm_bytes: float
     bound: str
+
+
+@dataclass(frozen=True)
+class KVTraffic:
+    """The KV bytes one verification moves between the KV pool and HBM, as a
+    functional pool measured them (:mod:`sim.context`).
+
+    Attributes
+    ----------
+    read_bytes : float
+        Context KV the verifier reads from HBM-resident pages (``loc = 1``) in place.
+    spill_bytes : float
+        Pages spilled to HBM during the step (pool read, HBM write).
+    fill_bytes : float
+        Pages filled back from HBM during the step (HBM read, pool write).
+    """
+
+    read_bytes: float
+    spill_bytes: float
+    fill_bytes: float
+
+    def __post_init__(self) -> None:
+        for name in ("read_bytes", "spill_bytes", "fill_bytes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1e30:
+                raise ValueError(f"{name} = {v!r}: must be a number in 0 .. 1e30")
+
+    @property
+    def hbm_bytes(self) -> float:
+        """HBM traffic: reads in place, spills and fills."""
+        return self.read_bytes + self.spill_bytes + self.fill_bytes
 
 
 @dataclass(frozen=True)
@@ -123,6 +161,7 @@ def verify_time(
     prefetched_bytes: float = 0.0,
     table_cycles: int = 0,
     extra_hbm_bytes: float = 0.0,
+    kv_traffic: KVTraffic | None = None,
 ) -> VerifyTime:
     """Roofline verification time of a ``tree_nodes``-node tree over ``context_len``.
 
@@ -139,16 +178,39 @@ def verify_time(
 
     ``extra_hbm_bytes`` is other HBM traffic in the same window (a speculative
     draft's weights beyond the draft SRAM).
+
+    ``kv_traffic`` (SpecDecode-1 only): the pool's HBM traffic measured by a
+    functional pool (:class:`KVTraffic`); it replaces the analytic "KV beyond
+    the pool" (every position past ``kv_pool.bytes`` read from HBM) in the HBM
+    term, and the pool term reads the context less ``read_bytes``, plus the
+    spilled and filled pages. ``None`` (default): the analytic estimate.
+
+    Raises
+    ------
+    ValueError
+        ``kv_traffic`` given for a profile without a KV pool, or not a :class:`KVTraffic`.
     """
     t, hw = profile.target, profile.hardware
     n = tree_nodes
     flops = t.matmul_flops(n) + t.attention_flops(n, context_len + tree_depth + 1)
     kv_ctx = context_len * t.kv_bytes_per_token
     kv_new = n * t.kv_bytes_per_token
+    if kv_traffic is not None and (
+        profile.kv_pool is None or not isinstance(kv_traffic, KVTraffic)
+    ):
+        raise ValueError(
+            f"kv_traffic = {kv_traffic!r}: must be a KVTraffic, on a profile with a kv_pool"
+        )
     if profile.kv_pool is not None:
-        spill = max(0.0, kv_ctx - profile.kv_pool.bytes)
+        if kv_traffic is None:
+            spill = max(0.0, kv_ctx - profile.kv_pool.bytes)
+            on_pool = kv_ctx - spill + kv_new
+        else:
+            kt = kv_traffic
+            spill = kt.hbm_bytes
+            on_pool = max(0.0, kv_ctx - kt.read_bytes) + kv_new + kt.spill_bytes + kt.fill_bytes
         hbm = t.weight_bytes - prefetched_bytes + spill + extra_hbm_bytes
-        kv_us = (kv_ctx - spill + kv_new) / profile.kv_pool.bw * 1e6
+        kv_us = on_pool / profile.kv_pool.bw * 1e6
     else:
         hbm = t.weight_bytes - prefetched_bytes + kv_ctx + kv_new + extra_hbm_bytes
         kv_us = 0.0

@@ -39,7 +39,14 @@ import numpy as np
 from sim.cycles import AcceptCycles, sampler_cycles
 from sim.cycles import accept_cycles as cycle_model
 from sim.timing.acceptance import predicted_tip_probability
-from sim.timing.phases import DraftTime, VerifyTime, draft_time, prefetch_capacity, verify_time
+from sim.timing.phases import (
+    DraftTime,
+    KVTraffic,
+    VerifyTime,
+    draft_time,
+    prefetch_capacity,
+    verify_time,
+)
 from sim.timing.profiles import Profile, check_step
 
 __all__ = ["ARTiming", "StepTiming", "ar_token_time", "step_time"]
@@ -201,6 +208,7 @@ def step_time(
     overlap: str = "none",
     draft_evals: int | None = None,
     p_right: float | None = None,
+    kv_traffic: KVTraffic | None = None,
 ) -> StepTiming:
     """Per-phase timing of one decode step on ``profile`` (module docstring).
 
@@ -229,6 +237,11 @@ def step_time(
     p_right : float or None
         Speculative mode: probability the predicted tip is right; ``None``:
         :func:`predicted_tip_probability` of ``accepted`` as the mean.
+    kv_traffic : KVTraffic or None
+        SpecDecode-1: the KV pool's HBM traffic of this step measured by a functional
+        pool (spills, fills, reads of HBM-resident context), charged to the
+        verification's HBM stream beside the weights in every verification of the
+        step (:func:`sim.timing.phases.verify_time`); ``None``: the analytic estimate.
 
     Returns
     -------
@@ -264,6 +277,7 @@ def step_time(
             prefetched_bytes=pref,
             table_cycles=table,
             extra_hbm_bytes=extra,
+            kv_traffic=kv_traffic,
         )
 
     v0 = verify(0.0)
