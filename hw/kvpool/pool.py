@@ -1,0 +1,367 @@
+"""The KV pool at the architecture's scale (SPEC §4.4 - §4.9): the composed block.
+
+:class:`ScaledPool` (Verilog module ``kvpool``) composes the leaves of
+:mod:`hw.kvpool` (decision 0016): the segment table and sequence lengths in
+flops (:mod:`hw.kvpool.segtable`), the block tables (radix trees of PTEs in
+memories), the tree slots, the page states with the GCLOCK spill queue, the
+free-page and HBM-slot allocators and one TLB per lookup port. Two lookup
+ports (:mod:`hw.kvpool.pool_lookup`) and one operation port
+(:mod:`hw.kvpool.pool_ops`, checks in :mod:`hw.kvpool.pool_checks`).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from hw.common import Param, check_params, idx_bits, net, or_tree
+from hw.kvpool.allocator import PageAllocator, page_bits
+from hw.kvpool.blocktable import BlockTable
+from hw.kvpool.layouts import (
+    PoolCode,
+    addr_bits,
+    pool_op_layout,
+    pool_query_layout,
+    pool_reply_layout,
+    pool_result_layout,
+)
+from hw.kvpool.pagestate import PageState
+from hw.kvpool.pool_checks import Facts
+from hw.kvpool.pool_lookup import lookup_port
+from hw.kvpool.pool_ops import OpRegs, Units, op_fsm
+from hw.kvpool.segtable import SegState
+from hw.kvpool.tlb import TLB
+from hw.kvpool.treeslots import TreeSlots
+
+__all__ = ["ScaledPool"]
+
+
+class _Reply:
+    """A reply port as ``valid`` and ``payload`` (no ``ready``: always taken)."""
+
+    def __init__(self, valid, payload) -> None:
+        self.valid, self.payload = valid, payload
+
+
+_POW2 = ("TLB_SETS", "TLB_WAYS")
+
+
+class ScaledPool(wiring.Component):
+    """The KV pool at scale: ``(seq, pos) -> page`` for ``2**20`` pages and more.
+
+    Contract: SPEC §4.4 - §4.9 and :class:`golden.kvpool.KVPool`, in the
+    transaction order of :mod:`hw.kvpool.layouts` (per cycle: lookup port 0,
+    port 1, then the operation). Every result and reply equals the golden
+    model's (the commit's ``NOT_CHAIN`` check excepted: the RTL trusts the
+    sampler's ancestor chain, as the flat pool trusts it not to commit two
+    entries at one key). ``SHARE`` is reserved: it is answered ``FIELD``.
+
+    Parameters
+    ----------
+    PAGES : int
+        On-chip pages, 16 .. 4194304, default 1048576.
+    HBM_PAGES : int
+        HBM spill slots, 0 .. 4194304, default 2097152 (the allocator's range:
+        the golden model's 2**23 is not built).
+    SEQS : int
+        Sequences, 1 .. 64, default 64.
+    SEGS : int
+        Segments and block tables, 2 .. 1024, default 256.
+    TREES : int
+        Tree slots, 1 .. 16, default 8.
+    N_NODES : int
+        Nodes per tree, 4 .. 1024, default 1024.
+    MAX_DEPTH : int
+        Positions per tree window, 2 .. 1024, default 64.
+    POS_BITS : int
+        Bits of a position, 1 .. 20, default 17.
+    TOKEN_BITS : int
+        Bits of a token, 1 .. 17, default 17.
+    TLB_SETS : int
+        Sets of each port's TLB, a power of two, 1 .. 65536, default 1024.
+    TLB_WAYS : int
+        Ways of each port's TLB, a power of two, 1 .. 8, default 4.
+
+    Members
+    -------
+    op : In(stream.Signature(pool_op_layout(...)))
+        Operations (:class:`hw.kvpool.layouts.PoolOp`).
+    res_valid, res : Out(1), Out(pool_result_layout(...))
+        One result per operation, in order (no backpressure).
+    q0, q1 : In(stream.Signature(pool_query_layout(...)))
+        Lookups of port 0 (draft) and 1 (verifier).
+    r0_valid, r0, r1_valid, r1 : Out(1), Out(pool_reply_layout(...))
+        Their replies, in order (no backpressure).
+    hits0, misses0, hits1, misses1 : Out(32)
+        The TLBs' hit and miss counters (wrapping).
+    free_pages, spec_pages, committed_pages, hbm_used : Out
+        The counts after every completed operation.
+    """
+
+    PARAMS = {
+        "PAGES": Param(default=2**20, lo=16, hi=2**22, small=16),
+        "HBM_PAGES": Param(default=2**21, lo=0, hi=2**22, small=16),
+        "SEQS": Param(default=64, lo=1, hi=64, small=2),
+        "SEGS": Param(default=256, lo=2, hi=1024, small=2),
+        "TREES": Param(default=8, lo=1, hi=16, small=1),
+        "N_NODES": Param(default=1024, lo=4, hi=1024, small=4),
+        "MAX_DEPTH": Param(default=64, lo=2, hi=1024, small=2),
+        "POS_BITS": Param(default=17, lo=1, hi=20, small=4),
+        "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=1),
+        "TLB_SETS": Param(default=1024, lo=1, hi=65536, small=1),
+        "TLB_WAYS": Param(default=4, lo=1, hi=8, small=1),
+    }
+
+    def __init__(
+        self,
+        *,
+        PAGES: int = PARAMS["PAGES"].default,
+        HBM_PAGES: int = PARAMS["HBM_PAGES"].default,
+        SEQS: int = PARAMS["SEQS"].default,
+        SEGS: int = PARAMS["SEGS"].default,
+        TREES: int = PARAMS["TREES"].default,
+        N_NODES: int = PARAMS["N_NODES"].default,
+        MAX_DEPTH: int = PARAMS["MAX_DEPTH"].default,
+        POS_BITS: int = PARAMS["POS_BITS"].default,
+        TOKEN_BITS: int = PARAMS["TOKEN_BITS"].default,
+        TLB_SETS: int = PARAMS["TLB_SETS"].default,
+        TLB_WAYS: int = PARAMS["TLB_WAYS"].default,
+    ) -> None:
+        given = dict(
+            PAGES=PAGES,
+            HBM_PAGES=HBM_PAGES,
+            SEQS=SEQS,
+            SEGS=SEGS,
+            TREES=TREES,
+            N_NODES=N_NODES,
+            MAX_DEPTH=MAX_DEPTH,
+            POS_BITS=POS_BITS,
+            TOKEN_BITS=TOKEN_BITS,
+            TLB_SETS=TLB_SETS,
+            TLB_WAYS=TLB_WAYS,
+        )
+        p = check_params(self.PARAMS, given)
+        for name in _POW2:
+            v, d = p[name], self.PARAMS[name]
+            if v & (v - 1):
+                raise ValueError(
+                    f"{name} = {given[name]!r}: must be a power of two in {d.lo} .. {d.hi}"
+                )
+        self.p = p
+        for k, v in p.items():
+            setattr(self, k, v)
+        P, H, pb, tb = p["PAGES"], p["HBM_PAGES"], p["POS_BITS"], p["TOKEN_BITS"]
+        cb, hb = bits_for(P), bits_for(H)
+        super().__init__(
+            {
+                "op": In(stream.Signature(pool_op_layout(p["SEQS"], p["N_NODES"], pb, tb, P))),
+                "res_valid": Out(1),
+                "res": Out(pool_result_layout(P, H, pb)),
+                "q0": In(stream.Signature(pool_query_layout(p["SEQS"], p["N_NODES"], pb))),
+                "q1": In(stream.Signature(pool_query_layout(p["SEQS"], p["N_NODES"], pb))),
+                "r0_valid": Out(1),
+                "r0": Out(pool_reply_layout(P, H)),
+                "r1_valid": Out(1),
+                "r1": Out(pool_reply_layout(P, H)),
+                "hits0": Out(32),
+                "misses0": Out(32),
+                "hits1": Out(32),
+                "misses1": Out(32),
+                "free_pages": Out(cb),
+                "spec_pages": Out(cb),
+                "committed_pages": Out(cb),
+                "hbm_used": Out(hb),
+            }
+        )
+
+    def _units(self, m: Module) -> Units:
+        p = self.p
+        P, H, S = p["PAGES"], p["HBM_PAGES"], p["SEGS"]
+        ab = addr_bits(P, H)
+        m.submodules.alloc = alloc = PageAllocator(PAGES=P)
+        m.submodules.halloc = halloc = PageAllocator(PAGES=max(16, H))
+        tlbs = []
+        for k in range(2):
+            tlb = TLB(
+                SETS=p["TLB_SETS"], WAYS=p["TLB_WAYS"], SEGS=S, POS_BITS=p["POS_BITS"], ADDR_BITS=ab
+            )
+            m.submodules[f"tlb{k}"] = tlb
+            tlbs.append(tlb)
+        slots = P + H
+        m.submodules.bt = bt = BlockTable(
+            TABLES=S,
+            INDEX_BITS=p["POS_BITS"],
+            ADDR_BITS=ab,
+            TOKEN_BITS=p["TOKEN_BITS"],
+            LEAVES=max(16, -(-slots // 64) + 2 * S),
+            MIDS=max(16, -(-slots // 4096) + 2 * S),
+            PORTS=2,
+        )
+        m.submodules.ts = ts = TreeSlots(
+            TREES=p["TREES"],
+            N_NODES=p["N_NODES"],
+            MAX_DEPTH=p["MAX_DEPTH"],
+            SEQS=p["SEQS"],
+            POS_BITS=p["POS_BITS"],
+            PAGE_BITS=page_bits(P),
+            TOKEN_BITS=p["TOKEN_BITS"],
+            PORTS=2,
+        )
+        m.submodules.ps = ps = PageState(PAGES=P, TABLE_BITS=idx_bits(S), POS_BITS=p["POS_BITS"])
+        seg = SegState(m, segs=S, seqs=p["SEQS"], pos_bits=p["POS_BITS"])
+        cb, hb = bits_for(P), bits_for(H)
+        return Units(
+            alloc=alloc,
+            halloc=halloc,
+            tlbs=tuple(tlbs),
+            bt=bt,
+            ts=ts,
+            ps=ps,
+            seg=seg,
+            spec_pages=Signal(cb, name="spec_pages_r"),
+            committed_pages=Signal(cb, name="committed_pages_r"),
+            hbm_used=Signal(hb, name="hbm_used_r"),
+        )
+
+    def _tree_of(self, m: Module, ts, seq, name: str) -> tuple[Signal, Signal]:
+        """``(has_tree, slot)``: the active tree slot of ``seq``."""
+        T = self.TREES
+        sb = idx_bits(self.SEQS)
+        seqs = Value.cast(ts.slot_seq)
+        bits = Cat(*[ts.active[r] & (seqs[r * sb : (r + 1) * sb] == seq) for r in range(T)])
+        one = net(m, bits, f"{name}_1h")
+        slot = or_tree([one[r] * Const(r, max(1, idx_bits(T))) for r in range(T)])
+        return net(m, one.any(), f"{name}_has"), net(m, slot, f"{name}_slot")
+
+    def _slot_lo(self, m: Module, ts, slot, name: str) -> Signal:
+        pb = self.POS_BITS
+        return net(m, Value.cast(ts.slot_lo).word_select(slot, pb), name)
+
+    def _facts(self, m: Module, u: Units, o) -> dict:
+        """The comb values the FSM's checks and steps read, from the registered op."""
+        p, seg, ts = self.p, u.seg, u.ts
+        S, N = p["SEQS"], p["N_NODES"]
+        sw = len(o.seq)
+        seq_ok = (o.seq < S) if S < (1 << sw) else Const(1)
+        dst_ok = (o.dst < S) if S < (1 << sw) else Const(1)
+        owner_ok = (o.owner < N) if N < (1 << len(o.owner)) else Const(1)
+        ln = seg.len_of(o.seq, "op_len")
+        ln_dst = seg.len_of(o.dst, "op_len_dst")
+        has_tree, slot = self._tree_of(m, ts, o.seq, "op_tree")
+        dst_tree, _ = self._tree_of(m, ts, o.dst, "op_dst_tree")
+        lo = self._slot_lo(m, ts, slot, "op_lo")
+        m.d.comb += [ts.chk_slot.eq(slot), ts.chk_node.eq(o.owner)]
+        if hasattr(ts, "chk_accept"):
+            m.d.comb += ts.chk_accept.eq(o.accept)
+        acc_any = getattr(ts, "chk_any", Const(1))
+        in_window = (lo <= o.pos) & (o.pos < lo + p["MAX_DEPTH"])
+        own1h = seg.own(o.seq, ln, "op_own1h")
+        find1h = seg.find(o.seq, o.pos, "op_find1h")
+        find_t = seg.pick(find1h, seg.tab, "op_find_t")
+        facts = Facts(
+            seq_ok=seq_ok,
+            dst_ok=dst_ok,
+            owner_ok=owner_ok,
+            ln=ln,
+            ln_dst=ln_dst,
+            has_tree=has_tree,
+            dst_tree=dst_tree,
+            node_valid=ts.chk_valid,
+            in_window=in_window,
+            tree_free=ts.has_free,
+            acc_any=acc_any,
+            has_own=own1h.any(),
+            seg_free=seg.free_any,
+            page_free=u.alloc.free_pages != 0,
+            can_spill=(u.committed_pages != 0) & (u.hbm_used < p["HBM_PAGES"]),
+            n_ok=o.n <= p["PAGES"],
+        )
+        return {
+            "facts": facts,
+            "ln": ln,
+            "slot": slot,
+            "has_tree": has_tree,
+            "free_slot": ts.free_slot,
+            "acc_any": acc_any,
+            "has_own": own1h.any(),
+            "own_g": seg.index(own1h, "op_own_g"),
+            "own_t": seg.pick(own1h, seg.tab, "op_own_t"),
+            "find_g": seg.index(find1h, "op_find_g"),
+            "find_t": find_t,
+            "find_i": o.pos - seg.table_base(find_t, "op_find_base"),
+            "chain": seg.chain(o.seq, "op_chain"),
+            "slot_lo": lambda s: self._slot_lo(m, ts, s, "op_slot_lo"),
+        }
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        p = self.p
+        u = self._units(m)
+        lay = pool_op_layout(p["SEQS"], p["N_NODES"], p["POS_BITS"], p["TOKEN_BITS"], p["PAGES"])
+        res = self.res
+        r = OpRegs(
+            o=Signal(lay, name="op_r"),
+            code=Signal.like(res.code, name="code_r"),
+            value=Signal.like(res.value, name="value_r"),
+            value2=Signal.like(res.value2, name="value2_r"),
+            spilled=Signal(name="spilled_r"),
+            done=Signal(name="op_done"),
+            idle=Signal(name="op_idle"),
+        )
+        facts = self._facts(m, u, r.o)
+        inflight = []
+        for k in range(2):
+            lp = lookup_port(
+                m,
+                k,
+                q=getattr(self, f"q{k}"),
+                r=_Reply(getattr(self, f"r{k}_valid"), getattr(self, f"r{k}")),
+                allow=r.idle,
+                seg=u.seg,
+                tlb=u.tlbs[k],
+                rd=getattr(u.bt, f"rd{k}"),
+                rd_rsp=getattr(u.bt, f"rd{k}_rsp"),
+                tree_lk=getattr(u.ts, f"lk{k}"),
+                tree_rsp=getattr(u.ts, f"lk{k}_rsp"),
+                tree_of=lambda seq, name: self._tree_of(m, u.ts, seq, name),
+                seqs=p["SEQS"],
+            )
+            inflight.append(lp.inflight)
+        op_fsm(
+            m,
+            self.op,
+            u,
+            r,
+            p
+            | {
+                "addr_bits": addr_bits(p["PAGES"], p["HBM_PAGES"]),
+                "page_bits": page_bits(p["PAGES"]),
+                "pos_bits": p["POS_BITS"],
+                "token_bits": p["TOKEN_BITS"],
+                "trees": p["TREES"],
+            },
+            facts,
+            inflight[0] | inflight[1],
+        )
+        m.d.comb += [
+            self.res_valid.eq(r.done),
+            res.op.eq(r.o.op),
+            res.error.eq(r.code != PoolCode.NONE),
+            res.code.eq(r.code),
+            res.value.eq(r.value),
+            res.value2.eq(r.value2),
+            res.spilled.eq(r.spilled),
+            res.free_pages.eq(u.alloc.free_pages),
+            res.spec_pages.eq(u.spec_pages),
+            res.committed_pages.eq(u.committed_pages),
+            res.hbm_used.eq(u.hbm_used),
+            self.free_pages.eq(u.alloc.free_pages),
+            self.spec_pages.eq(u.spec_pages),
+            self.committed_pages.eq(u.committed_pages),
+            self.hbm_used.eq(u.hbm_used),
+            self.hits0.eq(u.tlbs[0].hits),
+            self.misses0.eq(u.tlbs[0].misses),
+            self.hits1.eq(u.tlbs[1].hits),
+            self.misses1.eq(u.tlbs[1].misses),
+        ]
+        return m

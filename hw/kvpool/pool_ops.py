@@ -1,0 +1,524 @@
+"""The scaled pool's operation FSM: one operation at a time, in the order accepted.
+
+An operation is accepted in ``IDLE`` (``op.ready``), waits until no lookup
+is in flight (so that the lookups accepted before it, and with it, have
+read the state and filled their TLBs first), is checked in one cycle
+(:mod:`hw.kvpool.pool_checks`) and then carried out step by step on the
+units: the page allocators, the block table, the tree slots, the page
+states and the two TLBs. Its result is shown in the cycle the FSM returns
+to ``IDLE``, after every unit has finished, so the next lookup or operation
+sees all of it. Lookups are accepted only in ``IDLE``.
+
+Spilling one victim (an allocation with no free page, ``spill(n)``) is a
+sub-sequence (``SP_*``) that returns to the state in ``ret``: the GCLOCK
+victim from the page states, its PTE read, an HBM slot, the PTE rewritten
+(``loc = 1``), both TLBs' set invalidated, the page freed.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Signal, Value
+
+from hw.kvpool.blocktable import BtCmd
+from hw.kvpool.layouts import PoolCode, PoolOp
+from hw.kvpool.pagestate import PsCmd
+from hw.kvpool.pool_checks import fill_code, op_code
+from hw.kvpool.segtable import SegState
+from hw.kvpool.treeslots import TsCmd, TsOut
+
+__all__ = ["Units", "OpRegs", "op_fsm"]
+
+
+@dataclass
+class Units:
+    """The units the FSM drives, and the pool's counters it keeps."""
+
+    alloc: object
+    halloc: object
+    tlbs: tuple
+    bt: object
+    ts: object
+    ps: object
+    seg: SegState
+    spec_pages: Signal
+    committed_pages: Signal
+    hbm_used: Signal
+
+
+@dataclass
+class OpRegs:
+    """The FSM's registers (each created by :func:`op_fsm`)."""
+
+    o: Signal
+    code: Signal
+    value: Signal
+    value2: Signal
+    spilled: Signal
+    done: Signal  # the result is shown this cycle
+    idle: Signal  # the FSM is in IDLE (lookups may be accepted)
+
+
+# return points of the spill sub-sequence
+_RET_INSERT, _RET_FILL, _RET_SPILL = 0, 1, 2
+_TS_OPEN, _TS_ADD, _TS_COMMIT, _TS_RELEASE = TsCmd.OPEN, TsCmd.ADD, TsCmd.COMMIT, TsCmd.RELEASE
+_TS_ACC, _TS_REJ = TsOut.ACC, TsOut.REJ
+
+
+class _Fsm:
+    """Builds the states; one method per operation group (each inside ``m.FSM``)."""
+
+    def __init__(self, m: Module, u: Units, r: OpRegs, p: dict, facts: dict) -> None:
+        self.m, self.u, self.r, self.p, self.f = m, u, r, p, facts
+        seg = u.seg
+        pb1 = len(seg.len[0])
+        ab = p["addr_bits"]
+        self.g = Signal(seg.gb, name="fsm_g")
+        self.t = Signal(seg.gb, name="fsm_t")
+        self.i = Signal(pb1, name="fsm_i")
+        self.slot = Signal(range(max(2, p["trees"])), name="fsm_slot")
+        self.ln = Signal(pb1, name="fsm_len")
+        self.page = Signal(p["page_bits"], name="fsm_page")
+        self.fresh = Signal(name="fsm_fresh")
+        self.ret = Signal(2, name="fsm_ret")
+        self.cnt = Signal(len(r.value), name="fsm_cnt")
+        self.loc = Signal(name="fsm_loc")
+        self.addr = Signal(ab, name="fsm_addr")
+        self.token = Signal(p["token_bits"], name="fsm_token")
+        self.vpage = Signal(p["page_bits"], name="fsm_vpage")
+        self.vtab = Signal(seg.gb, name="fsm_vtab")
+        self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
+        self.chain = Signal(seg.n, name="fsm_chain")
+        self.cur = Signal(pb1, name="fsm_cur")
+        self.wait = Signal(2, name="fsm_wait")
+
+    # ------------------------------------------------------------------ unit commands
+    def bt(self, kind, t, i, *, n=0, loc=0, addr=0, token=0) -> Value:
+        """Drive a block-table command this cycle; returns its acceptance."""
+        c = self.u.bt.cmd
+        self.m.d.comb += [
+            c.valid.eq(1),
+            c.payload.kind.eq(kind),
+            c.payload.t.eq(t),
+            c.payload.i.eq(i),
+            c.payload.n.eq(n),
+            c.payload.pte.loc.eq(loc),
+            c.payload.pte.addr.eq(addr),
+            c.payload.pte.token.eq(token),
+        ]
+        return c.ready
+
+    def ps(self, kind, page, *, tab=0, pos=0, s=0, fresh=0) -> Value:
+        """Drive a page-state command this cycle; returns its acceptance."""
+        c = self.u.ps.cmd
+        self.m.d.comb += [
+            c.valid.eq(1),
+            c.payload.kind.eq(kind),
+            c.payload.page.eq(page),
+            c.payload.tab.eq(tab),
+            c.payload.pos.eq(pos),
+            c.payload.s.eq(s),
+            c.payload.fresh.eq(fresh),
+        ]
+        return c.ready
+
+    def ts(self, kind, **fields) -> Value:
+        """Drive a tree-slot command this cycle; returns its acceptance."""
+        c = self.u.ts.cmd
+        self.m.d.comb += [c.valid.eq(1), c.payload.kind.eq(kind)]
+        for k, v in fields.items():
+            self.m.d.comb += getattr(c.payload, k).eq(v)
+        return c.ready
+
+    def push(self, page: Value) -> None:
+        """Free ``page`` to the free FIFO's tail this cycle."""
+        a = self.u.alloc
+        self.m.d.comb += [a.push.eq(1), a.push_page.eq(page)]
+
+    def finish(self, code: Value | None = None) -> None:
+        """Go to ``RESULT`` (with ``code`` if given)."""
+        m = self.m
+        if code is not None:
+            m.d.sync += self.r.code.eq(code)
+        m.next = "RESULT"
+
+    def read_pte(self, t: Value, i: Value) -> None:
+        """Issue a block-table read on port 0 (the lookups are idle)."""
+        rd = self.u.bt.rd0
+        self.m.d.comb += [rd.valid.eq(1), rd.payload.t.eq(t), rd.payload.i.eq(i)]
+
+    # ------------------------------------------------------------------ frame
+    def frame(self, op, inflight: Value, busy: Value) -> None:
+        """``IDLE``, ``WAIT``, ``CHECK``, ``RESULT``."""
+        m, r, f = self.m, self.r, self.f
+        o = r.o
+        with m.State("IDLE"):
+            m.d.comb += [op.ready.eq(1), r.idle.eq(1)]
+            with m.If(op.valid):
+                m.d.sync += [
+                    o.eq(op.payload),
+                    r.code.eq(PoolCode.NONE),
+                    r.value.eq(0),
+                    r.value2.eq(0),
+                    r.spilled.eq(0),
+                ]
+                m.next = "WAIT"
+        with m.State("WAIT"):
+            with m.If(~inflight):
+                m.next = "CHECK"
+        with m.State("CHECK"):
+            code = op_code(m, o, f["facts"])
+            seg = self.u.seg
+            m.d.sync += [self.ln.eq(f["ln"]), self.slot.eq(f["slot"]), self.cnt.eq(0)]
+            with m.If(code != PoolCode.NONE):
+                self.finish(code)
+            with m.Else():
+                with m.Switch(o.op):
+                    with m.Case(PoolOp.INSERT):
+                        m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
+                        m.next = "INS"
+                    with m.Case(PoolOp.COMMIT):
+                        m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
+                        m.next = "COM"
+                    with m.Case(PoolOp.FORK):
+                        m.d.comb += [
+                            seg.fork_en.eq(1),
+                            seg.fork_src.eq(o.seq),
+                            seg.fork_dst.eq(o.dst),
+                        ]
+                        self.finish()
+                    with m.Case(PoolOp.RELEASE):
+                        m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(o.seq)]
+                        m.d.sync += [self.chain.eq(f["chain"]), self.cur.eq(0)]
+                        m.next = "REL_SCAN"
+                    with m.Case(PoolOp.SPILL):
+                        m.next = "SPL"
+                    with m.Case(PoolOp.FILL, PoolOp.SCORE):
+                        m.d.sync += [
+                            self.g.eq(f["find_g"]),
+                            self.t.eq(f["find_t"]),
+                            self.i.eq(f["find_i"]),
+                            self.wait.eq(0),
+                        ]
+                        m.next = "PTE"
+        with m.State("RESULT"):
+            with m.If(~busy):
+                m.d.comb += r.done.eq(1)
+                m.next = "IDLE"
+
+    # ------------------------------------------------------------------ allocation
+    def allocate(self, ret: int, then: str) -> None:
+        """From the current state: spill first if no page is free, then take a page
+        (``ALLOC_<then>``, the page in ``page`` / ``fresh``) and go to ``then``."""
+        m = self.m
+        with m.If(self.f["facts"].page_free):
+            m.next = f"ALLOC_{then}"
+        with m.Else():
+            m.d.sync += [self.ret.eq(ret), self.r.spilled.eq(1)]
+            m.next = "SP_VIC"
+
+    def alloc_states(self, then: str) -> None:
+        """``ALLOC_<then>`` (the allocator's request) and ``GOT_<then>`` (its page)."""
+        m, a = self.m, self.u.alloc
+        with m.State(f"ALLOC_{then}"):
+            m.d.comb += a.alloc.eq(1)
+            m.d.sync += self.fresh.eq(a.level == 0)
+            m.next = f"GOT_{then}"
+        with m.State(f"GOT_{then}"):
+            m.d.sync += self.page.eq(a.page)
+            m.next = then
+
+    def spill_one(self) -> None:
+        """``SP_*``: spill the GCLOCK victim, then return to ``ret``'s state."""
+        m, u = self.m, self.u
+        seg, ps = u.seg, u.ps
+        with m.State("SP_VIC"):
+            with m.If(self.ps(PsCmd.VICTIM, 0)):
+                m.next = "SP_VWAIT"
+        with m.State("SP_VWAIT"):
+            with m.If(ps.done):
+                v = ps.victim
+                m.d.sync += [
+                    self.vpage.eq(v.page),
+                    self.vtab.eq(v.tab),
+                    self.vpos.eq(v.pos),
+                    self.wait.eq(0),
+                ]
+                m.next = "SP_RD"
+        vi = self.vpos - seg.table_base(self.vtab, "sp_base")
+        with m.State("SP_RD"):
+            with m.If(self.wait == 0):
+                self.read_pte(self.vtab, vi)
+            m.d.sync += self.wait.eq(self.wait + 1)
+            with m.If(self.wait == 2):
+                m.next = "SP_RDW"
+        with m.State("SP_RDW"):
+            rsp = u.bt.rd0_rsp
+            m.d.sync += self.token.eq(rsp.payload.token)
+            m.d.comb += u.halloc.alloc.eq(1)
+            m.next = "SP_SLOT"
+        with m.State("SP_SLOT"):
+            m.d.sync += self.addr.eq(u.halloc.page)
+            m.next = "SP_WR"
+        with m.State("SP_WR"):
+            ok = self.bt(BtCmd.WRITE, self.vtab, vi, loc=1, addr=self.addr, token=self.token)
+            g1h = seg.of_table(self.vtab, self.vpos, "sp_seg1h")
+            gidx = seg.index(g1h, "sp_seg")
+            with m.If(ok):
+                for tlb in u.tlbs:
+                    m.d.comb += [
+                        tlb.inv_valid.eq(1),
+                        tlb.inv.seg.eq(gidx),
+                        tlb.inv.pos.eq(self.vpos),
+                    ]
+                m.next = "SP_FREE"
+        with m.State("SP_FREE"):
+            with m.If(self.ps(PsCmd.FREE, self.vpage)):
+                self.push(self.vpage)
+                m.d.sync += [
+                    u.committed_pages.eq(u.committed_pages - 1),
+                    u.hbm_used.eq(u.hbm_used + 1),
+                ]
+                with m.Switch(self.ret):
+                    with m.Case(_RET_INSERT):
+                        m.next = "ALLOC_INS_GO"
+                    with m.Case(_RET_FILL):
+                        m.next = "ALLOC_FILL_GO"
+                    with m.Default():
+                        m.next = "SPL"
+
+    # ------------------------------------------------------------------ insert
+    def insert(self) -> None:
+        """``INS``: a committed append or a speculative node, with a new page."""
+        m, u, o = self.m, self.u, self.r.o
+        seg = u.seg
+        with m.State("INS"):
+            self.allocate(_RET_INSERT, "INS_GO")
+        self.alloc_states("INS_GO")
+        with m.State("INS_GO"):
+            m.d.sync += self.r.value.eq(self.page)
+            with m.If(o.committed):
+                with m.If(~self.f["has_own"]):
+                    m.d.comb += [
+                        seg.open_en.eq(1),
+                        seg.open_seq.eq(o.seq),
+                        seg.open_len.eq(self.ln),
+                    ]
+                    m.d.sync += [self.g.eq(seg.free_g), self.t.eq(seg.free_t)]
+                m.next = "INS_APP"
+            with m.Elif(~self.f["has_tree"]):
+                with m.If(self.ts(_TS_OPEN, slot=self.f["free_slot"], seq=o.seq, pos=o.pos)):
+                    m.d.sync += self.slot.eq(self.f["free_slot"])
+                    m.next = "INS_ADD"
+            with m.Else():
+                m.next = "INS_ADD"
+        with m.State("INS_APP"):
+            tl = seg.table_len(self.t, "ins_tlen")
+            ok = self.bt(BtCmd.APPEND, self.t, tl, token=o.token, addr=self.page)
+            with m.If(ok):
+                m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
+                m.next = "INS_PSC"
+        with m.State("INS_PSC"):
+            with m.If(self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=o.pos, fresh=self.fresh)):
+                m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
+                self.finish()
+        with m.State("INS_ADD"):
+            ok = self.ts(
+                _TS_ADD, slot=self.slot, node=o.owner, pos=o.pos, page=self.page, token=o.token
+            )
+            with m.If(ok):
+                m.next = "INS_PSS"
+        with m.State("INS_PSS"):
+            with m.If(self.ps(PsCmd.SPEC, self.page, fresh=self.fresh)):
+                m.d.sync += u.spec_pages.eq(u.spec_pages + 1)
+                self.finish()
+
+    # ------------------------------------------------------------------ commit
+    def commit(self) -> None:
+        """``COM``: accepted nodes appended in position order, rejected pages freed."""
+        m, u, o = self.m, self.u, self.r.o
+        seg, out = u.seg, u.ts.out
+        with m.State("COM"):
+            with m.If(self.f["acc_any"] & ~self.f["has_own"]):
+                m.d.comb += [seg.open_en.eq(1), seg.open_seq.eq(o.seq), seg.open_len.eq(self.ln)]
+                m.d.sync += [self.g.eq(seg.free_g), self.t.eq(seg.free_t)]
+            lo = self.f["slot_lo"](self.slot)
+            ok = self.ts(_TS_COMMIT, slot=self.slot, accept=o.accept, d0=self.ln - lo)
+            with m.If(ok):
+                m.next = "COM_BEAT"
+        with m.State("COM_BEAT"):
+            m.d.comb += out.ready.eq(1)
+            with m.If(out.valid):
+                b = out.payload
+                m.d.sync += [self.page.eq(b.page), self.token.eq(b.token)]
+                with m.Switch(b.kind):
+                    with m.Case(_TS_ACC):
+                        m.next = "COM_APP"
+                    with m.Case(_TS_REJ):
+                        self.push(b.page)
+                        m.next = "COM_REJ"
+                    with m.Default():
+                        self.finish()
+        with m.State("COM_APP"):
+            tl = seg.table_len(self.t, "com_tlen")
+            ok = self.bt(BtCmd.APPEND, self.t, tl, addr=self.page, token=self.token)
+            with m.If(ok):
+                m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
+                m.d.sync += self.vpos.eq(seg.len_of(o.seq, "com_len"))
+                m.next = "COM_PSC"
+        with m.State("COM_PSC"):
+            with m.If(self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=self.vpos)):
+                m.d.sync += [
+                    u.committed_pages.eq(u.committed_pages + 1),
+                    u.spec_pages.eq(u.spec_pages - 1),
+                ]
+                m.next = "COM_BEAT"
+        with m.State("COM_REJ"):
+            with m.If(self.ps(PsCmd.FREE, self.page)):
+                m.d.sync += [u.spec_pages.eq(u.spec_pages - 1), self.r.value.eq(self.r.value + 1)]
+                m.next = "COM_BEAT"
+
+    # ------------------------------------------------------------------ release
+    def release(self) -> None:
+        """``REL_*``: the dead segments' PTEs cut in position order, then the tree."""
+        m, u = self.m, self.u
+        seg, bt = u.seg, u.bt
+        dead = Cat(*[self.chain[g] & ~seg.seqs[g].any() for g in range(seg.n)])
+        here = Cat(
+            *[
+                self.chain[g] & (seg.start[g] <= self.cur) & (self.cur < seg.end[g])
+                for g in range(seg.n)
+            ]
+        )
+        g = seg.index(here, "rel_g")
+        t = seg.pick(here, seg.tab, "rel_t")
+        start = seg.pick(here, seg.start, "rel_start")
+        end = seg.pick(here, seg.end, "rel_end")
+        base = seg.table_base(t, "rel_base")
+        tlen = seg.table_len(t, "rel_tlen")
+        c = start - base
+        with m.State("REL_SCAN"):
+            with m.If(self.cur >= self.ln):
+                m.d.comb += [seg.bury_en.eq(1), seg.bury_mask.eq(dead)]
+                for tlb in u.tlbs:
+                    m.d.comb += tlb.kill.eq(dead)
+                m.next = "REL_TREE"
+            with m.Else():
+                m.d.sync += self.cur.eq(end)
+                is_dead = (dead >> g)[0]
+                with m.If(is_dead & (c < tlen)):
+                    ok = self.bt(BtCmd.CUT, t, c, n=tlen)
+                    with m.If(ok):
+                        m.d.sync += [self.vtab.eq(t), self.i.eq(c)]
+                        m.next = "REL_CUT"
+                    with m.Else():
+                        m.d.sync += self.cur.eq(self.cur)
+        with m.State("REL_CUT"):
+            m.d.comb += bt.out.ready.eq(1)
+            pte = bt.out.payload.pte
+            with m.If(bt.out.valid):
+                with m.If(pte.loc):
+                    m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(pte.addr)]
+                    m.d.sync += [u.hbm_used.eq(u.hbm_used - 1), self.r.value2.eq(self.r.value2 + 1)]
+                with m.Else():
+                    m.d.sync += self.page.eq(pte.addr)
+                    self.push(pte.addr)
+                    m.next = "REL_FREE"
+            with m.Elif(~bt.busy):
+                m.d.comb += [seg.cut_en.eq(1), seg.cut_t.eq(self.vtab), seg.cut_c.eq(self.i)]
+                m.next = "REL_SCAN"
+        with m.State("REL_FREE"):
+            with m.If(self.ps(PsCmd.FREE, self.page)):
+                m.d.sync += [
+                    u.committed_pages.eq(u.committed_pages - 1),
+                    self.r.value.eq(self.r.value + 1),
+                ]
+                m.next = "REL_CUT"
+        with m.State("REL_TREE"):
+            with m.If(~self.f["has_tree"]):
+                self.finish()
+            with m.Else():
+                with m.If(self.ts(_TS_RELEASE, slot=self.slot)):
+                    m.next = "REL_BEAT"
+        with m.State("REL_BEAT"):
+            out = u.ts.out
+            m.d.comb += out.ready.eq(1)
+            with m.If(out.valid):
+                with m.If(out.payload.kind == _TS_REJ):
+                    m.d.sync += self.page.eq(out.payload.page)
+                    self.push(out.payload.page)
+                    m.next = "REL_TFREE"
+                with m.Else():
+                    self.finish()
+        with m.State("REL_TFREE"):
+            with m.If(self.ps(PsCmd.FREE, self.page)):
+                m.d.sync += [u.spec_pages.eq(u.spec_pages - 1), self.r.value.eq(self.r.value + 1)]
+                m.next = "REL_BEAT"
+
+    # ------------------------------------------------------------------ spill, fill, score
+    def spill_fill_score(self) -> None:
+        """``SPL`` (spill(n)'s loop), ``PTE`` (fill's and score's PTE read),
+        ``FILL_*``, ``SCORE``."""
+        m, u, o, f = self.m, self.u, self.r.o, self.f
+        with m.State("SPL"):
+            with m.If((self.cnt < o.n) & f["facts"].can_spill):
+                m.d.sync += [self.cnt.eq(self.cnt + 1), self.ret.eq(_RET_SPILL)]
+                m.next = "SP_VIC"
+            with m.Else():
+                m.d.sync += self.r.value.eq(self.cnt)
+                self.finish()
+        with m.State("PTE"):
+            with m.If(self.wait == 0):
+                self.read_pte(self.t, self.i)
+            m.d.sync += self.wait.eq(self.wait + 1)
+            with m.If(self.wait == 2):
+                m.next = "PTE_GOT"
+        with m.State("PTE_GOT"):
+            pte = u.bt.rd0_rsp.payload
+            m.d.sync += [self.loc.eq(pte.loc), self.addr.eq(pte.addr), self.token.eq(pte.token)]
+            with m.If(o.op == PoolOp.SCORE):
+                m.next = "SCORE"
+            with m.Else():
+                m.next = "FILL"
+        with m.State("SCORE"):
+            with m.If(self.loc):
+                self.finish()
+            with m.Else():
+                with m.If(self.ps(PsCmd.SCORE, self.addr, s=o.s)):
+                    self.finish()
+        with m.State("FILL"):
+            code = fill_code(m, self.loc, f["facts"].page_free, u.committed_pages)
+            with m.If(code != PoolCode.NONE):
+                self.finish(code)
+            with m.Else():
+                m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(self.addr)]
+                m.d.sync += u.hbm_used.eq(u.hbm_used - 1)
+                m.next = "FILL_ALLOC"
+        with m.State("FILL_ALLOC"):
+            self.allocate(_RET_FILL, "FILL_GO")
+        self.alloc_states("FILL_GO")
+        with m.State("FILL_GO"):
+            ok = self.bt(BtCmd.WRITE, self.t, self.i, addr=self.page, token=self.token)
+            with m.If(ok):
+                for tlb in u.tlbs:
+                    m.d.comb += [tlb.inv_valid.eq(1), tlb.inv.seg.eq(self.g), tlb.inv.pos.eq(o.pos)]
+                m.d.sync += self.r.value.eq(self.page)
+                m.next = "FILL_PSC"
+        with m.State("FILL_PSC"):
+            ok = self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=o.pos, fresh=self.fresh)
+            with m.If(ok):
+                m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
+                self.finish()
+
+
+def op_fsm(m: Module, op, u: Units, r: OpRegs, p: dict, facts: dict, inflight: Value) -> None:
+    """Build the operation FSM (``p``: the pool's parameters and widths; ``facts``:
+    the comb values its checks and steps read, see :func:`hw.kvpool.pool.ScaledPool`)."""
+    fsm = _Fsm(m, u, r, p, facts)
+    busy = u.bt.busy | u.ps.busy | u.ts.busy
+    with m.FSM(name="op"):
+        fsm.frame(op, inflight, busy)
+        fsm.insert()
+        fsm.commit()
+        fsm.release()
+        fsm.spill_one()
+        fsm.spill_fill_score()

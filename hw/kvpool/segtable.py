@@ -1,0 +1,182 @@
+"""The scaled pool's segment table, block-table registers and sequence lengths (flops).
+
+SPEC §4.5's *sequence* (``len``) and *segment* (``seqs``, ``start``, ``end``,
+its block table) rows and, per block table, its ``base`` (the position of
+index 0) and ``tlen`` (its PTE count): the state every operation reads in
+parallel (decision 0016 §3). The PTEs themselves live in
+:class:`hw.kvpool.blocktable.BlockTable`.
+
+:class:`SegState` is not a component: :class:`hw.kvpool.pool.ScaledPool`
+creates it inside its module, reads it through the query methods (each
+builds combinational logic over every segment: a match is one-hot by the
+invariant that a sequence's chain covers ``0 .. len - 1`` once) and changes it
+through the ``*_en`` controls, which its operation FSM drives (comb, default
+0; at most one of open / append / fork / release / bury / cut per cycle).
+
+A segment is *used* from its opening until the release that kills it has
+reclaimed its PTEs (``bury``); it is *alive* while ``seqs`` is not 0. A
+block table is used while a used segment names it.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+
+from hw.common import idx_bits, net, or_tree, priority_lowest
+
+__all__ = ["SegState"]
+
+
+class SegState:
+    """Segment, block-table and sequence registers with their queries and controls.
+
+    Parameters
+    ----------
+    m : Module
+        The module the registers and logic belong to.
+    segs, seqs, pos_bits : int
+        ``SEGS`` (segments and block tables), ``SEQS`` and ``POS_BITS``.
+    """
+
+    def __init__(self, m: Module, *, segs: int, seqs: int, pos_bits: int) -> None:
+        self.m = m
+        self.n, self.s = segs, seqs
+        pb1 = pos_bits + 1
+        self.gb, self.sb = idx_bits(segs), idx_bits(seqs)
+        self.used = Signal(segs, name="seg_used")
+        self.seqs = [Signal(seqs, name=f"seg{g}_seqs") for g in range(segs)]
+        self.start = [Signal(pb1, name=f"seg{g}_start") for g in range(segs)]
+        self.end = [Signal(pb1, name=f"seg{g}_end") for g in range(segs)]
+        self.tab = [Signal(self.gb, name=f"seg{g}_tab") for g in range(segs)]
+        self.tused = Signal(segs, name="tab_used")
+        self.tbase = [Signal(pb1, name=f"tab{t}_base") for t in range(segs)]
+        self.tlen = [Signal(pb1, name=f"tab{t}_len") for t in range(segs)]
+        self.len = [Signal(pb1, name=f"seq{s}_len") for s in range(seqs)]
+        # controls (driven by the FSM)
+        self.open_en = Signal()
+        self.open_seq = Signal(self.sb)
+        self.open_len = Signal(pb1)
+        self.app_en = Signal()
+        self.app_g = Signal(self.gb)
+        self.app_seq = Signal(self.sb)
+        self.fork_en = Signal()
+        self.fork_src = Signal(self.sb)
+        self.fork_dst = Signal(self.sb)
+        self.rel_en = Signal()
+        self.rel_seq = Signal(self.sb)
+        self.bury_en = Signal()
+        self.bury_mask = Signal(segs)
+        self.cut_en = Signal()
+        self.cut_t = Signal(self.gb)
+        self.cut_c = Signal(pb1)
+        self.free_any, self.free_g = priority_lowest(m, ~self.used)
+        self.tfree_any, self.free_t = priority_lowest(m, ~self.tused)
+        self._update()
+
+    # ------------------------------------------------------------------ queries
+    def len_of(self, seq: Value, name: str) -> Signal:
+        """``len(seq)`` (a mux over the sequences; 0 for ``seq >= SEQS``)."""
+        items = [*self.len, *([Const(0, len(self.len[0]))] * ((1 << len(seq)) - self.s))]
+        return net(self.m, Cat(*items).word_select(seq, len(self.len[0])), name)
+
+    def find(self, seq: Value, pos: Value, name: str) -> Signal:
+        """One-hot: the used segment seen by ``seq`` with ``start <= pos < end``."""
+        bits = [
+            self.used[g]
+            & self.seqs[g].bit_select(seq, 1)
+            & (self.start[g] <= pos)
+            & (pos < self.end[g])
+            for g in range(self.n)
+        ]
+        return net(self.m, Cat(*bits), name)
+
+    def own(self, seq: Value, length: Value, name: str) -> Signal:
+        """One-hot: ``seq``'s own segment (seen by ``seq`` alone, ending at ``length
+        = len(seq)``), if any."""
+        one = net(self.m, Const(1, self.s) << seq, f"{name}_bit")
+        bits = [
+            self.used[g] & (self.seqs[g] == one) & (self.end[g] == length) for g in range(self.n)
+        ]
+        return net(self.m, Mux(length == 0, 0, Cat(*bits)), name)
+
+    def of_table(self, t: Value, pos: Value, name: str) -> Signal:
+        """One-hot: the alive segment of block table ``t`` holding ``pos``."""
+        bits = [
+            self.used[g]
+            & self.seqs[g].any()
+            & (self.tab[g] == t)
+            & (self.start[g] <= pos)
+            & (pos < self.end[g])
+            for g in range(self.n)
+        ]
+        return net(self.m, Cat(*bits), name)
+
+    def chain(self, seq: Value, name: str) -> Signal:
+        """The used segments seen by ``seq``."""
+        return net(
+            self.m,
+            Cat(*[self.used[g] & self.seqs[g].bit_select(seq, 1) for g in range(self.n)]),
+            name,
+        )
+
+    def index(self, onehot: Value, name: str) -> Signal:
+        """The index of a one-hot vector's set bit (0 if none)."""
+        return self.pick(onehot, [Const(g, self.gb) for g in range(self.n)], name)
+
+    def pick(self, onehot: Value, items: list[Value], name: str) -> Signal:
+        """``items[g]`` for the one-hot vector's set bit ``g`` (0 if none)."""
+        w = max(len(v) for v in items)
+        return net(self.m, or_tree([Mux(onehot[g], items[g], 0) for g in range(self.n)]), name)[:w]
+
+    def table_base(self, t: Value, name: str) -> Signal:
+        """``base`` of block table ``t``."""
+        return net(self.m, Cat(*self.tbase).word_select(t, len(self.tbase[0])), name)
+
+    def table_len(self, t: Value, name: str) -> Signal:
+        """``tlen`` of block table ``t``."""
+        return net(self.m, Cat(*self.tlen).word_select(t, len(self.tlen[0])), name)
+
+    # ------------------------------------------------------------------ updates
+    def _update(self) -> None:
+        m = self.m
+        s_bits = Const(1, self.s)
+        rel_keep = ~(s_bits << self.rel_seq)
+        dst_bit = s_bits << self.fork_dst
+        app_t = self.pick(Const(1, self.n) << self.app_g, self.tab, "seg_app_t")
+        for g in range(self.n):
+            is_open = self.open_en & (self.free_g == g)
+            with m.If(is_open):
+                m.d.sync += [
+                    self.used[g].eq(1),
+                    self.seqs[g].eq(s_bits << self.open_seq),
+                    self.start[g].eq(self.open_len),
+                    self.end[g].eq(self.open_len),
+                    self.tab[g].eq(self.free_t),
+                ]
+            with m.If(self.app_en & (self.app_g == g)):
+                m.d.sync += self.end[g].eq(self.end[g] + 1)
+            with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_src, 1)):
+                m.d.sync += self.seqs[g].eq(self.seqs[g] | dst_bit)
+            with m.If(self.rel_en):
+                m.d.sync += self.seqs[g].eq(self.seqs[g] & rel_keep)
+            with m.If(self.bury_en & self.bury_mask[g]):
+                m.d.sync += [self.used[g].eq(0), self.seqs[g].eq(0)]
+        for t in range(self.n):
+            with m.If(self.open_en & (self.free_t == t)):
+                m.d.sync += [
+                    self.tused[t].eq(1),
+                    self.tbase[t].eq(self.open_len),
+                    self.tlen[t].eq(0),
+                ]
+            with m.If(self.app_en & (app_t == t)):
+                m.d.sync += self.tlen[t].eq(self.tlen[t] + 1)
+            with m.If(self.cut_en & (self.cut_t == t)):
+                m.d.sync += self.tlen[t].eq(self.cut_c)
+                with m.If(self.cut_c == 0):
+                    m.d.sync += self.tused[t].eq(0)
+        fork_len = self.len_of(self.fork_src, "seg_fork_len")
+        for s in range(self.s):
+            with m.If(self.app_en & (self.app_seq == s)):
+                m.d.sync += self.len[s].eq(self.len[s] + 1)
+            with m.If(self.fork_en & (self.fork_dst == s)):
+                m.d.sync += self.len[s].eq(fork_len)
+            with m.If(self.rel_en & (self.rel_seq == s)):
+                m.d.sync += self.len[s].eq(0)
