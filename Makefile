@@ -33,7 +33,7 @@ PYTEST := $(VPY) -m pytest -n $(JOBS)
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
 
-.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf figures verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
+.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf context figures verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
 
 all: test
 
@@ -75,6 +75,12 @@ chip: $(STAMP)
 
 perf: $(STAMP)
 	$(VPY) -m sim.timing
+
+# the real context in the scaled KV pool: tokens/s against 2K .. 128K tokens (~50 s on 2 cores);
+# build/reports/context.json, build/plots/context.png, copied to docs/ (docs/context.md)
+context: $(STAMP)
+	$(VPY) -m sim.context --dpi 80
+	cp build/plots/context.png docs/context.png
 
 # the documented runs of flows/report/figures.py, and every figure the docs quote from them
 figures: $(STAMP)

@@ -52,6 +52,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "flows.synth.cli": ([], []),
     "sim.bench": ([], []),
     "sim.timing.__main__": ([], []),
+    "sim.context.__main__": ([], []),
     "sim.rtl.__main__": ([], []),
     "sim.__main__": ([], []),
 }

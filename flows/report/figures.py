@@ -81,6 +81,23 @@ RUNS: dict[str, Run] = {
         "phased_nofallback.json",
     ),  # fmt: skip
     "perf": Run("sim.timing", (), "perf.json"),
+    # the claims are bytes per token; the full grid (make context, ~50 s) is checked by
+    # tests/test_context.py against build/reports/context.json
+    "context": Run(
+        "sim.context",
+        (
+            "--profile",
+            "specdecode1-7b",
+            "--pool-gib",
+            "1",
+            "--contexts",
+            "64",
+            "--steps",
+            "1",
+            "--quiet",
+        ),
+        "context.json",
+    ),  # fmt: skip
 }
 
 
@@ -106,6 +123,15 @@ def _perf(profile: str, *path: str | int, fmt: str = ",.0f", scale: float = 1.0)
 
 
 _7B, _70B = "specdecode1-7b", "specdecode1-70b"
+
+
+def _claim(key: str, field: str, fmt: str = ",d", scale: float = 1.0) -> Figure:
+    return Figure("context", ("claims", key, field), fmt, scale)
+
+
+def _kib(key: str, field: str) -> Figure:
+    return _claim(key, field, ".0f", 1 / 1024)
+
 
 #: Every figure the documentation may quote, by key.
 FIGURES: dict[str, Figure] = {
@@ -136,6 +162,17 @@ FIGURES: dict[str, Figure] = {
     "perf.70b.roofline_tokens_per_s": _perf(_70B, "roofline", "prefetch", "tokens_per_s"),
     "perf.70b.weights_gb": _perf(_70B, "weights_gb"),
     "perf.70b.weight_stream_ms": _perf(_70B, "weight_stream_us", fmt=".1f", scale=1e-3),
+    "context.70b_4gib.tokens_fit": _claim("70b_4gib_32k", "tokens_fit"),
+    "context.70b_4gib.ratio": _claim("70b_4gib_32k", "ratio", ".2f"),
+    "context.70b_4gib.needed_kib": _kib("70b_4gib_32k", "needed_bytes_per_token"),
+    "context.70b.kv_kib": _kib("70b_4gib_32k", "kv_bytes_per_token"),
+    "context.7b_4gib.tokens_fit": _claim("7b_4gib_128k", "tokens_fit"),
+    "context.7b_4gib.ratio": _claim("7b_4gib_128k", "ratio", ".2f"),
+    "context.7b_4gib.needed_kib": _kib("7b_4gib_128k", "needed_bytes_per_token"),
+    "context.7b.kv_kib": _kib("7b_4gib_128k", "kv_bytes_per_token"),
+    "context.70b_1gib.tokens_fit": _claim("70b_1gib_16k", "tokens_fit"),
+    "context.70b_1gib.ratio": _claim("70b_1gib_16k", "ratio", ".2f"),
+    "context.70b_1gib.needed_kib": _kib("70b_1gib_16k", "needed_bytes_per_token"),
 }
 
 #: A marked figure: ``<!--fig:KEY-->TEXT<!--/fig-->``.
