@@ -1,0 +1,278 @@
+"""The scaled pool's cocotb bench: drivers, monitors, scoreboard, quiescent checks, reset.
+
+:class:`PoolTB` is one agent of :class:`tb.common.TB`'s cycle engine. Each
+cycle, in ``drive`` (falling edge) it offers a beat on ``q0``, ``q1`` and
+``op`` (:class:`InPort`: a beat once raised stays, payload stable, until
+``ready``; a new beat only when the port's idle pattern allows); in
+``sample`` (``ReadOnly``) it takes the accepted beats in the contract's order
+(``q0``, ``q1``, ``op``: the scoreboard steps golden on each) and compares
+every ``r0`` / ``r1`` / ``res`` beat (:class:`OutPort`) with the oldest beat
+owed on that stream (:class:`tb.kvpool.pool_model.Scoreboard`). Beats come
+from :class:`tb.kvpool.pool_stim.Stimulus` or from a directed script per
+port (:attr:`PoolTB.script`, first).
+
+Quiescent points (:meth:`PoolTB.quiesce`): no new beat is offered; once
+nothing is owed and nothing is on the bus for :data:`QUIET` cycles, the
+TLB counters (``hits0`` ... ``misses1``, 32 bits, wrapping) and the counts
+(``free_pages`` ... ``hbm_used``) are compared with golden's. A beat owed
+for more than :data:`TIMEOUT` cycles, or an input beat waiting that long
+for ``ready``, fails the run (an operation that never completes).
+:meth:`PoolTB.reset` drives ``rst`` for a few cycles with the traffic in
+flight: golden is recreated and what was owed is forgotten (a beat after
+it is unexpected).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from tb.common import TB, pattern
+from tb.kvpool.pool_model import COUNT_FIELDS, Expected, Scoreboard
+from tb.kvpool.pool_stim import Stimulus
+
+__all__ = ["PoolTB", "InPort", "OutPort", "QUIET", "TIMEOUT"]
+
+QUIET = 3  # idle cycles before the counters are compared
+TIMEOUT = 5000  # cycles a beat may be owed, or wait for ready
+COUNTERS = ("hits0", "misses0", "hits1", "misses1")
+
+
+class InPort:
+    """A stream input: ``valid`` held with a stable payload until ``ready``."""
+
+    def __init__(
+        self,
+        dut,
+        name: str,
+        idle,
+        source: Callable[[], dict | None],
+        pack: Callable[[dict], int],
+        unpack: Callable[[int], dict],
+    ) -> None:
+        self.name = name
+        self.valid = getattr(dut, f"{name}__valid")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.pause, self.source, self.pack, self.unpack = idle, source, pack, unpack
+        self.raw: int | None = None
+        self.up = False
+        self.waited = 0  # cycles the current beat has been on the bus
+        self.accepted: list[int] = []  # accept cycles (directed measurements)
+        self.valid.value = 0
+
+    def drive(self, on: bool) -> None:
+        if self.raw is None and on and next(self.pause):
+            beat = self.source()
+            if beat is not None:
+                self.raw = self.pack(beat)
+                self.payload.value = self.raw
+        up = self.raw is not None
+        if up != self.up:
+            self.valid.value = int(up)
+            self.up = up
+
+    def take(self) -> dict | None:
+        """In ``ReadOnly``: the beat accepted at the coming edge (unpacked), else ``None``."""
+        if not self.up:
+            return None
+        if not self.ready.value:
+            self.waited += 1
+            return None
+        beat = self.unpack(self.raw)
+        self.raw, self.waited = None, 0
+        return beat
+
+    def drop(self) -> None:
+        self.raw, self.waited = None, 0
+        if self.up:
+            self.valid.value = 0
+            self.up = False
+
+
+class OutPort:
+    """A stream output with no ready: every ``valid`` cycle is a beat."""
+
+    def __init__(self, dut, name: str) -> None:
+        self.name = name
+        self.valid = getattr(dut, f"{name}__valid")
+        self.payload = getattr(dut, f"{name}__payload")
+
+    def beat(self) -> int | None:
+        return int(self.payload.value) if self.valid.value else None
+
+
+class PoolTB:
+    """The pool's bench (see the module): one agent of ``tb``.
+
+    Parameters
+    ----------
+    tb : TB
+        The cycle engine.
+    p : dict
+        Every HDL parameter (``tb.common.params()``).
+    idle : dict
+        Idle pattern names of ``q`` (both lookup ports) and ``op``.
+    """
+
+    def __init__(self, tb: TB, p: dict[str, int], idle: dict[str, str] | None = None) -> None:
+        idle = {"q": "none", "op": "none"} | dict(idle or {})
+        self.tb, self.dut, self.p = tb, tb.dut, p
+        self.sb = Scoreboard(p)
+        self.stim = Stimulus(p, tb.rng, self.sb)
+        self.random = False  # True: the stimulus feeds the ports when the script is empty
+        self.script: dict[str, deque[dict]] = {"q0": deque(), "q1": deque(), "op": deque()}
+        fmt = self.sb.fmt
+        qp, qu = fmt.pack_query, fmt.unpack_query
+        self.ins = [
+            InPort(self.dut, "q0", pattern(idle["q"], tb.rng), self._src("q0", 0), qp, qu),
+            InPort(self.dut, "q1", pattern(idle["q"], tb.rng), self._src("q1", 1), qp, qu),
+            InPort(
+                self.dut,
+                "op",
+                pattern(idle["op"], tb.rng),
+                self._src("op"),
+                fmt.pack_op,
+                fmt.unpack_op,
+            ),
+        ]
+        self.outs = [OutPort(self.dut, n) for n in ("r0", "r1", "res")]
+        self.rst = self.dut.rst
+        self.reset_left = 0
+        self._rst = 0
+        self.errors: list[str] = []
+        self.log_limit = 8
+        self.quiet = 0  # consecutive cycles with nothing owed and nothing offered
+        self.quiet_checks = 0
+        self.resets = 0
+        self.last_out = 0  # the cycle of the last beat delivered (timeouts)
+        self.record = False  # True: keep (stream, Expected, cycle) of each delivery
+        self.done: list[tuple[str, Expected, int]] = []
+        tb.add(self)
+
+    def _src(self, name: str, port: int | None = None) -> Callable[[], dict | None]:
+        script = self.script[name]
+
+        def source() -> dict | None:
+            if script:
+                return script.popleft()
+            if not self.random:
+                return None
+            return self.stim.op() if port is None else self.stim.query(port)
+
+        return source
+
+    # ------------------------------------------------------------------ engine
+    def fail(self, msg: str) -> None:
+        self.errors.append(msg)
+        if len(self.errors) <= self.log_limit:
+            self.tb.log.error("seed %d, cycle %d: %s", self.tb.seed, self.tb.cycle, msg)
+
+    def drive(self) -> None:
+        if self.reset_left:
+            self.reset_left -= 1
+            if not self._rst:
+                self.rst.value = self._rst = 1
+            for port in self.ins:
+                port.drop()
+            return
+        if self._rst:
+            self.rst.value = self._rst = 0
+        for port in self.ins:
+            port.drive(True)
+
+    def sample(self) -> None:
+        cycle = self.tb.cycle
+        if int(self.rst.value):
+            self.sb.reset()
+            self.stim.reset()
+            self.quiet = 0
+            self.last_out = cycle
+            return
+        sb = self.sb
+        q0, q1, op = self.ins
+        for k, port in ((0, q0), (1, q1)):
+            beat = port.take()
+            if beat is not None:
+                sb.accept_query(k, beat, cycle)
+                port.accepted.append(cycle)
+        beat = op.take()
+        if beat is not None:
+            sb.accept_op(beat, cycle)
+            op.accepted.append(cycle)
+        for out in self.outs:
+            raw = out.beat()
+            if raw is None:
+                continue
+            self.last_out = cycle
+            head = sb.owed[out.name][0] if sb.owed[out.name] else None
+            for msg in sb.deliver(out.name, cycle, raw):
+                self.fail(msg)
+            if self.record and head is not None:
+                self.done.append((out.name, head, cycle))
+        self._watch(cycle)
+
+    def _watch(self, cycle: int) -> None:
+        busy = any(port.up for port in self.ins)
+        if self.sb.pending or busy:
+            self.quiet = 0
+            if self.sb.pending and cycle - max(self.last_out, self._oldest()) > TIMEOUT:
+                self.fail(f"a beat owed for {TIMEOUT} cycles: {self._owed_summary()}")
+                self.last_out = cycle
+            for port in self.ins:
+                if port.waited > TIMEOUT:
+                    self.fail(f"{port.name}: valid for {TIMEOUT} cycles without ready")
+                    port.waited = 0
+            return
+        self.quiet += 1
+        if self.quiet == QUIET:
+            self.check_counters()
+
+    def _oldest(self) -> int:
+        return min((q[0].cycle for q in self.sb.owed.values() if q), default=0)
+
+    def _owed_summary(self) -> str:
+        sb = self.sb
+        return "; ".join(
+            f"{s}: #{q[0].index} {sb.describe(q[0].tx)} (cycle {q[0].cycle})"
+            for s, q in sb.owed.items()
+            if q
+        )
+
+    def check_counters(self) -> None:
+        """Compare the TLB counters and the counts with golden's (at a quiescent point)."""
+        self.quiet_checks += 1
+        want = self.sb.tlb_counts() | self.sb.counts()
+        for k in COUNTERS + COUNT_FIELDS:
+            got = int(getattr(self.dut, k).value)
+            if got != want[k]:
+                self.fail(f"quiescent point {self.quiet_checks}: {k} = {got}, want {want[k]}")
+
+    # ------------------------------------------------------------------ control
+    async def quiesce(self, timeout: int = 4 * TIMEOUT) -> None:
+        """Stop offering beats until the pool is quiescent and checked, then resume."""
+        self.stim.quiet = True
+        before = self.quiet_checks
+        await self.tb.wait_for(lambda: self.quiet_checks > before, timeout, "a quiescent point")
+        self.stim.quiet = False
+
+    async def reset(self, cycles: int = 2) -> None:
+        """``rst`` for ``cycles`` cycles, the traffic in flight."""
+        self.reset_left = cycles
+        self.resets += 1
+        await self.tb.cycles(cycles + 1)
+
+    async def run_script(self, beats: dict[str, list[dict]], timeout: int = TIMEOUT) -> None:
+        """Offer the directed ``beats`` (per port, in order) and wait until every one is
+        accepted and answered."""
+        for name, items in beats.items():
+            self.script[name].extend(items)
+        await self.tb.wait_for(
+            lambda: (
+                not any(self.script.values())
+                and not any(p.up for p in self.ins)
+                and not self.sb.pending
+            ),
+            timeout,
+            "the directed beats' answers",
+        )

@@ -1,0 +1,279 @@
+"""Testbench: the scaled KV pool (hw/kvpool/pool.py) against golden.kvpool.KVPool (SPEC §4.4 - 4.9).
+
+Scoreboard (:mod:`tb.kvpool.pool_tb`, :mod:`tb.kvpool.pool_model`): the
+transactions accepted in one cycle are q0's, q1's, then op's, after every
+earlier cycle's; golden performs them in that order and every ``r0`` /
+``r1`` / ``res`` beat is compared, every field, with golden's in order (any
+latency); the TLB counters and the counts at quiescent points and at the
+end. Stimulus (:mod:`tb.kvpool.pool_stim`): prefills, decode steps (random
+trees, commits along a mask row), forks, releases, spills, fills, scores,
+every error class the ports can express, TLB thrash, spill pressure;
+lookups on both ports each cycle. Tests:
+
+* ``random_traffic`` (idle patterns ``none``: a beat on every port every
+  cycle it can; ``random``): ``KVPOOL_TX`` transactions in all (default
+  20,000; ``make sim-full``: 100,000), a reset in the middle of the first,
+  coverage asserted at the end of each;
+* ``cycles``: directed measurements (lookup latencies: TLB hit, miss,
+  speculative; lookups per cycle per port; inserts per cycle; cycles from a
+  commit, fork, release, spill to the next operation's acceptance), written
+  to ``KVPOOL_CYCLES_JSON`` (default ``build/reports/kvpool_cycles.json``,
+  one entry per parameter set) and asserted against :data:`LIMITS`
+  (``KVPOOL_CYCLE_LIMITS``, a JSON object, adds or tightens limits: a
+  ``*_per_cycle`` figure must reach its limit, any other stay within it).
+
+Rerun a failure with ``SIM_SEED=<seed>``; the failing transaction is named
+with its golden call and its number in acceptance order.
+"""
+
+import json
+import os
+import time
+
+from tb.common import FULL, FULL_ONLY, REPO, TB, params, report
+from tb.kvpool.pool_model import golden_of
+from tb.kvpool.pool_stim import COM, FORK, INS, REL, SCORE, SPILL, coverage_missing
+from tb.kvpool.pool_tb import PoolTB
+
+#: transactions per parameter set (both random tests together)
+TX = int(os.environ.get("KVPOOL_TX", 100_000 if FULL else 20_000))
+QUIESCE_EVERY = 600  # cycles between quiescent points
+#: the cycle limits asserted by default (the integrator tightens them with KVPOOL_CYCLE_LIMITS)
+LIMITS: dict[str, float] = {"hit_latency": 1} | json.loads(
+    os.environ.get("KVPOOL_CYCLE_LIMITS", "{}")
+)
+CYCLES_JSON = os.environ.get(
+    "KVPOOL_CYCLES_JSON", str(REPO / "build" / "reports" / "kvpool_cycles.json")
+)
+
+
+def _tag(p: dict) -> str:
+    return "-".join(f"{k}={v}" for k, v in sorted(p.items()))
+
+
+async def random_traffic_run(dut, idle: str, n_tx: int, reset: bool) -> PoolTB:
+    p = params()
+    tb = TB(dut)
+    bench = PoolTB(tb, p, {"q": idle, "op": idle})
+    await tb.start()
+    bench.random = True
+    t0 = time.perf_counter()
+    reset_done = not reset
+    while bench.sb.transactions < n_tx and not bench.errors:
+        await tb.cycles(QUIESCE_EVERY)
+        if not reset_done and bench.sb.transactions >= n_tx // 2:
+            await bench.reset()  # the traffic in flight
+            reset_done = True
+            continue
+        await bench.quiesce()
+    await bench.quiesce()
+    dt = time.perf_counter() - t0
+    st = bench.sb.stats
+    rate = bench.sb.transactions / dt
+    tb.log.info(
+        "%d transactions in %d cycles, %.1f s (%.0f per second), %d quiescent checks",
+        bench.sb.transactions, tb.cycle, dt, rate, bench.quiet_checks,
+    )  # fmt: skip
+    tb.log.info("coverage %s", dict(sorted(st.cover.items())))
+    tb.log.info("latency [min, max, sum, n] by kind %s", st.latency)
+    report(
+        "kvpool",
+        f"random_traffic/{idle}",
+        transactions=bench.sb.transactions,
+        cycles=tb.cycle,
+        seconds=round(dt, 2),
+        per_second=round(rate),
+        mismatches=len(bench.errors),
+        **{k.replace("/", "_"): v for k, v in st.cover.items()},
+    )
+    if bench.errors:
+        hist = "\n".join(f"  cycle {c} {s}: {bench.sb.describe(t)}" for c, s, t in bench.sb.history)
+        tb.log.error("the last transactions accepted:\n%s", hist)
+    assert not bench.errors, f"seed {tb.seed}: {len(bench.errors)} mismatches: {bench.errors[0]}"
+    missing = coverage_missing(p, st.cover)
+    assert not missing, f"seed {tb.seed}: not reached: {missing}"
+    return bench
+
+
+def _op(kind: int, **f: int) -> dict:
+    return {"op": kind, **f}
+
+
+async def measure(bench: PoolTB) -> dict[str, float]:
+    """The directed cycle measurements (module docstring) on a pool fresh from reset."""
+    p, m = bench.p, {}
+    bench.record = True
+    n_ins = max(2, min(32, p["PAGES"] // 2, 1 << p["POS_BITS"]))
+    ins = [
+        _op(INS, seq=0, pos=i, committed=1, token=i % (1 << p["TOKEN_BITS"])) for i in range(n_ins)
+    ]
+    await bench.run_script({"op": ins})
+    acc = bench.ins[2].accepted[-n_ins:]
+    m["insert_per_cycle"] = round((n_ins - 1) / max(1, acc[-1] - acc[0]), 3)
+
+    def lat(kind: str) -> list[int]:
+        return [c - e.cycle for _, e, c in bench.done if e.kind == kind]
+
+    q = {"seq": 0, "pos": 0, "view": 0}
+    for port in ("q0", "q1"):
+        await bench.run_script({port: [q]})  # a miss
+        await bench.run_script({port: [q]})  # a hit
+    m["hit_latency"] = max(lat("lookup/tlb_hit"))
+    m["miss_latency"] = max(lat("lookup/tlb_miss"))
+    k = min(4, p["TLB_SETS"] * p["TLB_WAYS"], n_ins)
+    keys = [{"seq": 0, "pos": i, "view": 0} for i in range(k)]
+    await bench.run_script({"q0": keys, "q1": keys})  # warm
+    n_q = 64
+    bench.done.clear()
+    burst = [keys[i % k] for i in range(n_q)]
+    await bench.run_script({"q0": burst, "q1": burst})
+    for i, port in enumerate(bench.ins[:2]):
+        a = port.accepted[-n_q:]
+        m[f"lookups_per_cycle_{i}"] = round((n_q - 1) / max(1, a[-1] - a[0]), 3)
+    m["lookups_per_cycle"] = min(m["lookups_per_cycle_0"], m["lookups_per_cycle_1"])
+    m["hit_latency_burst"] = max(lat("lookup/tlb_hit"))
+    depth = max(1, min(4, p["MAX_DEPTH"], p["N_NODES"]))
+    tree = [_op(INS, seq=0, pos=n_ins + d, owner=d, committed=0) for d in range(depth)]
+    await bench.run_script({"op": tree})
+    await bench.run_script({"q0": [{"seq": 0, "pos": n_ins, "view": 1}]})
+    m["spec_latency"] = max(lat("lookup/spec"))
+    accept = (1 << depth) - 1 if depth < 2 else 3
+    score = _op(SCORE, seq=0, pos=0, s=1)
+    for name, first in (
+        ("commit", _op(COM, seq=0, accept=accept)),
+        ("fork", _op(FORK, seq=0, dst=1)),
+        ("release", _op(REL, seq=1)),
+        ("spill", _op(SPILL, n=1)),
+        ("score", _op(SCORE, seq=0, pos=1, s=1)),
+        ("release_long", _op(REL, seq=0)),
+    ):
+        await bench.run_script(
+            {"op": [first, score if name != "release_long" else _op(SPILL, n=0)]}
+        )
+        a = bench.ins[2].accepted[-2:]
+        m[f"{name}_to_next"] = a[1] - a[0]
+    m["op_latency_max"] = max(c - e.cycle for s, e, c in bench.done if s == "res")
+    return m
+
+
+def _check_limits(m: dict[str, float]) -> list[str]:
+    bad = []
+    for k, lim in LIMITS.items():
+        if k not in m:
+            bad.append(f"{k}: not measured")
+        elif k.endswith("_per_cycle") or "_per_cycle_" in k:
+            if m[k] < lim:
+                bad.append(f"{k} = {m[k]}, must be at least {lim}")
+        elif m[k] > lim:
+            bad.append(f"{k} = {m[k]}, must be at most {lim}")
+    return bad
+
+
+def _write_cycles(p: dict, m: dict) -> None:
+    path = os.path.abspath(CYCLES_JSON)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = {}
+    data[_tag(p)] = {"params": p, "cycles": m, "limits": LIMITS}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+try:
+    import cocotb
+except ImportError:  # pragma: no cover
+    cocotb = None
+
+if cocotb is not None:
+
+    @cocotb.test()
+    @cocotb.parametrize(idle=["none", "random"])
+    async def random_traffic(dut, idle: str) -> None:
+        """Random traffic on all three input ports, checked beat by beat; a reset in the
+        middle of the first run; coverage of every error class, spills, fills, TLB
+        hits and misses asserted."""
+        share = 0.6 if idle == "none" else 0.4
+        await random_traffic_run(dut, idle, int(TX * share), reset=idle == "none")
+
+    @cocotb.test()
+    async def cycles(dut) -> None:
+        """Directed cycle measurements; every beat also checked by the scoreboard."""
+        p = params()
+        tb = TB(dut)
+        bench = PoolTB(tb, p)
+        await tb.start()
+        m = await measure(bench)
+        await bench.quiesce()
+        tb.log.info("cycles %s", m)
+        _write_cycles(p, m)
+        report("kvpool", "cycles", mismatches=len(bench.errors), **m)
+        assert not bench.errors, f"seed {tb.seed}: {bench.errors[0]}"
+        bad = _check_limits(m)
+        assert not bad, f"cycle limits: {bad}"
+
+
+# ----------------------------------------------------------------------------- pytest
+import pytest  # noqa: E402
+
+from tb.kvpool.common import leaf_params, run_leaf  # noqa: E402
+
+_SMALL = {
+    "PAGES": 32, "HBM_PAGES": 16, "SEQS": 4, "SEGS": 6, "TREES": 2, "N_NODES": 8,
+    "MAX_DEPTH": 4, "POS_BITS": 7, "TOKEN_BITS": 4, "TLB_SETS": 4, "TLB_WAYS": 2,
+}  # fmt: skip
+#: parameter sets by name (plain dicts: tests/test_kvpool_stimulus.py runs the generator on them)
+PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
+    "small": _SMALL,
+    "small16": _SMALL | {"PAGES": 16, "HBM_PAGES": 32, "TLB_SETS": 2, "TLB_WAYS": 4},
+    "small64": _SMALL | {"PAGES": 64, "HBM_PAGES": 16, "TLB_SETS": 1, "TLB_WAYS": 1},
+    # SEQS and N_NODES not powers of two: SEQ_RANGE, DST_RANGE, OWNER_RANGE, lookup errors
+    "odd": {
+        "PAGES": 20,
+        "HBM_PAGES": 5,
+        "SEQS": 5,
+        "SEGS": 7,
+        "TREES": 2,
+        "N_NODES": 12,
+        "MAX_DEPTH": 3,
+        "POS_BITS": 6,
+        "TOKEN_BITS": 3,
+        "TLB_SETS": 2,
+        "TLB_WAYS": 1,
+    },  # fmt: skip
+    "medium": {
+        "PAGES": 128,
+        "HBM_PAGES": 32,
+        "SEQS": 8,
+        "SEGS": 24,
+        "TREES": 4,
+        "N_NODES": 64,
+        "MAX_DEPTH": 16,
+        "POS_BITS": 10,
+        "TOKEN_BITS": 8,
+        "TLB_SETS": 16,
+        "TLB_WAYS": 2,
+    },  # fmt: skip
+}
+#: the defaults (PAGES 2**20, TLB 1,024 x 4): only with KVPOOL_FULL=1 for now
+OPT_IN = pytest.mark.skipif(
+    os.environ.get("KVPOOL_FULL", "") != "1", reason="the full pool: KVPOOL_FULL=1"
+)
+PARAM_SETS = [
+    pytest.param(PARAM_SETS_PLAIN["small"], id="small"),
+    pytest.param(PARAM_SETS_PLAIN["odd"], id="odd"),
+    pytest.param(PARAM_SETS_PLAIN["medium"], id="medium"),
+    pytest.param(PARAM_SETS_PLAIN["small16"], id="small16", marks=FULL_ONLY),
+    pytest.param(PARAM_SETS_PLAIN["small64"], id="small64", marks=FULL_ONLY),
+    pytest.param({}, id="full", marks=(OPT_IN,)),
+]
+
+
+@pytest.mark.parametrize("hdl", PARAM_SETS)
+def test_kvpool(hdl: dict) -> None:
+    golden_of(leaf_params("kvpool", hdl))  # the parameter set is one golden accepts
+    run_leaf("kvpool", hdl, "tb.kvpool.test_pool")
