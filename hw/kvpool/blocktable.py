@@ -303,9 +303,11 @@ class BlockTable(wiring.Component):
         append_busy = self._append(m)
         walk_busy = self._walker(m)
         err = Signal()
-        m.d.sync += err.eq(err | la.no_page | ma.no_page | la.error | ma.error)
+        fault = Signal()  # the allocators' outcomes of the cycle before (registers)
+        m.d.comb += fault.eq(la.no_page | ma.no_page | la.error | ma.error)
+        m.d.sync += err.eq(err | fault)
         m.d.comb += [
-            self.error.eq(err),
+            self.error.eq(err | fault),
             self.busy.eq(append_busy | walk_busy),
             self.leaves_free.eq(la.free_pages),
             self.mids_free.eq(ma.free_pages),

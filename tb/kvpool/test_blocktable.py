@@ -25,7 +25,7 @@ that exhausts the nodes (``error``). Seeded (printed; ``SIM_SEED``).
 from collections import deque
 
 from hw.kvpool.blocktable import BtCmd, cmd_layout, out_layout, pte_layout, read_layout
-from tb.common import FULL_ONLY, TB, pack, params, pattern, report, sized, unpack
+from tb.common import FULL, FULL_ONLY, TB, pack, params, pattern, report, sized, unpack
 from tb.kvpool.common import Lockstep, run_leaf
 
 CYCLES = 6000  # random-mix cycles per run (make test); make sim-full: 60,000
@@ -60,13 +60,19 @@ def _cut_long(c_of) -> object:
     return cmd
 
 
-def _append_long(b: "BTBench") -> tuple:
+def _append_long(b: "BTBench") -> tuple | None:
+    if not b._can_append(b.long_t):
+        return None
     return ("append", b.long_t, len(b.tables.get(b.long_t, [])), 0, b._pte())
 
 
-#: after the growth phase: CUTs of the long table (past 4,096) keeping its mid node,
-#: then freeing it and keeping a leaf, and APPENDs that cross 4,096 again
-GROWN = [_cut_long(lambda n: 4097), _cut_long(lambda n: 4096 - 63)] + [_append_long] * 80
+#: after the growth phase: CUTs of the long table (past 4,096) to a multiple of 64,
+#: keeping its mid node, then freeing it and keeping a leaf; APPENDs across 4,096 again
+GROWN = [
+    _cut_long(lambda n: (n - 1) // 64 * 64),
+    _cut_long(lambda n: 4097),
+    _cut_long(lambda n: 4096 - 63),
+] + [_append_long] * 80
 
 
 class BTBench(Lockstep):
@@ -125,7 +131,7 @@ class BTBench(Lockstep):
             "cmd__ready": int(run is None),
             "busy": int(self.a_busy or run is not None),
             "out__valid": int(beat),
-            "out__payload": self._out(run["beats"][0]) if beat else None,
+            "out__payload": self._out(run["beats"][0]) if beat and not self.errored else None,
             "error": int(self.errored),
         }
         if not cut and not self.errored:
@@ -236,6 +242,11 @@ class BTBench(Lockstep):
         rng, p = self.tb.rng, self.p
         if self.script:
             return self.script.popleft()(self)
+        if self.mode == "exhaust":  # APPENDs until a node is missing, then nothing
+            if self.errored:
+                return None
+            t = self.exhaust_t(self)
+            return ("append", t, len(self.tables.get(t, [])), 0, self._pte())
         if self.mode == "grow":
             t = self.long_t if rng.random() < 0.9 else rng.randrange(p["TABLES"])
             if self._can_append(t):
@@ -416,6 +427,36 @@ if cocotb is not None:
         assert not missing, f"seed {bench.tb.seed}: not reached: {missing}"
 
     @cocotb.test()
+    async def exhaust(dut) -> None:
+        """APPENDs until an allocation finds no node: ``error`` from the next cycle on,
+        sticky; then a reset and the mix again (everything free, ``error`` 0)."""
+        p = params()
+        tb = TB(dut)
+        bench = BTBench(tb, p, "none", "none", "none")
+        if p["MIDS"] < p["TABLES"]:  # index 0 of MIDS + 1 tables: the mids run out
+            bench.exhaust_t = lambda b: len(b.tables)
+            cost = p["MIDS"] + 1
+        else:  # the leaves, filled round robin
+            bench.exhaust_t = lambda b: b.cover["append"] % p["TABLES"]
+            cost = p["LEAVES"] * bench.leaf_span + 1
+        if cost > 12_000 and not FULL:
+            tb.log.info("exhaust: %d APPENDs: make sim-full runs it", cost)
+            return
+        bench.mode = "exhaust"
+        await tb.start()
+        await tb.wait_for(lambda: bench.errored, timeout=cost + 10, what="error")
+        await tb.cycles(20)
+        assert int(dut.error.value) == 1
+        bench.mode = "mix"
+        await tb.reset(2)
+        await tb.cycles(sized(CYCLES // 4, 10_000))
+        bench.stim_on = False
+        await tb.wait_for(lambda: bench.pending is None and bench.run is None, what="idle")
+        await tb.cycles(4)
+        report("kvpool_block_table", "exhaust", checked=bench.checked, mismatches=bench.mismatches)
+        assert bench.mismatches == 0, f"seed {tb.seed}: {bench.mismatches} mismatches"
+
+    @cocotb.test()
     async def busy_mix(dut) -> None:
         """The random mix with a command, a read on every port and out.ready every cycle."""
         await run(dut, "none", "none", "none", sized(CYCLES // 2, 20_000))
@@ -436,39 +477,23 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
 
-#: parameter sets: small with every level (make test), the defaults' widths with
-#: fewer nodes (make test), narrow trees (make test), the full node counts (sim-full)
+NAMES = ("TABLES", "INDEX_BITS", "ADDR_BITS", "TOKEN_BITS", "LEAVES", "MIDS", "PORTS")
+
+
+def _set(*values: int, marks=()) -> object:
+    return pytest.param(dict(zip(NAMES, values, strict=True)), marks=marks)
+
+
+#: parameter sets (make test): 4 tables of every level (roots of 4 entries), the
+#: defaults' widths and tables with fewer nodes, narrow trees (one root entry, mids of
+#: 4 pointers) whose mids run out, one port; (make sim-full): the default node counts,
+#: leaves of 16 PTEs (INDEX_BITS 4: mids of one pointer)
 PARAM_SETS = [
-    {
-        "TABLES": 4,
-        "INDEX_BITS": 14,
-        "ADDR_BITS": 4,
-        "TOKEN_BITS": 3,
-        "LEAVES": 160,
-        "MIDS": 16,
-        "PORTS": 2,
-    },
-    {
-        "TABLES": 256,
-        "INDEX_BITS": 17,
-        "ADDR_BITS": 21,
-        "TOKEN_BITS": 17,
-        "LEAVES": 512,
-        "MIDS": 64,
-        "PORTS": 2,
-    },
-    pytest.param(
-        {
-            "TABLES": 256,
-            "INDEX_BITS": 17,
-            "ADDR_BITS": 21,
-            "TOKEN_BITS": 17,
-            "LEAVES": 49664,
-            "MIDS": 1280,
-            "PORTS": 2,
-        },
-        marks=FULL_ONLY,
-    ),
+    _set(4, 14, 4, 3, 160, 16, 2),
+    _set(256, 17, 21, 17, 640, 320, 2),
+    _set(32, 8, 3, 2, 16, 16, 1),
+    _set(256, 17, 21, 17, 49664, 1280, 2, marks=FULL_ONLY),
+    _set(2, 4, 2, 2, 16, 16, 1, marks=FULL_ONLY),
 ]
 
 
