@@ -44,6 +44,7 @@ LEAVES: dict[str, str] = {
     "kvpool_block_tag": "hw.kvpool.crc64:BlockTag",
     "kvpool_page_allocator": "hw.kvpool.allocator:PageAllocator",
     "kvpool_tlb": "hw.kvpool.tlb:TLB",
+    "kvpool_tag_table": "hw.kvpool.tagtable:TagTable",
 }
 OUT = REPO / "build" / "verilog" / "tb"
 
