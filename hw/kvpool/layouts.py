@@ -38,7 +38,7 @@ class PoolOp(enum.Enum, shape=3):
     SPILL = 4
     FILL = 5
     SCORE = 6
-    SHARE = 7  # reserved: not yet implemented by the RTL (issue 20)
+    SHARE = 7
 
 
 class PoolCode(enum.Enum, shape=5):
@@ -88,8 +88,9 @@ def pool_op_layout(
 
     ``seq`` is fork's ``src``; ``dst`` is fork's and share's; ``owner``,
     ``committed``, ``token`` are insert's; ``accept`` commit's; ``n``
-    spill's (``0 .. PAGES``; wider, so that a value above is ``FIELD``);
-    ``s`` score's (``0 .. CMAX = 7``).
+    spill's (``0 .. PAGES``) and share's token count (``0 .. 2**POS_BITS``;
+    share's tokens follow on the pool's ``tok`` stream), wide enough that a
+    value above either is ``FIELD``; ``s`` score's (``0 .. CMAX = 7``).
     """
     sb = idx_bits(seqs)
     return data.StructLayout(
@@ -102,7 +103,7 @@ def pool_op_layout(
             "committed": 1,
             "token": token_bits,
             "accept": n_nodes,
-            "n": bits_for(pages),
+            "n": max(bits_for(pages), pos_bits + 2),
             "s": 3,
         }
     )

@@ -17,6 +17,7 @@ from amaranth.utils import bits_for
 from hw.common import Param, check_params, idx_bits, net, or_tree
 from hw.kvpool.allocator import PageAllocator, page_bits
 from hw.kvpool.blocktable import BlockTable
+from hw.kvpool.crc64 import BlockTag
 from hw.kvpool.layouts import (
     PoolCode,
     addr_bits,
@@ -30,6 +31,7 @@ from hw.kvpool.pool_checks import Facts
 from hw.kvpool.pool_lookup import lookup_port
 from hw.kvpool.pool_ops import OpRegs, Units, op_fsm
 from hw.kvpool.segtable import SegState
+from hw.kvpool.tagtable import TagTable
 from hw.kvpool.tlb import TLB
 from hw.kvpool.treeslots import TreeSlots
 
@@ -43,7 +45,7 @@ class _Reply:
         self.valid, self.payload = valid, payload
 
 
-_POW2 = ("TLB_SETS", "TLB_WAYS")
+_POW2 = ("TLB_SETS", "TLB_WAYS", "TAG_SETS", "TAG_WAYS")
 
 
 class ScaledPool(wiring.Component):
@@ -54,7 +56,7 @@ class ScaledPool(wiring.Component):
     port 1, then the operation). Every result and reply equals the golden
     model's (the commit's ``NOT_CHAIN`` check excepted: the RTL trusts the
     sampler's ancestor chain, as the flat pool trusts it not to commit two
-    entries at one key). ``SHARE`` is reserved: it is answered ``FIELD``.
+    entries at one key).
 
     Parameters
     ----------
@@ -81,11 +83,18 @@ class ScaledPool(wiring.Component):
         Sets of each port's TLB, a power of two, 1 .. 65536, default 1024.
     TLB_WAYS : int
         Ways of each port's TLB, a power of two, 1 .. 8, default 4.
+    TAG_SETS : int
+        Sets of the dedup tag table, a power of two, 1 .. 65536, default 1024.
+    TAG_WAYS : int
+        Ways of the dedup tag table, a power of two, 1 .. 8, default 4.
 
     Members
     -------
     op : In(stream.Signature(pool_op_layout(...)))
         Operations (:class:`hw.kvpool.layouts.PoolOp`).
+    tok : In(stream.Signature(TOKEN_BITS))
+        A share's ``n`` tokens, after the operation is accepted (all of them are
+        taken, also when the share fails).
     res_valid, res : Out(1), Out(pool_result_layout(...))
         One result per operation, in order (no backpressure).
     q0, q1 : In(stream.Signature(pool_query_layout(...)))
@@ -110,6 +119,8 @@ class ScaledPool(wiring.Component):
         "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=1),
         "TLB_SETS": Param(default=1024, lo=1, hi=65536, small=1),
         "TLB_WAYS": Param(default=4, lo=1, hi=8, small=1),
+        "TAG_SETS": Param(default=1024, lo=1, hi=65536, small=1),
+        "TAG_WAYS": Param(default=4, lo=1, hi=8, small=1),
     }
 
     def __init__(
@@ -126,6 +137,8 @@ class ScaledPool(wiring.Component):
         TOKEN_BITS: int = PARAMS["TOKEN_BITS"].default,
         TLB_SETS: int = PARAMS["TLB_SETS"].default,
         TLB_WAYS: int = PARAMS["TLB_WAYS"].default,
+        TAG_SETS: int = PARAMS["TAG_SETS"].default,
+        TAG_WAYS: int = PARAMS["TAG_WAYS"].default,
     ) -> None:
         given = dict(
             PAGES=PAGES,
@@ -139,6 +152,8 @@ class ScaledPool(wiring.Component):
             TOKEN_BITS=TOKEN_BITS,
             TLB_SETS=TLB_SETS,
             TLB_WAYS=TLB_WAYS,
+            TAG_SETS=TAG_SETS,
+            TAG_WAYS=TAG_WAYS,
         )
         p = check_params(self.PARAMS, given)
         for name in _POW2:
@@ -155,6 +170,7 @@ class ScaledPool(wiring.Component):
         super().__init__(
             {
                 "op": In(stream.Signature(pool_op_layout(p["SEQS"], p["N_NODES"], pb, tb, P))),
+                "tok": In(stream.Signature(tb)),
                 "res_valid": Out(1),
                 "res": Out(pool_result_layout(P, H, pb)),
                 "q0": In(stream.Signature(pool_query_layout(p["SEQS"], p["N_NODES"], pb))),
@@ -206,6 +222,13 @@ class ScaledPool(wiring.Component):
             PAGE_BITS=page_bits(P),
             TOKEN_BITS=p["TOKEN_BITS"],
             PORTS=2,
+        )
+        m.submodules.crc = BlockTag(TOKEN_BITS=p["TOKEN_BITS"])
+        m.submodules.tags = TagTable(
+            TAG_SETS=p["TAG_SETS"],
+            TAG_WAYS=p["TAG_WAYS"],
+            SEQS=p["SEQS"],
+            POS_BITS=max(5, p["POS_BITS"]),
         )
         m.submodules.ps = ps = PageState(PAGES=P, TABLE_BITS=idx_bits(S), POS_BITS=p["POS_BITS"])
         seg = SegState(m, segs=S, seqs=p["SEQS"], pos_bits=p["POS_BITS"])
@@ -275,6 +298,7 @@ class ScaledPool(wiring.Component):
             page_free=u.alloc.free_pages != 0,
             can_spill=(u.committed_pages != 0) & (u.hbm_used < p["HBM_PAGES"]),
             n_ok=o.n <= p["PAGES"],
+            ntok_ok=o.n <= (1 << p["POS_BITS"]),
         )
         return {
             "facts": facts,
@@ -342,6 +366,9 @@ class ScaledPool(wiring.Component):
             },
             facts,
             inflight[0] | inflight[1],
+            crc=m.submodules.crc,
+            tags=m.submodules.tags,
+            tok=self.tok,
         )
         m.d.comb += [
             self.res_valid.eq(r.done),

@@ -23,7 +23,9 @@ SPILL       ``FIELD`` (``n > PAGES``)
 FILL        ``SEQ_RANGE``, ``NOT_COMMITTED``; after the PTE: ``ON_CHIP``,
             ``NO_PAGE`` (no free page and none committed on chip)
 SCORE       ``SEQ_RANGE``, ``NOT_COMMITTED``
-SHARE       ``FIELD`` (reserved: not implemented yet)
+SHARE       ``DST_RANGE``, ``FIELD`` (``n > 2**POS_BITS`` tokens),
+            ``DST_BUSY``; after the search: ``TABLE_FULL`` (a split needs a
+            segment and none is free)
 ==========  ===============================================================
 """
 
@@ -56,6 +58,7 @@ class Facts:
     page_free: Value  # a page can be allocated without a spill
     can_spill: Value
     n_ok: Value  # spill's n <= PAGES
+    ntok_ok: Value  # share's n <= 2**POS_BITS
 
 
 def _first(m: Module, checks: list[tuple[Value, PoolCode]], name: str) -> Signal:
@@ -111,7 +114,11 @@ def op_code(m: Module, o: Value, f: Facts) -> Signal:
         PoolOp.SPILL: [(~f.n_ok, C.FIELD)],
         PoolOp.FILL: [(~f.seq_ok, C.SEQ_RANGE), (o.pos >= f.ln, C.NOT_COMMITTED)],
         PoolOp.SCORE: [(~f.seq_ok, C.SEQ_RANGE), (o.pos >= f.ln, C.NOT_COMMITTED)],
-        PoolOp.SHARE: [(1, C.FIELD)],
+        PoolOp.SHARE: [
+            (~f.dst_ok, C.DST_RANGE),
+            (~f.ntok_ok, C.FIELD),
+            ((f.ln_dst != 0) | f.dst_tree, C.DST_BUSY),
+        ],
     }
     code = Signal(PoolCode, name="op_code")
     with m.Switch(o.op):

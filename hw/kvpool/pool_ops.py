@@ -23,6 +23,7 @@ from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_checks import fill_code, op_code
+from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
 from hw.kvpool.segtable import SegState
 from hw.kvpool.treeslots import TsCmd, TsOut
 
@@ -89,7 +90,14 @@ class _Fsm:
         self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
         self.chain = Signal(seg.n, name="fsm_chain")
         self.cur = Signal(pb1, name="fsm_cur")
-        self.wait = Signal(2, name="fsm_wait")
+        self.wait = Signal(4, name="fsm_wait")
+        # dedup tags and share (hw.kvpool.pool_share)
+        self.tpos = Signal(pb1, name="fsm_tpos")
+        self.tokens = Signal(16 * p["token_bits"], name="fsm_tokens")
+        self.got = Signal(5, name="fsm_got")
+        self.collect = Signal(name="fsm_collect")
+        self.tret = Signal(name="fsm_tret")
+        self.ttag = Signal(64, name="fsm_ttag")
 
     # ------------------------------------------------------------------ unit commands
     def bt(self, kind, t, i, *, n=0, loc=0, addr=0, token=0) -> Value:
@@ -169,7 +177,10 @@ class _Fsm:
             code = op_code(m, o, f["facts"])
             seg = self.u.seg
             m.d.sync += [self.ln.eq(f["ln"]), self.slot.eq(f["slot"]), self.cnt.eq(0)]
-            with m.If(code != PoolCode.NONE):
+            with m.If(o.op == PoolOp.SHARE):
+                m.d.sync += self.r.code.eq(code)  # the tokens are taken in any case
+                m.next = "SH"
+            with m.Elif(code != PoolCode.NONE):
                 self.finish(code)
             with m.Else():
                 with m.Switch(o.op):
@@ -320,7 +331,7 @@ class _Fsm:
         with m.State("INS_PSC"):
             with m.If(self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=o.pos, fresh=self.fresh)):
                 m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
-                self.finish()
+                start_tag(self, o.pos + 1, ret_commit=False)
         with m.State("INS_ADD"):
             ok = self.ts(
                 _TS_ADD, slot=self.slot, node=o.owner, pos=o.pos, page=self.page, token=o.token
@@ -371,7 +382,7 @@ class _Fsm:
                     u.committed_pages.eq(u.committed_pages + 1),
                     u.spec_pages.eq(u.spec_pages - 1),
                 ]
-                m.next = "COM_BEAT"
+                start_tag(self, self.vpos + 1, ret_commit=True)
         with m.State("COM_REJ"):
             with m.If(self.ps(PsCmd.FREE, self.page)):
                 m.d.sync += [u.spec_pages.eq(u.spec_pages - 1), self.r.value.eq(self.r.value + 1)]
@@ -487,7 +498,10 @@ class _Fsm:
                     self.finish()
         with m.State("FILL"):
             code = fill_code(m, self.loc, f["facts"].page_free, u.committed_pages)
-            with m.If(code != PoolCode.NONE):
+            with m.If(o.op == PoolOp.SHARE):
+                m.d.sync += self.r.code.eq(code)  # the tokens are taken in any case
+                m.next = "SH"
+            with m.Elif(code != PoolCode.NONE):
                 self.finish(code)
             with m.Else():
                 m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(self.addr)]
@@ -510,11 +524,15 @@ class _Fsm:
                 self.finish()
 
 
-def op_fsm(m: Module, op, u: Units, r: OpRegs, p: dict, facts: dict, inflight: Value) -> None:
+def op_fsm(
+    m: Module, op, u: Units, r: OpRegs, p: dict, facts: dict, inflight: Value, *, crc, tags, tok
+) -> None:
     """Build the operation FSM (``p``: the pool's parameters and widths; ``facts``:
     the comb values its checks and steps read, see :func:`hw.kvpool.pool.ScaledPool`)."""
     fsm = _Fsm(m, u, r, p, facts)
     busy = u.bt.busy | u.ps.busy | u.ts.busy
+    tag_setup(fsm)
+    sh = ShareRegs(fsm)
     with m.FSM(name="op"):
         fsm.frame(op, inflight, busy)
         fsm.insert()
@@ -522,3 +540,5 @@ def op_fsm(m: Module, op, u: Units, r: OpRegs, p: dict, facts: dict, inflight: V
         fsm.release()
         fsm.spill_one()
         fsm.spill_fill_score()
+        tag_states(fsm, crc, tags)
+        share_states(fsm, sh, crc, tags, tok)

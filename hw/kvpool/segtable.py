@@ -11,7 +11,10 @@ creates it inside its module, reads it through the query methods (each
 builds combinational logic over every segment: a match is one-hot by the
 invariant that a sequence's chain covers ``0 .. len - 1`` once) and changes it
 through the ``*_en`` controls, which its operation FSM drives (comb, default
-0; at most one of open / append / fork / release / bury / cut per cycle).
+0; at most one of open / append / fork / release / bury / cut / split /
+share per cycle; ``tag_en`` may come with any). A sequence's running dedup
+tag (SPEC §4.6 *Tags*) is kept beside its length: fork copies it, release
+clears it.
 
 A segment is *used* from its opening until the release that kills it has
 reclaimed its PTEs (``bury``); it is *alive* while ``seqs`` is not 0. A
@@ -50,6 +53,7 @@ class SegState:
         self.tbase = [Signal(pb1, name=f"tab{t}_base") for t in range(segs)]
         self.tlen = [Signal(pb1, name=f"tab{t}_len") for t in range(segs)]
         self.len = [Signal(pb1, name=f"seq{s}_len") for s in range(seqs)]
+        self.tag = [Signal(64, name=f"seq{s}_tag") for s in range(seqs)]
         # controls (driven by the FSM)
         self.open_en = Signal()
         self.open_seq = Signal(self.sb)
@@ -67,6 +71,16 @@ class SegState:
         self.cut_en = Signal()
         self.cut_t = Signal(self.gb)
         self.cut_c = Signal(pb1)
+        self.tag_en = Signal()
+        self.tag_seq = Signal(self.sb)
+        self.tag_val = Signal(64)
+        self.split_en = Signal()
+        self.split_g = Signal(self.gb)
+        self.split_m = Signal(pb1)
+        self.share_en = Signal()
+        self.share_mask = Signal(segs)
+        self.share_dst = Signal(self.sb)
+        self.share_len = Signal(pb1)
         self.free_any, self.free_g = priority_lowest(m, ~self.used)
         self.tfree_any, self.free_t = priority_lowest(m, ~self.tused)
         self._update()
@@ -126,6 +140,10 @@ class SegState:
         w = max(len(v) for v in items)
         return net(self.m, or_tree([Mux(onehot[g], items[g], 0) for g in range(self.n)]), name)[:w]
 
+    def tag_of(self, seq: Value, name: str) -> Signal:
+        """``tag(seq)``: the running dedup tag."""
+        return net(self.m, Cat(*self.tag).word_select(seq, 64), name)
+
     def table_base(self, t: Value, name: str) -> Signal:
         """``base`` of block table ``t``."""
         return net(self.m, Cat(*self.tbase).word_select(t, len(self.tbase[0])), name)
@@ -141,6 +159,10 @@ class SegState:
         rel_keep = ~(s_bits << self.rel_seq)
         dst_bit = s_bits << self.fork_dst
         app_t = self.pick(Const(1, self.n) << self.app_g, self.tab, "seg_app_t")
+        split1h = Const(1, self.n) << self.split_g
+        split_seqs = self.pick(split1h, self.seqs, "seg_split_seqs")
+        split_end = self.pick(split1h, self.end, "seg_split_end")
+        split_tab = self.pick(split1h, self.tab, "seg_split_tab")
         for g in range(self.n):
             is_open = self.open_en & (self.free_g == g)
             with m.If(is_open):
@@ -159,6 +181,18 @@ class SegState:
                 m.d.sync += self.seqs[g].eq(self.seqs[g] & rel_keep)
             with m.If(self.bury_en & self.bury_mask[g]):
                 m.d.sync += [self.used[g].eq(0), self.seqs[g].eq(0)]
+            with m.If(self.share_en & self.share_mask[g]):
+                m.d.sync += self.seqs[g].eq(self.seqs[g] | (s_bits << self.share_dst))
+            with m.If(self.split_en & (self.split_g == g)):
+                m.d.sync += self.end[g].eq(self.split_m)
+            with m.If(self.split_en & (self.free_g == g)):
+                m.d.sync += [
+                    self.used[g].eq(1),
+                    self.seqs[g].eq(split_seqs),
+                    self.start[g].eq(self.split_m),
+                    self.end[g].eq(split_end),
+                    self.tab[g].eq(split_tab),
+                ]
         for t in range(self.n):
             with m.If(self.open_en & (self.free_t == t)):
                 m.d.sync += [
@@ -173,10 +207,15 @@ class SegState:
                 with m.If(self.cut_c == 0):
                     m.d.sync += self.tused[t].eq(0)
         fork_len = self.len_of(self.fork_src, "seg_fork_len")
+        fork_tag = net(m, Cat(*self.tag).word_select(self.fork_src, 64), "seg_fork_tag")
         for s in range(self.s):
             with m.If(self.app_en & (self.app_seq == s)):
                 m.d.sync += self.len[s].eq(self.len[s] + 1)
             with m.If(self.fork_en & (self.fork_dst == s)):
-                m.d.sync += self.len[s].eq(fork_len)
+                m.d.sync += [self.len[s].eq(fork_len), self.tag[s].eq(fork_tag)]
             with m.If(self.rel_en & (self.rel_seq == s)):
-                m.d.sync += self.len[s].eq(0)
+                m.d.sync += [self.len[s].eq(0), self.tag[s].eq(0)]
+            with m.If(self.tag_en & (self.tag_seq == s)):
+                m.d.sync += self.tag[s].eq(self.tag_val)
+            with m.If(self.share_en & (self.share_dst == s)):
+                m.d.sync += self.len[s].eq(self.share_len)

@@ -1,0 +1,238 @@
+"""The scaled pool's dedup tags and ``share`` (SPEC §4.6 *Tags*, *share*): FSM states.
+
+**Tags.** After an append that makes ``len(seq)`` a multiple of ``BLOCK =
+16`` (``TAG_*``): the block's 16 tokens are read from the block tables
+(one read per cycle through port 0, the lookups being idle), the tag step
+(:class:`hw.kvpool.crc64.BlockTag`) extends ``tag(seq)`` over them, and
+the tag table enters ``(T_k, seq, k)``. Then back to ``RESULT`` (an insert)
+or to the next beat of a commit.
+
+**Share** (``SH_*``): the request's ``n`` tokens arrive on ``tok`` after
+the operation (always all of them, also when the operation fails); they
+are kept in a token buffer and their block tags ``T_0 .. T_{K-1}`` in a tag
+buffer (memories). For ``k = K - 1`` down to 0: the tag table is probed
+for ``T_k``; an entry ``(s, k)`` with ``len(s) >= 16 (k + 1)`` has its
+sequence's tokens ``0 .. 16 (k + 1) - 1`` compared with the buffer (one
+per cycle, pipelined); the first that matches gives ``M``. Then the
+straddling segment is split and ``dst`` set in the chain below ``M``.
+"""
+
+from amaranth.hdl import Cat, Signal
+from amaranth.lib import memory
+
+from hw.kvpool.crc64 import BLOCK
+from hw.kvpool.layouts import PoolCode
+
+__all__ = ["ShareRegs", "tag_setup", "tag_states", "start_tag", "share_states"]
+
+
+def tag_setup(fsm) -> None:
+    """Outside the FSM: the block's tokens shifted in as the reads return."""
+    m, u = fsm.m, fsm.u
+    tb = fsm.p["token_bits"]
+    rsp = u.bt.rd0_rsp
+    with m.If(fsm.collect & rsp.valid):
+        m.d.sync += [
+            fsm.tokens.eq(Cat(fsm.tokens[tb:], rsp.payload.token)),
+            fsm.got.eq(fsm.got + 1),
+        ]
+
+
+def tag_states(fsm, crc, tags) -> None:
+    """``TAG_RD``, ``TAG_CRC``, ``TAG_ENT``: enter the tag of the block just completed
+    (``fsm.tpos``: its first position; ``fsm.tret``: 1 = back to ``COM_BEAT``)."""
+    m, u, o = fsm.m, fsm.u, fsm.r.o
+    seg = u.seg
+    g1h = seg.find(o.seq, fsm.tpos, "tag_seg1h")
+    t = seg.pick(g1h, seg.tab, "tag_t")
+    i = fsm.tpos - seg.table_base(t, "tag_base")
+    with m.State("TAG_RD"):
+        with m.If(~u.bt.busy):
+            fsm.read_pte(t, i)
+            m.d.sync += [fsm.tpos.eq(fsm.tpos + 1), fsm.wait.eq(fsm.wait + 1)]
+            with m.If(fsm.wait == BLOCK - 1):
+                m.next = "TAG_WAIT"
+    with m.State("TAG_WAIT"):
+        with m.If(fsm.got == BLOCK):
+            m.next = "TAG_CRC"
+    with m.State("TAG_CRC"):
+        m.d.comb += [
+            crc.i_valid.eq(1),
+            crc.i.prev.eq(seg.tag_of(o.seq, "tag_prev")),
+            crc.i.tokens.eq(fsm.tokens),
+        ]
+        m.d.sync += fsm.collect.eq(0)
+        m.next = "TAG_ENT"
+    with m.State("TAG_ENT"):
+        m.d.comb += [seg.tag_en.eq(1), seg.tag_seq.eq(o.seq), seg.tag_val.eq(crc.tag)]
+        m.d.sync += fsm.ttag.eq(crc.tag)
+        m.next = "TAG_PUT"
+    with m.State("TAG_PUT"):
+        c = tags.cmd
+        m.d.comb += [
+            c.valid.eq(1),
+            c.payload.kind.eq(0),
+            c.payload.tag.eq(fsm.ttag),
+            c.payload.seq.eq(o.seq),
+            c.payload.block.eq((fsm.tpos - 1) >> 4),
+        ]
+        with m.If(c.ready):
+            with m.If(fsm.tret):
+                m.next = "COM_BEAT"
+            with m.Else():
+                fsm.finish()
+
+
+def start_tag(fsm, new_len, ret_commit: bool) -> None:
+    """From an append's last state: to ``TAG_RD`` if ``new_len`` ends a block, else on."""
+    m = fsm.m
+    m.d.sync += [
+        fsm.tpos.eq(new_len - BLOCK),
+        fsm.wait.eq(0),
+        fsm.got.eq(0),
+        fsm.collect.eq(1),
+        fsm.tret.eq(int(ret_commit)),
+    ]
+    with m.If(new_len[:4] == 0):
+        m.next = "TAG_RD"
+    with m.Else():
+        if ret_commit:
+            m.next = "COM_BEAT"
+        else:
+            fsm.finish()
+
+
+class ShareRegs:
+    """The share's memories and registers, and what runs outside the FSM."""
+
+    def __init__(self, fsm) -> None:
+        m, p = fsm.m, fsm.p
+        pb, tb = p["pos_bits"], p["token_bits"]
+        m.submodules.sbuf = sbuf = memory.Memory(shape=tb, depth=1 << pb, init=[])
+        m.submodules.tbuf = tbuf = memory.Memory(shape=64, depth=max(1, 1 << (pb - 4)), init=[])
+        self.sw, self.sr = sbuf.write_port(), sbuf.read_port()
+        self.tw, self.tr = tbuf.write_port(), tbuf.read_port()
+        self.j = Signal(pb + 1, name="sh_j")  # tokens taken
+        self.k = Signal(pb + 1, name="sh_k")  # the block tried
+        self.run = Signal(64, name="sh_run")  # the running tag
+        self.ip = Signal(pb + 1, name="sh_ip")  # compare: positions issued
+        self.cp = Signal(pb + 1, name="sh_cp")  # compare: positions checked
+        self.bad = Signal(name="sh_bad")
+        self.s = Signal(len(fsm.r.o.seq), name="sh_s")
+        self.mm = Signal(pb + 1, name="sh_m")
+        self.tk = Signal(64, name="sh_tk")
+        self.crc_go = Signal(name="sh_crc_go")
+        d1, d2 = Signal(pb + 1, name="sh_d1"), Signal(pb + 1, name="sh_d2")
+        m.d.sync += [self.crc_go.eq(0), d1.eq(self.ip), d2.eq(d1)]
+        m.d.comb += self.sr.addr.eq(d2)
+
+
+def share_states(fsm, sh: ShareRegs, crc, tags, tok) -> None:
+    """``SH_*``: the share operation (see the module docstring)."""
+    m, u, o = fsm.m, fsm.u, fsm.r.o
+    seg, tb = u.seg, fsm.p["token_bits"]
+    sw, tw, tr = sh.sw, sh.tw, sh.tr
+    j, k, run, ip, cp, bad, s, mm, tk = sh.j, sh.k, sh.run, sh.ip, sh.cp, sh.bad, sh.s, sh.mm, sh.tk
+    crc_go = sh.crc_go
+    with m.State("SH"):
+        m.d.sync += [j.eq(0), k.eq(0), run.eq(0), fsm.cnt.eq(0), fsm.collect.eq(0)]
+        m.next = "SH_IN"
+    with m.State("SH_IN"):
+        with m.If(crc_go):
+            m.d.comb += [crc.i_valid.eq(1), crc.i.prev.eq(run), crc.i.tokens.eq(fsm.tokens)]
+        with m.If(crc.o_valid):
+            m.d.comb += [tw.en.eq(1), tw.addr.eq(k), tw.data.eq(crc.tag)]
+            m.d.sync += [run.eq(crc.tag), k.eq(k + 1)]
+        m.d.comb += tok.ready.eq(j < o.n)
+        with m.If(tok.valid & (j < o.n)):
+            m.d.comb += [sw.en.eq(1), sw.addr.eq(j), sw.data.eq(tok.payload)]
+            m.d.sync += [j.eq(j + 1), fsm.tokens.eq(Cat(fsm.tokens[tb:], tok.payload))]
+            m.d.sync += crc_go.eq(j[:4] == BLOCK - 1)
+        with m.If((j >= o.n) & ~crc_go & ~crc.o_valid):
+            with m.If(fsm.r.code != PoolCode.NONE):
+                fsm.finish()
+            with m.Else():
+                m.next = "SH_NEXT"
+    with m.State("SH_NEXT"):  # try block k - 1
+        with m.If(k == 0):
+            fsm.finish()
+        with m.Else():
+            m.d.comb += tr.addr.eq(k - 1)
+            m.d.sync += k.eq(k - 1)
+            m.next = "SH_PROBE"
+    with m.State("SH_PROBE"):
+        c = tags.cmd
+        m.d.comb += [c.valid.eq(1), c.payload.kind.eq(1), c.payload.tag.eq(tr.data)]
+        m.d.sync += tk.eq(tr.data)
+        with m.If(c.ready):
+            m.next = "SH_FOUND"
+    with m.State("SH_FOUND"):
+        e = tags.rsp
+        with m.If(tags.rsp_valid):
+            ln = seg.len_of(e.seq, "sh_len_s")
+            need = (k + 1) << 4
+            ok = e.found & (e.block == k) & (ln >= need)
+            m.d.sync += [s.eq(e.seq), mm.eq(need), ip.eq(0), cp.eq(0), bad.eq(0)]
+            with m.If(ok):
+                m.next = "SH_CMP"
+            with m.Else():
+                m.next = "SH_NEXT"
+    _compare(fsm, sh)
+    _apply(fsm, s, mm, tk)
+
+
+def _compare(fsm, sh: ShareRegs) -> None:
+    """``SH_CMP``: tokens ``0 .. mm - 1`` of ``s`` against the buffer, one per cycle."""
+    m, u = fsm.m, fsm.u
+    seg = u.seg
+    sr, s, mm, ip, cp, bad = sh.sr, sh.s, sh.mm, sh.ip, sh.cp, sh.bad
+    g1h = seg.find(s, ip, "sh_seg1h")
+    t = seg.pick(g1h, seg.tab, "sh_t")
+    rsp = u.bt.rd0_rsp
+    with m.State("SH_CMP"):
+        with m.If((ip < mm) & ~bad):
+            fsm.read_pte(t, ip - seg.table_base(t, "sh_base"))
+            m.d.sync += ip.eq(ip + 1)
+        with m.If(rsp.valid):
+            m.d.sync += cp.eq(cp + 1)
+            with m.If(rsp.payload.token != sr.data):
+                m.d.sync += bad.eq(1)
+        with m.If((cp == ip) & ((ip == mm) | bad)):
+            with m.If(bad):
+                m.next = "SH_NEXT"
+            with m.Else():
+                m.next = "SH_APPLY"
+
+
+def _apply(fsm, s, mm, tk) -> None:
+    """``SH_APPLY``, ``SH_BITS``: split the straddling segment, set ``dst``'s bits."""
+    m, u, o = fsm.m, fsm.u, fsm.r.o
+    seg = u.seg
+    g1h = seg.find(s, mm - 1, "sh_last1h")
+    g = seg.index(g1h, "sh_last")
+    end = seg.pick(g1h, seg.end, "sh_last_end")
+    with m.State("SH_APPLY"):
+        with m.If(end > mm):
+            with m.If(~seg.free_any):
+                fsm.finish(PoolCode.TABLE_FULL)
+            with m.Else():
+                m.d.comb += [seg.split_en.eq(1), seg.split_g.eq(g), seg.split_m.eq(mm)]
+                for tlb in u.tlbs:
+                    m.d.comb += tlb.kill.eq(g1h)
+                m.next = "SH_BITS"
+        with m.Else():
+            m.next = "SH_BITS"
+    with m.State("SH_BITS"):
+        chain = seg.chain(s, "sh_chain")
+        below = Cat(*[chain[h] & (seg.start[h] < mm) for h in range(seg.n)])
+        m.d.comb += [
+            seg.share_en.eq(1),
+            seg.share_mask.eq(below),
+            seg.share_dst.eq(o.dst),
+            seg.share_len.eq(mm),
+            seg.tag_en.eq(1),
+            seg.tag_seq.eq(o.dst),
+            seg.tag_val.eq(tk),
+        ]
+        m.d.sync += fsm.r.value.eq(mm)
+        fsm.finish()
