@@ -134,8 +134,8 @@ class BlockTable(wiring.Component):
     ``rd<k>_rsp`` in cycle ``r + READ_LATENCY`` (``READ_LATENCY = 3``: the
     root, mid and leaf reads, pipelined), with ``rd<k>_rsp.valid``. A read of
     ``i < len(t)`` returns its PTE as of the commands that took effect
-    before (every write in cycles ``<= r`` for the root, ``<= r + 1`` for
-    the mid, ``<= r + 2`` for the leaf): a read in the cycle a command is
+    before (the root's writes of cycles before ``r``, the mid's before
+    ``r + 1``, the leaf's before ``r + 2``): a read in the cycle a command is
     accepted or while it is in progress returns the PTE as before it for
     every index it does not change, and a read issued in a cycle with
     ``busy`` low after it sees it. A read of ``i >= len(t)`` (or of ``t >=
@@ -152,8 +152,8 @@ class BlockTable(wiring.Component):
     contents become unspecified (a walk follows stale pointers, may write
     another table's PTE or free a node twice). A CUT with ``c > n`` is
     taken as ``c == n`` (nothing). **Out of nodes**: an APPEND whose
-    allocation finds no free node writes nothing, and ``error`` goes high
-    the next cycle and stays high until reset (so does a push the
+    allocation finds no free node writes nothing, and ``error`` is high
+    from the cycle after its acceptance until reset (so does a push the
     allocator refuses, a node freed twice); the tables and counts are then
     unspecified.
 

@@ -25,7 +25,7 @@ that exhausts the nodes (``error``). Seeded (printed; ``SIM_SEED``).
 from collections import deque
 
 from hw.kvpool.blocktable import BtCmd, cmd_layout, out_layout, pte_layout, read_layout
-from tb.common import FULL, FULL_ONLY, TB, pack, params, pattern, report, sized, unpack
+from tb.common import FULL_ONLY, TB, pack, params, pattern, report, sized, unpack
 from tb.kvpool.common import Lockstep, run_leaf
 
 CYCLES = 6000  # random-mix cycles per run (make test); make sim-full: 60,000
@@ -439,8 +439,8 @@ if cocotb is not None:
         else:  # the leaves, filled round robin
             bench.exhaust_t = lambda b: b.cover["append"] % p["TABLES"]
             cost = p["LEAVES"] * bench.leaf_span + 1
-        if cost > 12_000 and not FULL:
-            tb.log.info("exhaust: %d APPENDs: make sim-full runs it", cost)
+        if cost > sized(12_000, 200_000):
+            tb.log.info("exhaust: %d APPENDs: too many, skipped", cost)
             return
         bench.mode = "exhaust"
         await tb.start()
