@@ -375,7 +375,7 @@ class PageState(wiring.Component):
         empty = net(m, vmode & (level == 0), "empty")  # no pass in flight then
         m.d.comb += [qrd.addr.eq(self._rp), qrd.en.eq(issue)]
         m.d.sync += [
-            self._p_valid.eq(issue & ~found),
+            self._p_valid.eq(issue),  # behind a victim: dropped by vmode falling
             self._r_valid.eq(Mux(vmode, self._p_valid & ~found, self._accept_cmd)),
         ]
         with m.If(found):

@@ -138,8 +138,9 @@ class PageStateBench:
             if c["kind"] == "SPEC":  # the page just freed, taken back
                 self.freed.remove(c["page"])
             return c
-        if rng.random() < 0.01:
-            return self._cmd(rng.choice([5, 6, 7]), rng.randrange(self.n))
+        if rng.random() < 0.01:  # no effect, even on a committed page with fresh set
+            page = rng.choice(sorted(self.committed)) if self.committed else 0
+            return self._cmd(rng.choice([5, 6, 7]), page, fresh=rng.randrange(2))
         w = dict(WEIGHTS[self.phase])
         if not self._has_free():
             w["spec"] = w["commit_free"] = 0
