@@ -84,13 +84,14 @@ def reachable_codes(p: dict[str, int]) -> set[int]:
     """The error classes the RTL's ports can provoke with parameters ``p``: every class
     but ``NOT_CHAIN`` (the RTL trusts the sampler) and the range classes whose field
     cannot hold a value out of range (``SEQS`` / ``N_NODES`` a power of two,
-    ``n``'s field no wider than ``PAGES``)."""
+    ``n``'s field holding nothing above ``PAGES``)."""
     out = {int(c) for c in PoolErr} - {0, int(PoolErr.NOT_CHAIN)}
     if 1 << idx_bits(p["SEQS"]) == p["SEQS"]:
         out -= {int(PoolErr.SEQ_RANGE), int(PoolErr.DST_RANGE)}
     if 1 << idx_bits(p["N_NODES"]) == p["N_NODES"]:
         out.discard(int(PoolErr.OWNER_RANGE))
-    if (1 << p["PAGES"].bit_length()) - 1 <= p["PAGES"]:
+    op_l = pool_op_layout(p["SEQS"], p["N_NODES"], p["POS_BITS"], p["TOKEN_BITS"], p["PAGES"])
+    if (1 << op_l["n"].width) - 1 <= p["PAGES"]:
         out.discard(int(PoolErr.FIELD))
     return out
 
@@ -185,6 +186,7 @@ class Scoreboard:
         self.owed: dict[str, deque[Expected]] = {"r0": deque(), "r1": deque(), "res": deque()}
         self.history: deque[tuple[int, str, dict[str, int]]] = deque(maxlen=64)
         self.transactions = 0  # in total (across resets)
+        self.mismatch: Counter = Counter()  # (kind, field) -> beats that differed there
         self.reset()
 
     def reset(self) -> None:
@@ -295,12 +297,15 @@ class Scoreboard:
         got = fmt.unpack_result(raw) if stream == "res" else fmt.unpack_reply(raw)
         owed = self.owed[stream]
         if not owed:
+            self.mismatch[f"{stream}:unexpected"] += 1
             return [f"{stream}: unexpected beat {got} (nothing owed)"]
         e = owed.popleft()
         self.stats.lat(e.kind, cycle - e.cycle)
         bad = [k for k, want in e.beat.items() if got[k] != want]
         if not bad:
             return []
+        for k in bad:
+            self.mismatch[f"{e.kind}:{k}"] += 1
         diff = ", ".join(f"{k} = {got[k]}, want {e.beat[k]}" for k in bad)
         return [
             f"{stream} beat of transaction #{e.index} ({e.kind}, accepted in cycle {e.cycle}: "

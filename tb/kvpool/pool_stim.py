@@ -104,7 +104,7 @@ class Stimulus:
         self.pos_max = (1 << p["POS_BITS"]) - 1
         self.seq_ids = 1 << idx_bits(p["SEQS"])
         self.owner_ids = 1 << idx_bits(p["N_NODES"])
-        self.n_max = (1 << p["PAGES"].bit_length()) - 1
+        self.n_max = (1 << self.fmt.widths["op"]["n"]) - 1
         self.codes = reachable_codes(p)
         self.inject = [k for k in INJECT if self._reachable(k)]
         self.quiet = False  # True: no new beats (a quiescent point is wanted)

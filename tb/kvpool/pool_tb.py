@@ -95,8 +95,13 @@ class OutPort:
 
     def __init__(self, dut, name: str) -> None:
         self.name = name
-        self.valid = getattr(dut, f"{name}__valid")
-        self.payload = getattr(dut, f"{name}__payload")
+        # a stream-shaped port (<name>__valid, <name>__payload) or <name>_valid and <name>
+        if hasattr(dut, f"{name}__valid"):
+            self.valid = getattr(dut, f"{name}__valid")
+            self.payload = getattr(dut, f"{name}__payload")
+        else:
+            self.valid = getattr(dut, f"{name}_valid")
+            self.payload = getattr(dut, name)
 
     def beat(self) -> int | None:
         return int(self.payload.value) if self.valid.value else None
@@ -137,6 +142,8 @@ class PoolTB:
             ),
         ]
         self.outs = [OutPort(self.dut, n) for n in ("r0", "r1", "res")]
+        if hasattr(self.dut, "tok__valid"):  # share's token stream: SHARE is not issued
+            self.dut.tok__valid.value = 0
         self.rst = self.dut.rst
         self.reset_left = 0
         self._rst = 0
@@ -252,9 +259,19 @@ class PoolTB:
     async def quiesce(self, timeout: int = 4 * TIMEOUT) -> None:
         """Stop offering beats until the pool is quiescent and checked, then resume."""
         self.stim.quiet = True
+        self.quiet = 0  # counted again from here: a pool already quiet is checked again
         before = self.quiet_checks
-        await self.tb.wait_for(lambda: self.quiet_checks > before, timeout, "a quiescent point")
+        try:
+            await self.tb.wait_for(lambda: self.quiet_checks > before, timeout, "a quiescent point")
+        except AssertionError:
+            self.fail(f"no quiescent point in {timeout} cycles: {self.state()}")
+            raise
         self.stim.quiet = False
+
+    def state(self) -> str:
+        """What is in flight (for a message)."""
+        ports = ", ".join(f"{p.name} up {int(p.up)} waited {p.waited}" for p in self.ins)
+        return f"{ports}; owed: {self._owed_summary() or 'nothing'}; quiet {self.quiet}"
 
     async def reset(self, cycles: int = 2) -> None:
         """``rst`` for ``cycles`` cycles, the traffic in flight."""
