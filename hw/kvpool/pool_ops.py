@@ -17,8 +17,9 @@ victim from the page states, its PTE read, an HBM slot, the PTE rewritten
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
+from hw.common import net
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -169,48 +170,46 @@ class _Fsm:
                     r.value2.eq(0),
                     r.spilled.eq(0),
                 ]
-                m.next = "WAIT"
-        with m.State("WAIT"):
-            with m.If(~inflight):
                 m.next = "CHECK"
         with m.State("CHECK"):
             code = op_code(m, o, f["facts"])
-            seg = self.u.seg
-            m.d.sync += [self.ln.eq(f["ln"]), self.slot.eq(f["slot"]), self.cnt.eq(0)]
-            with m.If(o.op == PoolOp.SHARE):
-                m.d.sync += self.r.code.eq(code)  # the tokens are taken in any case
-                m.next = "SH"
-            with m.Elif(code != PoolCode.NONE):
-                self.finish(code)
-            with m.Else():
-                with m.Switch(o.op):
-                    with m.Case(PoolOp.INSERT):
-                        m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
-                        m.next = "INS"
-                    with m.Case(PoolOp.COMMIT):
-                        m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
-                        m.next = "COM"
-                    with m.Case(PoolOp.FORK):
-                        m.d.comb += [
-                            seg.fork_en.eq(1),
-                            seg.fork_src.eq(o.seq),
-                            seg.fork_dst.eq(o.dst),
-                        ]
-                        self.finish()
-                    with m.Case(PoolOp.RELEASE):
-                        m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(o.seq)]
-                        m.d.sync += [self.chain.eq(f["chain"]), self.cur.eq(0)]
-                        m.next = "REL_SCAN"
-                    with m.Case(PoolOp.SPILL):
-                        m.next = "SPL"
-                    with m.Case(PoolOp.FILL, PoolOp.SCORE):
-                        m.d.sync += [
-                            self.g.eq(f["find_g"]),
-                            self.t.eq(f["find_t"]),
-                            self.i.eq(f["find_i"]),
-                            self.wait.eq(0),
-                        ]
-                        m.next = "PTE"
+            with m.If(~inflight):  # the lookups taken before, or with, it are done
+                seg = self.u.seg
+                m.d.sync += [self.ln.eq(f["ln"]), self.slot.eq(f["slot"]), self.cnt.eq(0)]
+                with m.If(o.op == PoolOp.SHARE):
+                    m.d.sync += self.r.code.eq(code)  # the tokens are taken in any case
+                    m.next = "SH"
+                with m.Elif(code != PoolCode.NONE):
+                    self.finish(code)
+                with m.Else():
+                    with m.Switch(o.op):
+                        with m.Case(PoolOp.INSERT):
+                            m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
+                            m.next = "INS"
+                        with m.Case(PoolOp.COMMIT):
+                            m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
+                            m.next = "COM"
+                        with m.Case(PoolOp.FORK):
+                            m.d.comb += [
+                                seg.fork_en.eq(1),
+                                seg.fork_src.eq(o.seq),
+                                seg.fork_dst.eq(o.dst),
+                            ]
+                            self.finish()
+                        with m.Case(PoolOp.RELEASE):
+                            m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(o.seq)]
+                            m.d.sync += [self.chain.eq(f["chain"]), self.cur.eq(0)]
+                            m.next = "REL_SCAN"
+                        with m.Case(PoolOp.SPILL):
+                            m.next = "SPL"
+                        with m.Case(PoolOp.FILL, PoolOp.SCORE):
+                            m.d.sync += [
+                                self.g.eq(f["find_g"]),
+                                self.t.eq(f["find_t"]),
+                                self.i.eq(f["find_i"]),
+                                self.wait.eq(0),
+                            ]
+                            m.next = "PTE"
         with m.State("RESULT"):
             with m.If(~busy):
                 m.d.comb += r.done.eq(1)
@@ -298,56 +297,67 @@ class _Fsm:
                         m.next = "SPL"
 
     # ------------------------------------------------------------------ insert
-    def insert(self) -> None:
-        """``INS``: a committed append or a speculative node, with a new page."""
-        m, u, o = self.m, self.u, self.r.o
-        seg = u.seg
-        with m.State("INS"):
-            self.allocate(_RET_INSERT, "INS_GO")
-        self.alloc_states("INS_GO")
-        with m.State("INS_GO"):
-            m.d.sync += self.r.value.eq(self.page)
-            with m.If(o.committed):
-                with m.If(~self.f["has_own"]):
-                    m.d.comb += [
-                        seg.open_en.eq(1),
-                        seg.open_seq.eq(o.seq),
-                        seg.open_len.eq(self.ln),
-                    ]
-                    m.d.sync += [self.g.eq(seg.free_g), self.t.eq(seg.free_t)]
-                m.next = "INS_APP"
-            with m.Elif(~self.f["has_tree"]):
-                with m.If(self.ts(_TS_OPEN, slot=self.f["free_slot"], seq=o.seq, pos=o.pos)):
-                    m.d.sync += self.slot.eq(self.f["free_slot"])
-                    m.next = "INS_ADD"
-            with m.Else():
-                m.next = "INS_ADD"
-        with m.State("INS_APP"):
-            tl = seg.table_len(self.t, "ins_tlen")
-            ok = self.bt(BtCmd.APPEND, self.t, tl, token=o.token, addr=self.page)
-            with m.If(ok):
-                m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
-                m.next = "INS_PSC"
-        with m.State("INS_PSC"):
-            with m.If(self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=o.pos, fresh=self.fresh)):
+    def _ins_work(self, page: Value) -> None:
+        """An insert's writes with its ``page``, in one cycle once the units take them."""
+        m, u, o, f = self.m, self.u, self.r.o, self.f
+        seg, bt, ps = u.seg, u.bt, u.ps
+        m.d.sync += self.r.value.eq(page)
+        with m.If(o.committed):
+            opening = ~f["has_own"]
+            g = Mux(opening, seg.free_g, f["own_g"])
+            t = Mux(opening, seg.free_t, f["own_t"])
+            i = Mux(opening, 0, seg.table_len(f["own_t"], "ins_tlen"))
+            with m.If(bt.cmd.ready & ps.cmd.ready):
+                self.bt(BtCmd.APPEND, t, i, addr=page, token=o.token)
+                self.ps(PsCmd.COMMIT, page, tab=t, pos=o.pos, fresh=self.fresh)
+                m.d.comb += [
+                    seg.open_en.eq(opening),
+                    seg.open_seq.eq(o.seq),
+                    seg.open_len.eq(self.ln),
+                    seg.app_en.eq(1),
+                    seg.app_g.eq(g),
+                    seg.app_seq.eq(o.seq),
+                ]
                 m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
                 start_tag(self, o.pos + 1, ret_commit=False)
-        with m.State("INS_ADD"):
-            ok = self.ts(
-                _TS_ADD, slot=self.slot, node=o.owner, pos=o.pos, page=self.page, token=o.token
-            )
-            with m.If(ok):
-                m.next = "INS_PSS"
-        with m.State("INS_PSS"):
-            with m.If(self.ps(PsCmd.SPEC, self.page, fresh=self.fresh)):
-                m.d.sync += u.spec_pages.eq(u.spec_pages + 1)
-                self.finish()
+            with m.Else():
+                m.next = "INS_GO"
+        with m.Elif(~f["has_tree"]):
+            with m.If(self.ts(_TS_OPEN, slot=f["free_slot"], seq=o.seq, pos=o.pos)):
+                m.d.sync += self.slot.eq(f["free_slot"])
+            m.next = "INS_GO"
+        with m.Elif(u.ts.cmd.ready & ps.cmd.ready):
+            self.ts(_TS_ADD, slot=self.slot, node=o.owner, pos=o.pos, page=page, token=o.token)
+            self.ps(PsCmd.SPEC, page, fresh=self.fresh)
+            m.d.sync += u.spec_pages.eq(u.spec_pages + 1)
+            self.finish()
+        with m.Else():
+            m.next = "INS_GO"
+
+    def insert(self) -> None:
+        """``INS``: a committed append or a speculative node, with a new page: the
+        page's cycle writes everything (``GOT_INS_GO``), or ``INS_GO`` retries."""
+        m, a = self.m, self.u.alloc
+        with m.State("INS"):
+            self.allocate(_RET_INSERT, "INS_GO")
+        with m.State("ALLOC_INS_GO"):
+            m.d.comb += a.alloc.eq(1)
+            m.d.sync += self.fresh.eq(a.level == 0)
+            m.next = "GOT_INS_GO"
+        with m.State("GOT_INS_GO"):
+            m.d.sync += self.page.eq(a.page)
+            self._ins_work(a.page)
+        with m.State("INS_GO"):
+            self._ins_work(self.page)
 
     # ------------------------------------------------------------------ commit
     def commit(self) -> None:
-        """``COM``: accepted nodes appended in position order, rejected pages freed."""
+        """``COM``: accepted nodes appended in position order, rejected pages freed,
+        one beat per cycle (a rejected page is speculative: it is pushed to the free
+        FIFO and its page-state word left as is, since a spill treats a speculative
+        and a free page alike and the next allocation rewrites it)."""
         m, u, o = self.m, self.u, self.r.o
-        seg, out = u.seg, u.ts.out
+        seg, out, bt, ps = u.seg, u.ts.out, u.bt, u.ps
         with m.State("COM"):
             with m.If(self.f["acc_any"] & ~self.f["has_own"]):
                 m.d.comb += [seg.open_en.eq(1), seg.open_seq.eq(o.seq), seg.open_len.eq(self.ln)]
@@ -357,36 +367,35 @@ class _Fsm:
             with m.If(ok):
                 m.next = "COM_BEAT"
         with m.State("COM_BEAT"):
-            m.d.comb += out.ready.eq(1)
-            with m.If(out.valid):
-                b = out.payload
-                m.d.sync += [self.page.eq(b.page), self.token.eq(b.token)]
+            b = out.payload
+            is_acc = b.kind == _TS_ACC
+            take = net(m, ~is_acc | (bt.cmd.ready & ps.cmd.ready), "com_take")
+            m.d.comb += out.ready.eq(take)
+            tl = seg.table_len(self.t, "com_tlen")
+            ln_now = seg.len_of(o.seq, "com_len")
+            with m.If(out.valid & take):
                 with m.Switch(b.kind):
                     with m.Case(_TS_ACC):
-                        m.next = "COM_APP"
+                        self.bt(BtCmd.APPEND, self.t, tl, addr=b.page, token=b.token)
+                        self.ps(PsCmd.COMMIT, b.page, tab=self.t, pos=ln_now)
+                        m.d.comb += [
+                            seg.app_en.eq(1),
+                            seg.app_g.eq(self.g),
+                            seg.app_seq.eq(o.seq),
+                        ]
+                        m.d.sync += [
+                            u.committed_pages.eq(u.committed_pages + 1),
+                            u.spec_pages.eq(u.spec_pages - 1),
+                        ]
+                        start_tag(self, ln_now + 1, ret_commit=True)
                     with m.Case(_TS_REJ):
                         self.push(b.page)
-                        m.next = "COM_REJ"
+                        m.d.sync += [
+                            u.spec_pages.eq(u.spec_pages - 1),
+                            self.r.value.eq(self.r.value + 1),
+                        ]
                     with m.Default():
                         self.finish()
-        with m.State("COM_APP"):
-            tl = seg.table_len(self.t, "com_tlen")
-            ok = self.bt(BtCmd.APPEND, self.t, tl, addr=self.page, token=self.token)
-            with m.If(ok):
-                m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
-                m.d.sync += self.vpos.eq(seg.len_of(o.seq, "com_len"))
-                m.next = "COM_PSC"
-        with m.State("COM_PSC"):
-            with m.If(self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=self.vpos)):
-                m.d.sync += [
-                    u.committed_pages.eq(u.committed_pages + 1),
-                    u.spec_pages.eq(u.spec_pages - 1),
-                ]
-                start_tag(self, self.vpos + 1, ret_commit=True)
-        with m.State("COM_REJ"):
-            with m.If(self.ps(PsCmd.FREE, self.page)):
-                m.d.sync += [u.spec_pages.eq(u.spec_pages - 1), self.r.value.eq(self.r.value + 1)]
-                m.next = "COM_BEAT"
 
     # ------------------------------------------------------------------ release
     def release(self) -> None:
@@ -424,26 +433,22 @@ class _Fsm:
                     with m.Else():
                         m.d.sync += self.cur.eq(self.cur)
         with m.State("REL_CUT"):
-            m.d.comb += bt.out.ready.eq(1)
             pte = bt.out.payload.pte
-            with m.If(bt.out.valid):
+            m.d.comb += bt.out.ready.eq(u.ps.cmd.ready)
+            with m.If(bt.out.valid & u.ps.cmd.ready):
                 with m.If(pte.loc):
                     m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(pte.addr)]
                     m.d.sync += [u.hbm_used.eq(u.hbm_used - 1), self.r.value2.eq(self.r.value2 + 1)]
                 with m.Else():
-                    m.d.sync += self.page.eq(pte.addr)
                     self.push(pte.addr)
-                    m.next = "REL_FREE"
-            with m.Elif(~bt.busy):
+                    self.ps(PsCmd.FREE, pte.addr)
+                    m.d.sync += [
+                        u.committed_pages.eq(u.committed_pages - 1),
+                        self.r.value.eq(self.r.value + 1),
+                    ]
+            with m.Elif(~bt.out.valid & ~bt.busy):
                 m.d.comb += [seg.cut_en.eq(1), seg.cut_t.eq(self.vtab), seg.cut_c.eq(self.i)]
                 m.next = "REL_SCAN"
-        with m.State("REL_FREE"):
-            with m.If(self.ps(PsCmd.FREE, self.page)):
-                m.d.sync += [
-                    u.committed_pages.eq(u.committed_pages - 1),
-                    self.r.value.eq(self.r.value + 1),
-                ]
-                m.next = "REL_CUT"
         with m.State("REL_TREE"):
             with m.If(~self.f["has_tree"]):
                 self.finish()
@@ -455,15 +460,13 @@ class _Fsm:
             m.d.comb += out.ready.eq(1)
             with m.If(out.valid):
                 with m.If(out.payload.kind == _TS_REJ):
-                    m.d.sync += self.page.eq(out.payload.page)
                     self.push(out.payload.page)
-                    m.next = "REL_TFREE"
+                    m.d.sync += [
+                        u.spec_pages.eq(u.spec_pages - 1),
+                        self.r.value.eq(self.r.value + 1),
+                    ]
                 with m.Else():
                     self.finish()
-        with m.State("REL_TFREE"):
-            with m.If(self.ps(PsCmd.FREE, self.page)):
-                m.d.sync += [u.spec_pages.eq(u.spec_pages - 1), self.r.value.eq(self.r.value + 1)]
-                m.next = "REL_BEAT"
 
     # ------------------------------------------------------------------ spill, fill, score
     def spill_fill_score(self) -> None:

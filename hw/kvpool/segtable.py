@@ -12,9 +12,10 @@ builds combinational logic over every segment: a match is one-hot by the
 invariant that a sequence's chain covers ``0 .. len - 1`` once) and changes it
 through the ``*_en`` controls, which its operation FSM drives (comb, default
 0; at most one of open / append / fork / release / bury / cut / split /
-share per cycle; ``tag_en`` may come with any). A sequence's running dedup
-tag (SPEC §4.6 *Tags*) is kept beside its length: fork copies it, release
-clears it.
+share per cycle; ``tag_en`` may come with any; ``app_en`` may come with
+``open_en`` to append the new segment's first position, ``app_g =
+free_g``). A sequence's running dedup tag (SPEC §4.6 *Tags*) is kept
+beside its length: fork copies it, release clears it.
 
 A segment is *used* from its opening until the release that kills it has
 reclaimed its PTEs (``bury``); it is *alive* while ``seqs`` is not 0. A
@@ -158,7 +159,15 @@ class SegState:
         s_bits = Const(1, self.s)
         rel_keep = ~(s_bits << self.rel_seq)
         dst_bit = s_bits << self.fork_dst
-        app_t = self.pick(Const(1, self.n) << self.app_g, self.tab, "seg_app_t")
+        app_t = net(
+            m,
+            Mux(
+                self.open_en & (self.app_g == self.free_g),
+                self.free_t,
+                self.pick(Const(1, self.n) << self.app_g, self.tab, "seg_app_tab"),
+            ),
+            "seg_app_t",
+        )
         split1h = Const(1, self.n) << self.split_g
         split_seqs = self.pick(split1h, self.seqs, "seg_split_seqs")
         split_end = self.pick(split1h, self.end, "seg_split_end")
@@ -173,8 +182,8 @@ class SegState:
                     self.end[g].eq(self.open_len),
                     self.tab[g].eq(self.free_t),
                 ]
-            with m.If(self.app_en & (self.app_g == g)):
-                m.d.sync += self.end[g].eq(self.end[g] + 1)
+            with m.If(self.app_en & (self.app_g == g)):  # an open's first append too
+                m.d.sync += self.end[g].eq(Mux(is_open, self.open_len, self.end[g]) + 1)
             with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_src, 1)):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] | dst_bit)
             with m.If(self.rel_en):
@@ -194,14 +203,15 @@ class SegState:
                     self.tab[g].eq(split_tab),
                 ]
         for t in range(self.n):
-            with m.If(self.open_en & (self.free_t == t)):
+            t_open = self.open_en & (self.free_t == t)
+            with m.If(t_open):
                 m.d.sync += [
                     self.tused[t].eq(1),
                     self.tbase[t].eq(self.open_len),
                     self.tlen[t].eq(0),
                 ]
             with m.If(self.app_en & (app_t == t)):
-                m.d.sync += self.tlen[t].eq(self.tlen[t] + 1)
+                m.d.sync += self.tlen[t].eq(Mux(t_open, 0, self.tlen[t]) + 1)
             with m.If(self.cut_en & (self.cut_t == t)):
                 m.d.sync += self.tlen[t].eq(self.cut_c)
                 with m.If(self.cut_c == 0):
