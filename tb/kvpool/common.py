@@ -44,6 +44,10 @@ LEAVES: dict[str, str] = {
     "kvpool_block_tag": "hw.kvpool.crc64:BlockTag",
     "kvpool_page_allocator": "hw.kvpool.allocator:PageAllocator",
     "kvpool_tlb": "hw.kvpool.tlb:TLB",
+    "kvpool_block_table": "hw.kvpool.blocktable:BlockTable",
+    "kvpool_tree_slots": "hw.kvpool.treeslots:TreeSlots",
+    "kvpool_page_state": "hw.kvpool.pagestate:PageState",
+    "kvpool": "hw.kvpool.pool:ScaledPool",
     "kvpool_tag_table": "hw.kvpool.tagtable:TagTable",
 }
 OUT = REPO / "build" / "verilog" / "tb"
