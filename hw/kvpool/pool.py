@@ -117,9 +117,9 @@ class ScaledPool(wiring.Component):
         "MAX_DEPTH": Param(default=64, lo=2, hi=1024, small=2),
         "POS_BITS": Param(default=17, lo=1, hi=20, small=4),
         "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=1),
-        "TLB_SETS": Param(default=1024, lo=1, hi=65536, small=1),
+        "TLB_SETS": Param(default=1024, lo=1, hi=65536, small=2),
         "TLB_WAYS": Param(default=4, lo=1, hi=8, small=1),
-        "TAG_SETS": Param(default=1024, lo=1, hi=65536, small=1),
+        "TAG_SETS": Param(default=1024, lo=1, hi=65536, small=2),
         "TAG_WAYS": Param(default=4, lo=1, hi=8, small=1),
     }
 

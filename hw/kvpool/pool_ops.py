@@ -192,7 +192,7 @@ class _Fsm:
                         with m.Case(PoolOp.FORK):
                             m.d.comb += [
                                 seg.fork_en.eq(1),
-                                seg.fork_src.eq(o.seq),
+                                seg.fork_from.eq(o.seq),
                                 seg.fork_dst.eq(o.dst),
                             ]
                             self.finish()

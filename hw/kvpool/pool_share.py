@@ -109,7 +109,7 @@ class ShareRegs:
         m, p = fsm.m, fsm.p
         pb, tb = p["pos_bits"], p["token_bits"]
         m.submodules.sbuf = sbuf = memory.Memory(shape=tb, depth=1 << pb, init=[])
-        m.submodules.tbuf = tbuf = memory.Memory(shape=64, depth=max(1, 1 << (pb - 4)), init=[])
+        m.submodules.tbuf = tbuf = memory.Memory(shape=64, depth=max(2, 1 << (pb - 4)), init=[])
         self.sw, self.sr = sbuf.write_port(), sbuf.read_port()
         self.tw, self.tr = tbuf.write_port(), tbuf.read_port()
         self.j = Signal(pb + 1, name="sh_j")  # tokens taken

@@ -63,7 +63,7 @@ class SegState:
         self.app_g = Signal(self.gb)
         self.app_seq = Signal(self.sb)
         self.fork_en = Signal()
-        self.fork_src = Signal(self.sb)
+        self.fork_from = Signal(self.sb)
         self.fork_dst = Signal(self.sb)
         self.rel_en = Signal()
         self.rel_seq = Signal(self.sb)
@@ -184,7 +184,7 @@ class SegState:
                 ]
             with m.If(self.app_en & (self.app_g == g)):  # an open's first append too
                 m.d.sync += self.end[g].eq(Mux(is_open, self.open_len, self.end[g]) + 1)
-            with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_src, 1)):
+            with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_from, 1)):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] | dst_bit)
             with m.If(self.rel_en):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] & rel_keep)
@@ -216,8 +216,8 @@ class SegState:
                 m.d.sync += self.tlen[t].eq(self.cut_c)
                 with m.If(self.cut_c == 0):
                     m.d.sync += self.tused[t].eq(0)
-        fork_len = self.len_of(self.fork_src, "seg_fork_len")
-        fork_tag = net(m, Cat(*self.tag).word_select(self.fork_src, 64), "seg_fork_tag")
+        fork_len = self.len_of(self.fork_from, "seg_fork_len")
+        fork_tag = net(m, Cat(*self.tag).word_select(self.fork_from, 64), "seg_fork_tag")
         for s in range(self.s):
             with m.If(self.app_en & (self.app_seq == s)):
                 m.d.sync += self.len[s].eq(self.len[s] + 1)
