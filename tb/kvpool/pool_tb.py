@@ -34,7 +34,7 @@ from tb.kvpool.pool_stim import Stimulus
 __all__ = ["PoolTB", "InPort", "OutPort", "QUIET", "TIMEOUT"]
 
 QUIET = 3  # idle cycles before the counters are compared
-TIMEOUT = 5000  # cycles a beat may be owed, or wait for ready
+TIMEOUT = 20000  # cycles a beat may be owed, or wait for ready
 COUNTERS = ("hits0", "misses0", "hits1", "misses1")
 
 
