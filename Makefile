@@ -17,6 +17,9 @@
 #   make synth       generic Yosys: cells, transistors, 5 nm area, logic depth -> build/reports/synth.{json,md}
 #   make synth-fpga  ECP5 85k place and route: LUT4/FF/carry/DSP/BRAM, Fmax (slow; SYNTH_JOBS at a time;
 #                    SEEDS=1,2,3: one place and route per seed, median Fmax)
+#   make synth-kvpool the scaled KV pool (hw.kvpool): generic Yosys with memories as SRAM macros (pool,
+#                    each leaf at the defaults, memory bits, N5 SRAM area), ECP5 at a reduced size
+#                    -> build/reports/kvpool_synth.{json,md} (long; cached under build/synth/kvpool/)
 #   make synth-sweep generic metrics over N_NODES / LANES / ENTRIES=PAGES, PNGs and fitted growth
 #   make report  docs/results/: a page per report in build/reports, status.json, the README status table
 #   make docs    Sphinx API reference of golden, hw, sim, flows -> build/docs/html (warnings are errors)
@@ -33,7 +36,7 @@ PYTEST := $(VPY) -m pytest -n $(JOBS)
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
 
-.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf context figures verilog soak formal synth synth-fpga synth-sweep report docs clean distclean
+.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf context figures verilog soak formal synth synth-fpga synth-kvpool synth-sweep report docs clean distclean
 
 all: test
 
@@ -104,6 +107,11 @@ synth: $(STAMP)
 synth-fpga: $(STAMP)
 	$(VPY) -m flows.synth_fpga --jobs $(SYNTH_JOBS) $(if $(SEEDS),--seeds $(SEEDS))
 	$(STAMP_REPORT) $(REPORTS)/synth.json
+
+# the scaled KV pool, not a block of flows.verilog.BLOCKS (yet): its own flow, one Yosys at a time
+synth-kvpool: $(STAMP)
+	$(VPY) -m flows.kvpool_synth
+	$(STAMP_REPORT) $(REPORTS)/kvpool_synth.json
 
 synth-sweep: $(STAMP)
 	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS)

@@ -50,6 +50,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "flows.depth": (["kv_pool"], []),
     "flows.synth_fpga": ([], []),
     "flows.synth.cli": ([], []),
+    "flows.kvpool_synth": ([], []),
     "sim.bench": ([], []),
     "sim.timing.__main__": ([], []),
     "sim.context.__main__": ([], []),
