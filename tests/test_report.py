@@ -126,6 +126,18 @@ def _fabricate(root: Path) -> Context:
             "results": [{"backend": "python", "tree": "sequoia", "steps_per_s": 1500.0}],
         },
     )
+    cp = {"start": "a", "end": "b", "nets": []}
+    _write(
+        rep / "kvpool_synth.json",
+        {
+            "date": "2026-01-02 11:00 UTC",
+            "pool": [
+                {"config": "small", "overrides": {}, "status": "ok", "ffs": 7, "logic_cells": 70,
+                 "ff_mm2": 0.1, "logic_mm2": 0.2, "memory_bits": 64, "macro_bits": 64,
+                 "sram": {"macro_mm2": 0.001}, "depth": 31, "critical_path": cp, "yosys_s": 5},
+            ],
+        },
+    )  # fmt: skip
     _write(
         rep / "kvpool_bench.json",
         {
@@ -202,6 +214,7 @@ def test_pages_and_status_from_fabricated_reports(tmp_path: Path) -> None:
     assert "120.5" in (ctx.out / "synth_fpga.md").read_text()
     assert "1,234.5" in (ctx.out / "golden_bench.md").read_text()
     assert "123,456.0" in (ctx.out / "kvpool_bench.md").read_text()
+    assert "**31**" in (ctx.out / "kvpool_synth.md").read_text()
     assert "PASS" in (ctx.out / "formal.md").read_text()
     # stamps: the report's own metadata where present, else the generation's
     bench = (ctx.out / "chip_bench.md").read_text()

@@ -177,6 +177,19 @@ def kvpool_bench(ctx: Context) -> Page:
 # ---------------------------------------------------------------------------- synthesis
 
 
+def kvpool_synth(ctx: Context) -> Page:
+    """``kvpool_synth.json`` (``python -m flows.kvpool_synth``): its own Markdown."""
+    from flows.kvpool_report import render
+
+    path = ctx.reports / "kvpool_synth.json"
+    rep = load_json(path)
+    title = "Scaled KV pool: synthesis with memories as SRAM macros"
+    page = _page(ctx, "kvpool_synth", title, path, rep, "make synth-kvpool")
+    if isinstance(rep, Mapping):
+        page.lines = render(dict(rep))[2:]  # the title is the page's
+    return page
+
+
 def synth_generic(ctx: Context) -> Page:
     """The ``generic`` part of ``synth.json`` (``python -m flows.synth``)."""
     page, gen = _synth_page(ctx, "generic", "synth", "Generic synthesis", "make synth")
@@ -517,6 +530,7 @@ SOURCES: tuple[Callable[[Context], Page], ...] = (
     synth_fpga,
     ecp5_measured,
     synth_sweep,
+    kvpool_synth,
     testbenches,
     kv_soak,
     formal,
