@@ -252,8 +252,8 @@ PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
         "TLB_WAYS": 1,
     },  # fmt: skip
     "medium": {
-        "PAGES": 128,
-        "HBM_PAGES": 32,
+        "PAGES": 64,
+        "HBM_PAGES": 16,
         "SEQS": 8,
         "SEGS": 24,
         "TREES": 4,
