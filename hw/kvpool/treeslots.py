@@ -109,6 +109,7 @@ def lowest(m: Module, vec: Value, name: str) -> tuple[Signal, Signal, Signal]:
     levels at 1,024 bits).
     """
     n = len(vec)
+    vec = net(m, vec, f"{name}_vec")
     below = prefix_or_below(m, vec, f"{name}_below", radix=4)
     one = net(m, vec & ~below, f"{name}_one")
     nb = idx_bits(n)
@@ -120,14 +121,15 @@ def lowest(m: Module, vec: Value, name: str) -> tuple[Signal, Signal, Signal]:
     )
 
 
-def _decode(v: Value, n: int) -> Value:
-    """``n`` bits, bit ``k`` set iff ``v == k``."""
-    return Cat(v == k for k in range(n))
+def _decode(m: Module, v: Value, n: int, name: str) -> Signal:
+    """``n`` bits, bit ``k`` set iff ``v == k`` (a net: an expression sliced bit by bit
+    is written out once per slice)."""
+    return net(m, Cat(v == k for k in range(n)), name)
 
 
-def _bit(vec: Value, idx: Value) -> Value:
+def _bit(m: Module, vec: Value, idx: Value, name: str) -> Value:
     """``vec[idx]`` (0 if ``idx >= len(vec)``) as a decode, AND and OR tree."""
-    return or_tree(vec & _decode(idx, len(vec)))
+    return or_tree(net(m, vec & _decode(m, idx, len(vec), f"{name}_dec"), f"{name}_and"))
 
 
 class _PortSignature(wiring.Signature):
@@ -375,7 +377,7 @@ class TreeSlots(wiring.Component):
         # status
         inactive = ~st.active
         below = prefix_or_below(m, inactive, "free_below") if T > 1 else Const(0, 1)
-        free_one = inactive & ~below
+        free_one = net(m, inactive & ~below, "free_one")
         chk_row = net(m, mux_tree(self._pad(st.valid), self.chk_slot), "chk_row")
         m.d.comb += [
             self.active.eq(st.active),
@@ -383,8 +385,8 @@ class TreeSlots(wiring.Component):
             self.free_slot.eq(
                 or_tree([Const(r, sb) & free_one[r].replicate(sb) for r in range(T)])
             ),
-            self.chk_valid.eq(_bit(chk_row, self.chk_node)),
-            self.chk_any.eq(or_tree(chk_row & self.chk_accept)),
+            self.chk_valid.eq(_bit(m, chk_row, self.chk_node, "chk_bit")),
+            self.chk_any.eq(or_tree(net(m, chk_row & self.chk_accept, "chk_acc"))),
             self.slot_seq.eq(Cat(st.seq)),
             self.slot_lo.eq(Cat(st.lo)),
         ]
@@ -405,10 +407,10 @@ class TreeSlots(wiring.Component):
         is_open = net(m, fire & (c.kind == TsCmd.OPEN) & ok, "cmd_open")
         in_win, d = self._window(m, st, c.slot, c.pos, "add")
         rows_c = net(m, mux_tree(self._pad(st.rows), c.slot), "add_rows")
-        first = net(m, ~_bit(rows_c, d), "add_first")
+        first = net(m, ~_bit(m, rows_c, d, "add_row"), "add_first")
         add_ok = net(m, fire & (c.kind == TsCmd.ADD) & ok & in_win, "add_ok")
-        one = net(m, _decode(c.node, N), "add_one")
-        d_one = net(m, _decode(d, D), "add_d_one")
+        one = _decode(m, c.node, N, "add_one")
+        d_one = _decode(m, d, D, "add_d_one")
 
         nw = nodes.write_port()
         lw = levels.write_port(granularity=1)
@@ -460,7 +462,7 @@ class TreeSlots(wiring.Component):
             fresh1.eq(add.ok & add.first & (add.slot == q.slot) & (add.pos == q.pos)),
         ]
         # cycle 1: the row & valid & view, its lowest node -> the node table
-        rowbit = _bit(mux_tree(self._pad(st.rows), slot1), d1)
+        rowbit = _bit(m, mux_tree(self._pad(st.rows), slot1), d1, f"{n}_row")
         hit_any, idx, _ = lowest(m, lr.data & mask1, f"{n}_hit")
         m.d.comb += nr.addr.eq(Cat(idx, slot1))
         v2, hit2 = Signal(name=f"{n}_v2"), Signal(name=f"{n}_hit2")
@@ -513,7 +515,7 @@ class TreeSlots(wiring.Component):
         ]
 
         # B: the lowest accepted node of the row read, else the lowest rejected one
-        rowbit = _bit(mux_tree(self._pad(st.rows), cs), b_d)
+        rowbit = _bit(m, mux_tree(self._pad(st.rows), cs), b_d, "st_row")
         a_any, a_idx, _ = lowest(m, sr.data & acc, "st_acc")
         r_any, r_idx, r_rest = lowest(m, rej, "st_rej")
         found = net(m, (phase == 1) & b_valid & rowbit & a_any, "st_found")

@@ -56,6 +56,8 @@ class Plan:
         n_max = p["N_NODES"]
         maxd = min(p["MAX_DEPTH"], (1 << p["POS_BITS"]) - lo)
         par = random_tree(rng, rng.choice([n_max, rng.randint(1, n_max)]))
+        if rng.random() < 0.3:  # a chain down to the window's last row, with a sibling
+            par = [-1] + list(range(min(n_max, maxd) - 1)) + [0] * (n_max > maxd)
         label = list(range(n_max))
         if rng.random() < 0.5:
             rng.shuffle(label)
@@ -307,14 +309,16 @@ class TSBench(Lockstep):
                     "pos": self.lo_of[slot] + depth, "page": page, "token": token}  # fmt: skip
         if not live:
             return None
-        slot = rng.choice(live)
+        done = [r for r in live if r not in todo]
+        slot = rng.choice(done) if done and rng.random() < 0.8 else rng.choice(live)
         if rng.random() < 0.25:
             return {"kind": TsCmd.RELEASE.value, "slot": slot}
         tree, plan = self.trees[slot], self.plans.get(slot)
         nodes = sorted(tree.nodes)
         y = rng.random()
         if nodes and plan and y < 0.6:
-            accept = plan.ancestors(rng.choice(nodes))
+            deep = max(nodes, key=lambda j: tree.nodes[j][0])  # a path to the deepest row
+            accept = plan.ancestors(deep if rng.random() < 0.4 else rng.choice(nodes))
             if rng.random() < 0.3:
                 accept |= rng.getrandbits(self.N)
         else:
