@@ -111,11 +111,11 @@ class PageState(wiring.Component):
     Protocol and latency (cycle ``a``: the command is accepted,
     ``cmd.valid & cmd.ready``):
 
-    * SPEC, COMMIT, FREE, SCORE: ``done`` in cycle ``a + 2``; ``cmd.ready``
-      stays high, so one per cycle sustained, in any mix (the page word is
-      read in cycle ``a`` and written in ``a + 1``; the word written in the
+    * SPEC, COMMIT, FREE, SCORE: ``done`` in cycle ``a + 1``, the cycle the
+      page word is written (it was read in ``a``); ``cmd.ready`` stays high,
+      so one per cycle sustained, in any mix: the word written in the
       previous cycle is forwarded, so back-to-back commands on one page see
-      each other). ``level`` includes the command from ``a + 2`` on.
+      each other.
     * VICTIM: ``cmd.ready`` is low from ``a + 1`` until ``done`` (high
       again in the ``done`` cycle). Pass ``k`` pops queue entry ``k``
       (entries ``L0 ..`` are the passes' push-backs; ``L0`` = ``level`` in
@@ -131,18 +131,22 @@ class PageState(wiring.Component):
       cycles per pass, of two 1.5.
     * ``done`` is high for one cycle per command, in order; ``victim`` and
       ``none`` are valid with a VICTIM's ``done`` (0 in every other cycle).
-    * ``busy`` = a command accepted before this cycle has not shown its
-      ``done`` yet (low in the ``done`` cycle of the last one).
-    * ``level``: the queue's entries after every command whose ``done`` was
-      shown, in this cycle included; while a VICTIM is in progress
-      (``busy`` and ``cmd.ready`` low) it shows the passes as they go.
+      A command accepted in the cycle before a VICTIM shows its ``done`` in
+      the VICTIM's acceptance cycle, so after it only the VICTIM's comes.
+    * ``busy``: a command's writes are not all done by the end of the
+      previous cycle (high in ``a + 1`` for SPEC .. SCORE, from ``a + 1``
+      to the cycle before ``done`` for VICTIM). Low: the state reflects
+      every command accepted before this cycle.
+    * ``level``: the queue's entries after every command accepted before
+      the previous cycle (a VICTIM's passes show as they go: ``level`` is
+      exact again from its ``done`` cycle on).
 
     Invalid input (not checked): a non-``fresh`` command on a page whose word
     was not written since reset (the word is arbitrary: so are the
     outcome and, for a COMMIT, whether it is pushed); a COMMIT of a
     page while the queue holds ``PAGES`` entries (impossible while each
     page is queued at most once). Kinds 5 .. 7 are accepted, show ``done``
-    in ``a + 2`` and change nothing. A command presented while ``rst`` is
+    in ``a + 1`` and change nothing. A command presented while ``rst`` is
     high is lost.
 
     Implementation: two ``amaranth.lib.memory.Memory`` (SRAM macros in
@@ -186,7 +190,7 @@ class PageState(wiring.Component):
     level : Out(bits_for(PAGES))
         Entries in the spill queue.
     busy : Out(1)
-        A command accepted before this cycle has not shown ``done``.
+        A command's state updates are not complete (see the protocol).
     """
 
     #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
@@ -384,7 +388,6 @@ class PageState(wiring.Component):
             m.d.sync += self._rp.eq(self._next(m, self._rp, "rp_inc"))
         with m.If(empty):
             m.d.sync += vmode.eq(0)
-        m.d.sync += [
-            self.done.eq(self._done_cmd | found | empty),
-            self.none.eq(empty),
-        ]
+        vdone = Signal()  # a VICTIM's done (registered: victim and none beside it)
+        m.d.sync += [vdone.eq(found | empty), self.none.eq(empty)]
+        m.d.comb += self.done.eq(self._done_cmd | vdone)
