@@ -122,23 +122,26 @@ class TLB(wiring.Component):
     * **invalidate a set** (``inv_valid``, ``inv``): every way of the set of
       ``(inv.seg, inv.pos)`` whose segment is ``inv.seg`` (a spill or fill of
       that position).
-    * **invalidate segments** (``kill``, ``SEGS`` bits): every entry whose
-      segment's bit is set (segments that died or were split), in one cycle.
+    * **invalidate a segment** (``kill_valid``, ``kill_seg``): every entry
+      whose segment id equals ``kill_seg`` (a segment that died or was
+      split), in one cycle; one segment per cycle.
 
     **Order within a cycle**: the operations issued in one cycle take effect
     as if performed in the order *fill, invalidate a set, invalidate
-    segments, lookup*, after every operation of the cycles before. So a
-    lookup sees a fill and invalidations issued in its own cycle, and a fill
-    issued in the cycle after a lookup chooses its victim with the PLRU as
-    that lookup left it. The golden model's order is the same:
-    ``fill``, ``invalidate_set``, ``invalidate_segment`` (each set bit),
-    ``lookup``, per cycle. A key filled twice without a lookup in between
+    a segment, lookup*, after every operation of the cycles before. So a
+    lookup sees a fill and invalidations issued in its own cycle (a fill
+    of ``kill_seg`` in the kill's cycle is killed), and a fill issued in the
+    cycle after a lookup chooses its victim with the PLRU as that lookup
+    left it. The golden model's order is the same: ``fill``,
+    ``invalidate_set``, ``invalidate_segment(kill_seg)`` (when
+    ``kill_valid``), ``lookup``, per cycle. A key filled twice without a lookup in between
     occupies two ways (the golden model alike); a lookup then hits the
     lower one.
 
     Segment ids: ``idx_bits(SEGS)`` bits; an id ``>= SEGS`` (when ``SEGS`` is
-    not a power of two) is a valid key that no ``kill`` bit selects. There is
-    no invalid input.
+    not a power of two) is a valid key, and a ``kill_seg >= SEGS`` kills the
+    entries of that id like any other (a plain equality compare; the golden
+    ``invalidate_segment`` alike). There is no invalid input.
 
     Latency: a lookup's reply 1 cycle after it is issued, one lookup per
     cycle sustained; a fill or invalidation takes effect for the lookups of
@@ -147,18 +150,19 @@ class TLB(wiring.Component):
 
     Implementation (decision 0016 §2, §4): ``valid``, the segment id and the
     PLRU bits are flip-flops (reset clears ``valid`` and the PLRU; nothing
-    is swept), so that ``kill`` clears every matching entry in one cycle (a
-    per-entry ``SEGS``-to-1 select of ``kill``) and a fill finds its way at
-    once. The ``pos`` tag, a copy of the segment id, ``loc`` and ``addr``
+    is swept), so that a kill clears every matching entry in one cycle (per
+    entry one equality compare of its segment id with ``kill_seg``) and a
+    fill finds its way at once. The ``pos`` tag, a copy of the segment id, ``loc`` and ``addr``
     are one ``amaranth.lib.memory.Memory`` of ``SETS`` words of ``WAYS``
     entries (written per way by a fill, the only writer of a segment id;
     one synchronous read port, transparent to the write port so that a fill
     reaches a lookup of the same cycle). In its issue cycle a lookup reads
     its set's word and registers its set's ``valid`` bits from the flops,
-    less the ways that cycle's ``kill`` selects, with the way that cycle's
-    fill writes there and the set invalidation; in the reply cycle each way
-    takes those into account (a filled or invalidated way by the word's
-    segment), compares the word's tag and segment with the key, and the
+    with the way that cycle's fill writes there, the set invalidation and
+    the kill; in the reply cycle each way takes those into account (the
+    invalidation and the kill by the word's segment, which is the fill's
+    for the filled way: the read is transparent), compares the word's tag
+    and segment with the key, and the
     lowest hit selects ``loc`` and ``addr``: no path of the reply cycle
     grows with ``SETS``. The fill's victim should each way hit is computed
     beside the lookup and selected with the hit (the PLRU update forwarded
@@ -173,8 +177,8 @@ class TLB(wiring.Component):
     WAYS : int
         Ways per set, a power of two in ``1 .. 8`` (default 4; ``TLB_WAYS``).
     SEGS : int
-        Segments (``kill``'s width, segment id range), ``2 .. 1024``
-        (default 256).
+        Segments (segment ids are ``idx_bits(SEGS)`` bits, as ``kill_seg``),
+        ``2 .. 1024`` (default 256).
     POS_BITS : int
         Bits of a position, ``1 .. 20`` (default 17).
     ADDR_BITS : int
@@ -198,8 +202,10 @@ class TLB(wiring.Component):
         Invalidate the set of ``inv``, the ways of segment ``inv.seg``.
     inv : In(key_layout(SEGS, POS_BITS))
         Its key.
-    kill : In(SEGS)
-        Invalidate every entry of each segment whose bit is set.
+    kill_valid : In(1)
+        Invalidate every entry of segment ``kill_seg`` this cycle.
+    kill_seg : In(idx_bits(SEGS))
+        Its segment id.
     hits, misses : Out(32)
         Lookups replied to that hit / missed, since reset (modulo 2**32).
 
@@ -252,7 +258,8 @@ class TLB(wiring.Component):
                 "fill": In(fill_layout(self.SEGS, self.POS_BITS, self.ADDR_BITS)),
                 "inv_valid": In(1),
                 "inv": In(key),
-                "kill": In(self.SEGS),
+                "kill_valid": In(1),
+                "kill_seg": In(idx_bits(self.SEGS)),
                 "hits": Out(COUNT_BITS),
                 "misses": Out(COUNT_BITS),
             }
@@ -274,7 +281,6 @@ class TLB(wiring.Component):
         wr = mem.write_port(granularity=ew)
         rd = mem.read_port(transparent_for=(wr,))
 
-        kill = Cat(self.kill, Const(0, (1 << gb) - self.SEGS))  # ids >= SEGS: never killed
         f_idx = net(m, set_index(self.fill.seg, self.fill.pos, S), "fill_idx")
         i_idx = net(m, set_index(self.inv.seg, self.inv.pos, S), "inv_idx")
         lk_idx = net(m, set_index(self.lk.seg, self.lk.pos, S), "lk_idx")
@@ -292,9 +298,10 @@ class TLB(wiring.Component):
             idx=Signal(len(lk_idx), name="lk_r_idx"),
             row=Signal(W, name="lk_r_row"),
             filled=Signal(W, name="lk_r_filled"),
-            f_killed=Signal(name="lk_r_f_killed"),
             inv=Signal(name="lk_r_inv"),
             inv_seg=Signal(gb, name="lk_r_inv_seg"),
+            kill=Signal(name="lk_r_kill"),
+            kill_seg=Signal(gb, name="lk_r_kill_seg"),
         )
         hit, hit_way, hit_victim = self._reply(m, rd, r, after)
         lk_on, lk_off = plru_masks(hit_way, W)
@@ -305,22 +312,19 @@ class TLB(wiring.Component):
         fill_way = self._fill(m, st, wr, f_idx, victim)
         fl_on, fl_off = plru_masks(fill_way, W)
 
-        # the lookup's issue cycle: its set's word; its set's valid bits as this cycle's
-        # kill leaves them (by the flops' segment ids) and the fill and invalidation of
-        # this cycle, applied in the reply cycle (a filled way by the fill's own terms)
-        row_seg = [mux_tree([st.seg[s][w] for s in range(S)], lk_idx) for w in range(W)]
-        row = mux_tree(st.valid, lk_idx)
-        kept = Cat(row[w] & ~kill.bit_select(row_seg[w], 1) for w in range(W))
+        # the lookup's issue cycle: its set's word and valid bits; this cycle's fill,
+        # set invalidation and kill, applied in the reply cycle by the word's segments
         m.d.comb += rd.addr.eq(lk_idx)
         m.d.sync += [
             r.valid.eq(self.lk_valid),
             r.key.eq(self.lk),
             r.idx.eq(lk_idx),
-            r.row.eq(kept),
+            r.row.eq(mux_tree(st.valid, lk_idx)),
             r.filled.eq(Mux(self.fill_valid & (f_idx == lk_idx), Const(1, W) << fill_way, 0)),
-            r.f_killed.eq(kill.bit_select(self.fill.seg, 1)),
             r.inv.eq(self.inv_valid & (i_idx == lk_idx)),
             r.inv_seg.eq(self.inv.seg),
+            r.kill.eq(self.kill_valid),
+            r.kill_seg.eq(self.kill_seg),
         ]
 
         c = _Nets(
@@ -333,8 +337,7 @@ class TLB(wiring.Component):
             fl_on=fl_on,
             fl_off=fl_off,
             i_idx=i_idx,
-            kill=kill,
-            f_killed=net(m, kill.bit_select(self.fill.seg, 1), "fill_killed"),
+            f_killed=net(m, self.kill_valid & (self.fill.seg == self.kill_seg), "fill_killed"),
             f_inv_seg=net(m, self.fill.seg == self.inv.seg, "fill_inv_seg"),
         )
         for s in range(S):
@@ -342,9 +345,9 @@ class TLB(wiring.Component):
         return m
 
     def _reply(self, m: Module, rd, r: "_Issued", after: list[Value]) -> tuple[Value, Value, Value]:
-        """The lookup's reply cycle: each way's ``valid`` (the issue cycle's after its
-        kill, or the filled way's, cleared by its set invalidation by the word's
-        segment), tag and segment compared, the lowest hit's ``loc`` / ``addr`` replied, the
+        """The lookup's reply cycle: each way's ``valid`` (the issue cycle's, or 1 for the
+        filled way, cleared by its set invalidation and its kill by the word's segment),
+        tag and segment compared, the lowest hit's ``loc`` / ``addr`` replied, the
         counters. ``after[w]``: the fill's victim should way ``w`` hit. Returns
         ``(hit, the hit way, after[hit way])``."""
         W = self.WAYS
@@ -357,7 +360,8 @@ class TLB(wiring.Component):
         for w in range(W):
             word = rd.data[w * ew : (w + 1) * ew]
             seg = word[pb : pb + gb]
-            valid = Mux(r.filled[w], ~r.f_killed, r.row[w]) & ~(r.inv & (seg == r.inv_seg))
+            gone = (r.inv & (seg == r.inv_seg)) | (r.kill & (seg == r.kill_seg))
+            valid = (r.filled[w] | r.row[w]) & ~gone
             match.append(valid & (seg == r.key.seg) & (word[:pb] == r.key.pos))
             payload.append(Cat(word[pb + gb :], Const(w, wb), after[w]))
         any_hit, sel = priority_tree(m, Cat(match), payload, highest=False, name="lk_hit")
@@ -395,7 +399,7 @@ class TLB(wiring.Component):
 
     def _set_next(self, m: Module, s: int, st: "_State", c: "_Nets") -> None:
         """Set ``s``'s next state: PLRU touched by the lookup, then the fill; each way
-        filled, then invalidated (its new segment's ``inv`` compare and ``kill`` bit)."""
+        filled, then invalidated (its segment compared with ``inv.seg`` and ``kill_seg``)."""
         valid, seg, plru = st.valid[s], st.seg[s], st.plru[s]
         here_f = self.fill_valid & (c.f_idx == s)
         here_i = self.inv_valid & (c.i_idx == s)
@@ -406,7 +410,8 @@ class TLB(wiring.Component):
         for w in range(self.WAYS):
             filled = here_f & (c.fill_way == w)
             # both outcomes ready before the fill's way is known (the late signal)
-            kept = valid[w] & ~(here_i & (seg[w] == self.inv.seg)) & ~c.kill.bit_select(seg[w], 1)
+            killed = self.kill_valid & (seg[w] == self.kill_seg)
+            kept = valid[w] & ~(here_i & (seg[w] == self.inv.seg)) & ~killed
             nxt.append(Mux(filled, ~(here_i & c.f_inv_seg) & ~c.f_killed, kept))
             with m.If(filled):
                 m.d.sync += seg[w].eq(self.fill.seg)
@@ -425,25 +430,25 @@ class _State:
 @dataclass
 class _Issued:
     """The lookup's registers, from its issue cycle to its reply: valid, key, set,
-    the set's ``valid`` bits after that cycle's kill, the way that cycle's fill wrote
-    there (one-hot) and whether the kill took it, the set invalidation and its
-    segment."""
+    the set's ``valid`` bits, the way that cycle's fill wrote there (one-hot), the set
+    invalidation and its segment, the kill and its segment."""
 
     valid: Signal
     key: Signal
     idx: Signal
     row: Signal
     filled: Signal
-    f_killed: Signal
     inv: Signal
     inv_seg: Signal
+    kill: Signal
+    kill_seg: Signal
 
 
 @dataclass
 class _Nets:
     """What every set's update reads: the lookup's hit, set and PLRU masks; the fill's
-    set, way and masks; the invalidations' set, ``kill`` (padded to every id) and the
-    filled entry's own invalidation terms."""
+    set, way and masks; the set invalidation's set and the filled entry's own
+    invalidation terms (its segment against ``inv.seg`` and ``kill_seg``)."""
 
     hit: Value
     r_idx: Value
@@ -454,6 +459,5 @@ class _Nets:
     fl_on: Value
     fl_off: Value
     i_idx: Value
-    kill: Value
     f_killed: Value
     f_inv_seg: Value

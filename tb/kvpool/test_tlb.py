@@ -1,21 +1,25 @@
 """Testbench: one port's TLB (hw/kvpool/tlb.py) against golden.kvpool.tlb.PortTLB (SPEC §4.6 *TLB*).
 
 Driver: every cycle a lookup (by the idle pattern), a fill, an invalidation
-of a set and a ``kill`` mask, each by its rate: keys come mostly from a
+of a set and a kill of one segment (``kill_valid``, ``kill_seg``), each by
+its rate: keys come mostly from a
 small hot set that drifts (so sets fill, ways are evicted and lookups hit),
 the fills mostly complete the misses after a walk of 0 - 4 cycles (as the
 pool's walker will), some are random keys (a key filled twice occupies two
 ways, the golden model alike), and an invalidation changes its key's PTE
 (a spill or fill moves the page). Model: ``golden.kvpool.tlb.PortTLB``,
 performing each cycle's operations in the block's order: ``fill``,
-``invalidate_set``, ``invalidate_segment`` for each ``kill`` bit, then
-``lookup``. Scoreboard (:class:`tb.kvpool.common.Lockstep`): every cycle,
+``invalidate_set``, ``invalidate_segment(kill_seg)`` when ``kill_valid``,
+then ``lookup``. Scoreboard (:class:`tb.kvpool.common.Lockstep`): every cycle,
 the reply (``rsp_valid``, ``hit``, ``loc``, ``addr``: the lookup of the
 cycle before) and the ``hits`` / ``misses`` counters; in the fill's own
 cycle, the way it writes (``fill_way``, an internal net the build makes
 visible) against the golden fill's. Coverage of the same-cycle cases
 (a fill and a lookup of one key, a fill into the set a lookup just hit,
-a fill invalidated or killed in its cycle, an eviction) is asserted.
+a fill invalidated or killed in its cycle, a kill of the segment a lookup
+of its cycle looks up (and of one that entry holds, so the kill turns a hit
+into a miss), a kill in the cycle of a set invalidation, a kill of an id
+``>= SEGS``, an eviction) is asserted.
 """
 
 from collections import deque
@@ -28,15 +32,28 @@ from tb.kvpool.common import Lockstep, run_leaf
 CYCLES = 4000  # cycles per run (make test); make sim-full: 40,000
 #: internal nets the testbench reads
 PUBLIC = ("fill_way",)
-#: rates per cycle: fill of a random key, invalidation of a set, a kill mask
-RATES = {"fill_random": 0.08, "inv": 0.06, "kill": 0.03}
-COVER = ("hit", "miss", "same_key", "forward", "fill_inv", "fill_kill", "evict", "dup")
+#: rates per cycle: fill of a random key, invalidation of a set, a kill of a segment
+RATES = {"fill_random": 0.08, "inv": 0.06, "kill": 0.05}
+COVER = (
+    "hit",
+    "miss",
+    "same_key",
+    "forward",
+    "fill_inv",
+    "fill_kill",
+    "lk_kill",
+    "lk_kill_hit",
+    "inv_kill",
+    "kill_high",
+    "evict",
+    "dup",
+)
 
 
 class TLBBench(Lockstep):
     """Lookups, fills and invalidations; the golden TLB predicts every reply and way."""
 
-    INPUTS = ("lk_valid", "lk", "fill_valid", "fill", "inv_valid", "inv", "kill")
+    INPUTS = ("lk_valid", "lk", "fill_valid", "fill", "inv_valid", "inv", "kill_valid", "kill_seg")
 
     def __init__(self, tb, p: dict, idle: str) -> None:
         super().__init__(tb)
@@ -93,10 +110,15 @@ class TLBBench(Lockstep):
             ops["inv"] = key
             self.pte.pop(key, None)  # the page moved: a later fill walks a new PTE
         if rng.random() < RATES["kill"]:
-            segs = [rng.randrange(self.p["SEGS"]) for _ in range(rng.choice([1, 1, 2]))]
-            if "fill" in ops and ops["fill"][0] < self.p["SEGS"] and rng.random() < 0.3:
-                segs.append(ops["fill"][0])
-            ops["kill"] = sum(1 << g for g in set(segs))
+            # the segment of this cycle's fill or lookup, of a hot key, or any id
+            near = [ops[k][0] for k in ("fill", "lk") if k in ops]
+            pick = rng.random()
+            if near and pick < 0.4:
+                ops["kill"] = rng.choice(near)
+            elif pick < 0.8:
+                ops["kill"] = rng.choice(self.hot)[0]
+            else:
+                ops["kill"] = rng.randrange(self.seg_ids)
         return self._encode(ops)
 
     def _encode(self, ops: dict) -> dict[str, int]:
@@ -112,7 +134,11 @@ class TLBBench(Lockstep):
         if "inv" in ops:
             out["inv_valid"] = 1
             out["inv"] = pack(self.key_l, dict(zip(("seg", "pos"), ops["inv"], strict=True)))
-        out["kill"] = ops.get("kill", 0)
+        if "kill" in ops:
+            out["kill_valid"] = 1
+            out["kill_seg"] = ops["kill"]
+        elif self.tb.rng.random() < 0.5:  # kill_seg without kill_valid: ignored
+            out["kill_seg"] = self.tb.rng.randrange(self.seg_ids)
         return out
 
     # ------------------------------------------------------------------ model
@@ -147,23 +173,26 @@ class TLBBench(Lockstep):
                 if si == self.prev_hit_set:
                     self.cover["forward"] += 1
             self.fill_way_want = gt.fill(*fkey, f["loc"], f["addr"])
+        held = {e[2] for e in gt.entries()}  # segments held after the fill
         if inputs["inv_valid"]:
             ikey = key(inputs["inv"])
             if fkey is not None and gt.index(*ikey) == gt.index(*fkey) and ikey[0] == fkey[0]:
                 self.cover["fill_inv"] += 1
             gt.invalidate_set(*ikey)
-        kill = inputs["kill"]
-        if fkey is not None and fkey[0] < p["SEGS"] and (kill >> fkey[0]) & 1:
-            self.cover["fill_kill"] += 1
-        while kill:  # each set bit, lowest first
-            g = (kill & -kill).bit_length() - 1
-            gt.invalidate_segment(g)
-            kill &= kill - 1
+        kseg = inputs["kill_seg"] if inputs["kill_valid"] else None
+        lkey = key(inputs["lk"]) if inputs["lk_valid"] else None
+        if kseg is not None:
+            self.cover["fill_kill"] += fkey is not None and fkey[0] == kseg
+            self.cover["inv_kill"] += bool(inputs["inv_valid"]) and kseg in held
+            self.cover["kill_high"] += kseg >= p["SEGS"] and kseg in held
+            if lkey is not None and lkey[0] == kseg:
+                self.cover["lk_kill"] += 1
+                self.cover["lk_kill_hit"] += any(e[2:4] == lkey for e in gt.entries())
+            gt.invalidate_segment(kseg)
         counts = {"hits": gt.hits, "misses": gt.misses}
         self.prev_hit_set = None
-        if not inputs["lk_valid"]:
+        if lkey is None:
             return {"rsp_valid": 0, "rsp": 0, **counts}
-        lkey = key(inputs["lk"])
         if lkey == fkey:
             self.cover["same_key"] += 1
         r = gt.lookup(*lkey)
@@ -227,16 +256,19 @@ if cocotb is not None:
         missing = [k for k, v in bench.cover.items() if not v]
         if bench.p["WAYS"] == 1:  # one way: no PLRU, a victim is always way 0
             missing = [k for k in missing if k != "forward"]
+        if bench.p["SEGS"] == bench.seg_ids:  # every id < SEGS
+            missing = [k for k in missing if k != "kill_high"]
         assert not missing, f"seed {bench.tb.seed}: not reached: {missing}"
 
     @cocotb.test()
     async def same_cycle_order(dut) -> None:
         """The order fill, invalidations, lookup, by hand: a fill reaches a lookup of
-        its own cycle; an invalidation or kill in a fill's cycle removes it; a fill
-        chooses its victim with the PLRU the previous cycle's lookup left."""
+        its own cycle; an invalidation or kill in a fill's cycle removes it (the kill
+        also the older entry of the same segment the lookup looks up); a fill chooses
+        its victim with the PLRU the previous cycle's lookup left."""
         p = params()
         ways = p["WAYS"]
-        # ways + 1 keys of set 0, segment 1 first (kill's bit 1 is in range: SEGS >= 2)
+        # ways + 1 keys of set 0, segment 1 first
         gt = GoldenTLB(p["SETS"], ways)
         segs = [1] + [g for g in range(1 << max(1, (p["SEGS"] - 1).bit_length())) if g != 1]
         keys = [(g, q) for g in segs for q in range(1 << p["POS_BITS"]) if gt.index(g, q) == 0]
@@ -245,7 +277,7 @@ if cocotb is not None:
         e = {"entry": (1, 1)}
         script = [{"fill": keys[0], "lk": keys[0], **e}]  # hit in the fill's cycle
         script += [{"fill": keys[1], "inv": keys[1], "lk": keys[1], **e}]  # invalidated: miss
-        script += [{"fill": keys[1], "kill": 1 << seg, "lk": keys[0], **e}]  # killed: both miss
+        script += [{"fill": keys[1], "kill": seg, "lk": keys[0], **e}]  # killed: both miss
         script += [{"fill": k, **e} for k in keys[:ways]]  # the set full
         script += [{"lk": keys[0]}, {"fill": keys[ways], **e}]  # hit, then a fill: not way 0
         script += [{"lk": keys[0]}] * 2
