@@ -355,7 +355,10 @@ class TreeSlots(wiring.Component):
         pb, db, D = self.POS_BITS, idx_bits(self.MAX_DEPTH), self.MAX_DEPTH
         lo = net(m, mux_tree(self._pad(st.lo), slot), f"{name}_lo")
         diff = prefix_add(m, pos, ~zext(lo, pb + 1), pb + 1, f"{name}_diff", cin=Const(1, 1))
-        below = Const(1, 1) if D >= 1 << pb else (diff[:pb] < D)
+        # diff < MAX_DEPTH: no bit at or above db, and (MAX_DEPTH not a power of two) the
+        # low db bits below it (a constant compare of db bits; `<` on pb bits is a ripple)
+        high = ~diff[db:pb].any() if db < pb else Const(1, 1)
+        below = high if D == 1 << db or D >= 1 << pb else high & (diff[:db] < D)
         return net(m, ~diff[pb] & below, f"{name}_in"), net(m, zext(diff[:pb], db), f"{name}_d")
 
     # ------------------------------------------------------------------ elaborate

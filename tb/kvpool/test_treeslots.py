@@ -55,7 +55,8 @@ class Plan:
     def __init__(self, rng, p: dict, lo: int) -> None:
         n_max = p["N_NODES"]
         maxd = min(p["MAX_DEPTH"], (1 << p["POS_BITS"]) - lo)
-        par = random_tree(rng, rng.choice([n_max, rng.randint(1, n_max)]))
+        small = rng.randint(1, min(n_max, 2 * maxd + 2))  # done (and committed) sooner
+        par = random_tree(rng, rng.choice([n_max, rng.randint(1, n_max), small]))
         if rng.random() < 0.3:  # a chain down to the window's last row, with a sibling
             par = [-1] + list(range(min(n_max, maxd) - 1)) + [0] * (n_max > maxd)
         label = list(range(n_max))
