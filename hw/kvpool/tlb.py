@@ -327,18 +327,21 @@ class TLB(wiring.Component):
             r.kill_seg.eq(self.kill_seg),
         ]
 
+        # the filled entry's invalidation in its own cycle: by the set invalidation (its
+        # set and segment) or by the kill (its segment)
+        inv_fill = self.inv_valid & (i_idx == f_idx)
+        f_killed = self.kill_valid & (self.fill.seg == self.kill_seg)
         c = _Nets(
             hit=hit,
             r_idx=r.idx,
             lk_on=lk_on,
             lk_off=lk_off,
             f_idx=f_idx,
-            fill_way=fill_way,
+            fill_1h=net(m, Const(1, W) << fill_way, "fill_way_1h"),
             fl_on=fl_on,
             fl_off=fl_off,
             i_idx=i_idx,
-            f_killed=net(m, self.kill_valid & (self.fill.seg == self.kill_seg), "fill_killed"),
-            f_inv_seg=net(m, self.fill.seg == self.inv.seg, "fill_inv_seg"),
+            f_gone=net(m, (inv_fill & (self.fill.seg == self.inv.seg)) | f_killed, "fill_gone"),
         )
         for s in range(S):
             self._set_next(m, s, st, c)
@@ -401,18 +404,18 @@ class TLB(wiring.Component):
         """Set ``s``'s next state: PLRU touched by the lookup, then the fill; each way
         filled, then invalidated (its segment compared with ``inv.seg`` and ``kill_seg``)."""
         valid, seg, plru = st.valid[s], st.seg[s], st.plru[s]
-        here_f = self.fill_valid & (c.f_idx == s)
-        here_i = self.inv_valid & (c.i_idx == s)
+        here_f = net(m, self.fill_valid & (c.f_idx == s), f"fill_here_{s}")
+        here_i = net(m, self.inv_valid & (c.i_idx == s), f"inv_here_{s}")
         if self.WAYS > 1:
             b1 = Mux(c.hit & (c.r_idx == s), (plru | c.lk_on) & ~c.lk_off, plru)
             m.d.sync += plru.eq(Mux(here_f, (b1 | c.fl_on) & ~c.fl_off, b1))
         nxt = []
         for w in range(self.WAYS):
-            filled = here_f & (c.fill_way == w)
+            filled = here_f & c.fill_1h[w]
             # both outcomes ready before the fill's way is known (the late signal)
             killed = self.kill_valid & (seg[w] == self.kill_seg)
             kept = valid[w] & ~(here_i & (seg[w] == self.inv.seg)) & ~killed
-            nxt.append(Mux(filled, ~(here_i & c.f_inv_seg) & ~c.f_killed, kept))
+            nxt.append(Mux(filled, ~c.f_gone, kept))
             with m.If(filled):
                 m.d.sync += seg[w].eq(self.fill.seg)
         m.d.sync += valid.eq(Cat(nxt))
@@ -447,17 +450,16 @@ class _Issued:
 @dataclass
 class _Nets:
     """What every set's update reads: the lookup's hit, set and PLRU masks; the fill's
-    set, way and masks; the set invalidation's set and the filled entry's own
-    invalidation terms (its segment against ``inv.seg`` and ``kill_seg``)."""
+    set, way (one-hot) and masks; the set invalidation's set and whether the filled
+    entry is invalidated in its own cycle (by the set invalidation or the kill)."""
 
     hit: Value
     r_idx: Value
     lk_on: Value
     lk_off: Value
     f_idx: Value
-    fill_way: Value
+    fill_1h: Value
     fl_on: Value
     fl_off: Value
     i_idx: Value
-    f_killed: Value
-    f_inv_seg: Value
+    f_gone: Value
