@@ -241,9 +241,10 @@ class _Fsm:
         """``SP_*``: spill the GCLOCK victim, then return to ``ret``'s state."""
         m, u = self.m, self.u
         seg, ps = u.seg, u.ps
-        with m.State("SP_VIC"):
-            with m.If(self.ps(PsCmd.VICTIM, 0)):
-                m.next = "SP_VWAIT"
+        with m.State("SP_VIC"):  # after every earlier page-state command's done
+            with m.If(~ps.busy):
+                with m.If(self.ps(PsCmd.VICTIM, 0)):
+                    m.next = "SP_VWAIT"
         with m.State("SP_VWAIT"):
             with m.If(ps.done):
                 v = ps.victim
@@ -419,12 +420,12 @@ class _Fsm:
         with m.State("REL_SCAN"):
             with m.If(self.cur >= self.ln):
                 m.d.comb += [seg.bury_en.eq(1), seg.bury_mask.eq(dead)]
-                for tlb in u.tlbs:
-                    m.d.comb += tlb.kill.eq(dead)
                 m.next = "REL_TREE"
             with m.Else():
                 m.d.sync += self.cur.eq(end)
                 is_dead = (dead >> g)[0]
+                for tlb in u.tlbs:  # each dead segment killed as the scan passes it
+                    m.d.comb += [tlb.kill_valid.eq(is_dead), tlb.kill_seg.eq(g)]
                 with m.If(is_dead & (c < tlen)):
                     ok = self.bt(BtCmd.CUT, t, c, n=tlen)
                     with m.If(ok):

@@ -218,7 +218,7 @@ def _apply(fsm, s, mm, tk) -> None:
             with m.Else():
                 m.d.comb += [seg.split_en.eq(1), seg.split_g.eq(g), seg.split_m.eq(mm)]
                 for tlb in u.tlbs:
-                    m.d.comb += tlb.kill.eq(g1h)
+                    m.d.comb += [tlb.kill_valid.eq(1), tlb.kill_seg.eq(g)]
                 m.next = "SH_BITS"
         with m.Else():
             m.next = "SH_BITS"
