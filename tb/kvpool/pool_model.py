@@ -21,7 +21,11 @@ opcode uses (``committed`` as a ``bool``); its result is ``{op, error 0,
 code 0, value, value2, spilled, counts}`` with ``value`` / ``value2`` golden's
 ``value`` tuple (0 where it has none), or, when golden raises a
 :class:`golden.kvpool.PoolError`, ``{op, error 1, code, value 0, value2 0,
-spilled 0}`` with the counts as they were.
+spilled 0}`` with the counts as they were. A share carries its tokens (the
+``n`` beats the pool takes on ``tok`` after the operation) in the beat's
+dict as ``tokens`` (not a field of the layout; :meth:`PoolFormat.carry`
+keeps it across packing): golden's ``share(dst, tokens)`` runs when the
+operation is accepted.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from flows.layouts import pack, unpack
-from golden.kvpool import KVPool, PoolErr, PoolError
+from golden.kvpool import KVPool, PoolErr, PoolError, crc
 from hw.common import idx_bits
 from hw.kvpool.layouts import (
     PoolOp,
@@ -50,7 +54,7 @@ __all__ = [
     "reachable_codes",
 ]
 
-#: opcode names by value (SHARE is reserved: never issued)
+#: opcode names by value
 OPS: dict[int, str] = {int(o.value): o.name for o in PoolOp}
 #: error-class names by code
 CODES: dict[int, str] = {int(c): c.name for c in PoolErr}
@@ -58,11 +62,18 @@ COUNT_FIELDS = ("free_pages", "spec_pages", "committed_pages", "hbm_used")
 _INS, _COM, _FORK, _REL = (
     int(o.value) for o in (PoolOp.INSERT, PoolOp.COMMIT, PoolOp.FORK, PoolOp.RELEASE)
 )
-_SPILL, _FILL, _SCORE = (int(o.value) for o in (PoolOp.SPILL, PoolOp.FILL, PoolOp.SCORE))
+_SPILL, _FILL, _SCORE, _SHARE = (
+    int(o.value) for o in (PoolOp.SPILL, PoolOp.FILL, PoolOp.SCORE, PoolOp.SHARE)
+)
+BLOCK = 16  # positions per dedup block (SPEC §4.6 *Tags*)
+#: the RTL's tag table when a parameter set does not name it (ScaledPool's defaults)
+TAG_DEFAULTS = {"TAG_SETS": 1024, "TAG_WAYS": 4}
 
 
 def golden_of(p: dict[str, int]) -> KVPool:
-    """A golden pool for the RTL parameters ``p`` (uppercase names; tag table small)."""
+    """A golden pool for the RTL parameters ``p`` (uppercase names; ``TAG_SETS`` /
+    ``TAG_WAYS`` the RTL's defaults when ``p`` does not name them)."""
+    tag = TAG_DEFAULTS | {k: p[k] for k in TAG_DEFAULTS if k in p}
     return KVPool(
         pages=p["PAGES"],
         hbm_pages=p["HBM_PAGES"],
@@ -75,8 +86,8 @@ def golden_of(p: dict[str, int]) -> KVPool:
         token_bits=p["TOKEN_BITS"],
         tlb_sets=p["TLB_SETS"],
         tlb_ways=p["TLB_WAYS"],
-        tag_sets=16,
-        tag_ways=2,
+        tag_sets=tag["TAG_SETS"],
+        tag_ways=tag["TAG_WAYS"],
     )
 
 
@@ -91,7 +102,7 @@ def reachable_codes(p: dict[str, int]) -> set[int]:
     if 1 << idx_bits(p["N_NODES"]) == p["N_NODES"]:
         out.discard(int(PoolErr.OWNER_RANGE))
     op_l = pool_op_layout(p["SEQS"], p["N_NODES"], p["POS_BITS"], p["TOKEN_BITS"], p["PAGES"])
-    if (1 << op_l["n"].width) - 1 <= p["PAGES"]:
+    if (1 << op_l["n"].width) - 1 <= 1 << p["POS_BITS"]:  # cannot happen (the layout)
         out.discard(int(PoolErr.FIELD))
     return out
 
@@ -125,6 +136,11 @@ class PoolFormat:
 
     def unpack_op(self, raw: int) -> dict[str, int]:
         return unpack(self.op_l, raw)
+
+    def carry(self, op: dict, beat: dict) -> dict:
+        """``beat`` (an unpacked operation) with ``op``'s keys that are no field of the
+        layout (a share's ``tokens``, the stimulus' class ``cls``)."""
+        return beat | {k: v for k, v in op.items() if k not in self.widths["op"]}
 
     def unpack_query(self, raw: int) -> dict[str, int]:
         return unpack(self.q_l, raw)
@@ -258,16 +274,40 @@ class Scoreboard:
             return g.fill(op["seq"], op["pos"])
         if k == _SCORE:
             return g.score(op["seq"], op["pos"], op["s"])
-        raise ValueError(f"op = {k}: SHARE is reserved (not issued by this testbench)")
+        tokens = op.get("tokens")
+        if tokens is None or len(tokens) != op["n"]:
+            raise ValueError(f"share with n = {op['n']} carries {tokens!r} (the bench feeds them)")
+        return g.share(op["dst"], tokens)
+
+    def _share_cover(self, op: dict) -> tuple[int, int]:
+        """Before golden's share: ``(live segments, the longest M a tag entry offers)``
+        (coverage only: a candidate the token check then rejects is counted)."""
+        g = self.golden
+        tags = crc.tags_of(list(op.get("tokens", ()))[: 1 << self.p["POS_BITS"]], BLOCK)
+        offer = 0
+        for k in range(len(tags) - 1, -1, -1):
+            e = g._tags.find(tags[k])
+            if e is not None and e[1] == k and g.seq_len(e[0]) >= BLOCK * (k + 1):
+                offer = BLOCK * (k + 1)
+                break
+        return g.live_segments, offer
 
     def accept_op(self, op: dict[str, int], cycle: int = 0) -> Expected:
         name = OPS[op["op"]].lower()
         self.ops += 1
+        cov = self.stats.cover
+        share = op["op"] == _SHARE
+        if share:
+            live, offer = self._share_cover(op)
+            if "cls" in op:
+                cov[f"share/cls/{op['cls']}"] += 1
         try:
             r = self._call(op)
         except PoolError as e:
             code = int(e.code)
-            self.stats.cover[f"code/{CODES[code]}"] += 1
+            cov[f"code/{CODES[code]}"] += 1
+            if share:
+                cov[f"share/code/{CODES[code]}"] += 1
             beat = {"op": op["op"], "error": 1, "code": code, "value": 0, "value2": 0, "spilled": 0}
             return self._owe("res", cycle, op, beat | self.counts(), f"{name}/error")
         v = r.value
@@ -280,8 +320,12 @@ class Scoreboard:
             "spilled": r.spilled,
             **dict(zip(COUNT_FIELDS, r.counts, strict=True)),
         }
-        cov = self.stats.cover
         cov["alloc_spills"] += r.spilled
+        if share:
+            m = beat["value"]
+            cov["share/hit" if m else "share/miss"] += 1
+            cov["share/split"] += self.golden.live_segments - live
+            cov["share/rejected"] += offer > m  # a tag named a candidate, its tokens differed
         if op["op"] == _SPILL:
             cov["spill_victims"] += beat["value"]
         if op["op"] == _REL:
@@ -325,5 +369,6 @@ class Scoreboard:
             _SPILL: ("n",),
             _FILL: ("seq", "pos"),
             _SCORE: ("seq", "pos", "s"),
+            _SHARE: ("dst", "n", "tokens"),
         }.get(k, tuple(tx))
         return f"{OPS[k].lower()}(" + ", ".join(f"{a}={tx[a]}" for a in args) + ")"

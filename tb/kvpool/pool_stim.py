@@ -14,6 +14,14 @@ most are valid and shaped as the decoder uses the pool:
   1, ...`` (``NOT_CHAIN`` is never provoked: the RTL does not report it);
 * forks of live sequences into idle ones, releases, ``spill(n)``, fills of
   HBM-resident positions, scores of committed positions;
+* shares (dedup) into idle sequences: the tokens (carried in the beat's dict,
+  fed on ``tok`` by the bench) a prefix of a live sequence's committed
+  tokens, its length around and across multiples of ``BLOCK = 16``, now and
+  then with a token changed or random tokens after, or the tokens of a
+  sequence released since (stale tag entries), or random; prefill runs'
+  tokens random, all 0, a fixed block repeated, or a live sequence's tokens
+  copied (equal blocks: tags entered twice, the token check of a candidate
+  that is not the request's);
 * every error class the ports can express (:func:`pool_model.reachable_codes`)
   by injection, ``TABLE_FULL`` and ``NO_PAGE`` by pressure (phases
   ``grow``, ``pressure``, ``shrink`` by the pool's fullness);
@@ -35,29 +43,34 @@ from collections import deque
 from hw.common import idx_bits
 from hw.kvpool.layouts import PoolOp
 from tb.common import random_tree
-from tb.kvpool.pool_model import CODES, PoolFormat, Scoreboard, reachable_codes
+from tb.kvpool.pool_model import BLOCK, CODES, PoolFormat, Scoreboard, reachable_codes
+from tb.kvpool.pool_shares import ShareStim
 
 __all__ = ["Stimulus", "self_check", "coverage_missing"]
 
-INS, COM, FORK, REL, SPILL, FILL, SCORE = (
+INS, COM, FORK, REL, SPILL, FILL, SCORE, SHARE = (
     int(o.value)
     for o in (PoolOp.INSERT, PoolOp.COMMIT, PoolOp.FORK, PoolOp.RELEASE)
-    + (PoolOp.SPILL, PoolOp.FILL, PoolOp.SCORE)
+    + (PoolOp.SPILL, PoolOp.FILL, PoolOp.SCORE, PoolOp.SHARE)
 )
 PRESSURE_PAGES = 4096  # above: NO_PAGE and allocation spills are not asserted (unreachable)
 NODE_CAP = 24  # nodes per decode tree at most (N_NODES 1,024 would make slow steps)
 #: phase -> activity weights
-_ACTS = ("tree", "open", "prefill", "fork", "release", "spill", "fill", "score")
+_ACTS = ("tree", "open", "prefill", "fork", "release", "spill", "fill", "score", "share")
 PHASES: dict[str, dict[str, float]] = {
-    "grow": dict(zip(_ACTS, (6, 3, 3, 1, 0.25, 0.5, 1, 1), strict=True)),
-    "pressure": dict(zip(_ACTS, (3, 1.5, 3, 0.5, 0.2, 2, 3, 2), strict=True)),
-    "shrink": dict(zip(_ACTS, (3, 0.3, 0.3, 0.3, 4, 0.3, 0.5, 0.5), strict=True)),
+    "grow": dict(zip(_ACTS, (6, 3, 3, 1, 0.25, 0.5, 1, 1, 1), strict=True)),
+    "pressure": dict(zip(_ACTS, (3, 1.5, 3, 0.5, 0.2, 2, 3, 2, 1), strict=True)),
+    "shrink": dict(zip(_ACTS, (3, 0.3, 0.3, 0.3, 4, 0.3, 0.5, 0.5, 0.4), strict=True)),
 }
+#: prefill runs' token sources (weights: TOKEN_BITS <= 4, wider)
+TOKMODES = ("random", "zeros", "pattern", "copy")
+TOKMODE_W = {True: (0.4, 0.2, 0.2, 0.2), False: (0.7, 0.1, 0.1, 0.1)}
 ERR_RATE = 0.07
 INJECT = (
     "seq_range", "dst_range", "owner_range", "seen_committed", "pos_gap", "spec_dup",
     "depth_range", "no_spec", "root_clear", "same_seq", "src_empty", "dst_busy",
     "nothing_seen", "not_committed", "on_chip", "field",
+    "share_dst_range", "share_field", "share_busy", "share_full",
 )  # fmt: skip
 
 
@@ -96,7 +109,7 @@ class Plan:
         return out[::-1]
 
 
-class Stimulus:
+class Stimulus(ShareStim):
     """Chooses the next operation and the next query of each port (see the module)."""
 
     def __init__(self, p: dict[str, int], rng: random.Random, sb: Scoreboard) -> None:
@@ -109,17 +122,23 @@ class Stimulus:
         self.codes = reachable_codes(p)
         self.inject = [k for k in INJECT if self._reachable(k)]
         self.quiet = False  # True: no new beats (a quiescent point is wanted)
+        self.pat = [rng.randrange(1 << p["TOKEN_BITS"]) for _ in range(BLOCK)]  # a fixed block
         self.reset()
 
     def _reachable(self, kind: str) -> bool:
         need = {"seq_range": "SEQ_RANGE", "dst_range": "DST_RANGE", "owner_range": "OWNER_RANGE",
-                "field": "FIELD"}  # fmt: skip
+                "field": "FIELD", "share_dst_range": "DST_RANGE",
+                "share_field": "FIELD"}  # fmt: skip
         return kind not in need or any(CODES[c] == need[kind] for c in self.codes)
 
     def reset(self) -> None:
         """Forget plans and caches (golden was recreated)."""
         self.plans: dict[int, Plan] = {}
         self.runs: dict[int, int] = {}  # seq -> committed inserts still to issue
+        self.tokmode: dict[int, tuple[str, int]] = {}  # seq -> its run's token source
+        #: (seq, its tokens) of sequences released (stale tag entries name them)
+        self.ghosts: deque[tuple[int, list[int]]] = deque(maxlen=6)
+        self.fresh = -1  # the sequence whose prefill ended a block last
         self.hot: deque[tuple[int, int]] = deque(
             maxlen=max(4, self.p["TLB_SETS"] * self.p["TLB_WAYS"] // 2)
         )
@@ -195,8 +214,11 @@ class Stimulus:
         out.update(fields)
         return out
 
-    def _insert(self, seq: int, pos: int, owner: int, committed: int) -> dict[str, int]:
-        token = self.rng.randrange(1 << self.p["TOKEN_BITS"])
+    def _insert(
+        self, seq: int, pos: int, owner: int, committed: int, token: int | None = None
+    ) -> dict[str, int]:
+        if token is None:
+            token = self.rng.randrange(1 << self.p["TOKEN_BITS"])
         return self._op(INS, seq=seq, pos=pos, owner=owner, committed=committed, token=token)
 
     def _phase(self) -> None:
@@ -287,13 +309,28 @@ class Stimulus:
                 return None
             s = rng.choice(cands)
             self.runs[s] = rng.choice([1, 4, 16, rng.randint(1, 48)])
+            mode = rng.choices(TOKMODES, TOKMODE_W[self.p["TOKEN_BITS"] <= 4])[0]
+            self.tokmode[s] = (mode, rng.choice(self._live() or [s]))
         n = self.lens()[s]
         self.runs[s] -= 1
         if self.runs[s] <= 0 or n >= self.pos_max:
             del self.runs[s]
         if n > self.pos_max:
             return None
-        return self._insert(s, n, rng.randrange(self.p["N_NODES"]), 1)
+        if (n + 1) % BLOCK == 0:  # its block's tag is entered: share it soon
+            self.fresh = s
+        return self._insert(s, n, rng.randrange(self.p["N_NODES"]), 1, self._token(s, n))
+
+    def _token(self, s: int, pos: int) -> int | None:
+        """The token of prefill position ``pos`` of ``s`` by its run's source (``None``: random)."""
+        mode, src = self.tokmode.get(s, ("random", s))
+        if mode == "zeros":
+            return 0
+        if mode == "pattern":
+            return self.pat[pos % BLOCK]
+        if mode == "copy" and src != s and pos < self.lens()[src]:
+            return self.g.pte(src, pos)[2]
+        return None
 
     def _do_fork(self) -> dict[str, int] | None:
         live, idle = self._live(), self._idle()
@@ -314,6 +351,8 @@ class Stimulus:
         s = self.rng.choice(cands)
         self.plans.pop(s, None)
         self.runs.pop(s, None)
+        if self.lens()[s] >= BLOCK:
+            self.ghosts.append((s, self._tokens(s, self.lens()[s])))
         return self._op(REL, seq=s)
 
     def _do_spill(self) -> dict[str, int]:
@@ -398,7 +437,7 @@ class Stimulus:
                 return self._op(FILL, seq=k[0], pos=k[1])
         if kind == "field":
             return self._op(SPILL, n=rng.randint(p["PAGES"] + 1, self.n_max))
-        return None
+        return self._share_error(kind, live, trees)
 
     # ------------------------------------------------------------------ lookups
     def query(self, port: int) -> dict[str, int] | None:
@@ -450,6 +489,10 @@ class Stimulus:
 
 
 # ----------------------------------------------------------------------------- self-check
+#: share's error classes (the random runs assert the first three where reachable)
+SHARE_CODES = ("DST_RANGE", "FIELD", "DST_BUSY", "TABLE_FULL")
+
+
 def coverage_missing(p: dict[str, int], cover) -> list[str]:
     """What a random run of parameters ``p`` must have reached and did not."""
     need = [f"code/{CODES[c]}" for c in sorted(reachable_codes(p))]
@@ -463,6 +506,10 @@ def coverage_missing(p: dict[str, int], cover) -> list[str]:
         need += ["spill_victims", "fill", "lookup/hbm", "release_hbm_slots"]
     if "code/SEQ_RANGE" in need:
         need.append("lookup/error")
+    need.append("share/miss")  # rejected, TABLE_FULL: the directed scenario (pool_shares)
+    if p["PAGES"] + p["HBM_PAGES"] >= 3 * BLOCK:  # room for a sequence past a block and more
+        need += ["share/hit", "share/split"]
+    need += [f"share/code/{c}" for c in SHARE_CODES[:3] if f"code/{c}" in need]
     return [k for k in need if not cover.get(k)]
 
 
@@ -494,8 +541,8 @@ def self_check(p: dict[str, int], n: int, seed: int) -> tuple[Scoreboard, float]
         op = stim.op()
         if op is not None:
             raw = fmt.pack_op(op)
-            sb.accept_op(fmt.unpack_op(raw), cycle)
-            e = twin.accept_op(fmt.unpack_op(raw), cycle)
+            sb.accept_op(fmt.carry(op, fmt.unpack_op(raw)), cycle)
+            e = twin.accept_op(fmt.carry(op, fmt.unpack_op(raw)), cycle)
             beats.append(("res", fmt.pack_result(e.beat)))
         for stream, raw in beats:
             errors += sb.deliver(stream, cycle + 1, raw)

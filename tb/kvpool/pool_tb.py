@@ -9,7 +9,12 @@ cycle, in ``drive`` (falling edge) it offers a beat on ``q0``, ``q1`` and
 every ``r0`` / ``r1`` / ``res`` beat (:class:`OutPort`) with the oldest beat
 owed on that stream (:class:`tb.kvpool.pool_model.Scoreboard`). Beats come
 from :class:`tb.kvpool.pool_stim.Stimulus` or from a directed script per
-port (:attr:`PoolTB.script`, first).
+port (:attr:`PoolTB.script`, first). A share's tokens (its beat's
+``tokens``) are queued on :class:`TokPort` when the operation is accepted
+and fed on ``tok`` from the next cycle on (``valid`` held until ``ready``,
+the operation port's idle pattern); a share's result that arrives before
+the pool has taken all its tokens fails the run (as does a token waiting
+for ``ready`` too long).
 
 Quiescent points (:meth:`PoolTB.quiesce`): no new beat is offered; once
 nothing is owed and nothing is on the bus for :data:`QUIET` cycles, the
@@ -31,7 +36,7 @@ from tb.common import TB, pattern
 from tb.kvpool.pool_model import COUNT_FIELDS, Expected, Scoreboard
 from tb.kvpool.pool_stim import Stimulus
 
-__all__ = ["PoolTB", "InPort", "OutPort", "QUIET", "TIMEOUT"]
+__all__ = ["PoolTB", "InPort", "OutPort", "TokPort", "QUIET", "TIMEOUT"]
 
 QUIET = 3  # idle cycles before the counters are compared
 TIMEOUT = 20000  # cycles a beat may be owed, or wait for ready
@@ -56,6 +61,7 @@ class InPort:
         self.ready = getattr(dut, f"{name}__ready")
         self.pause, self.source, self.pack, self.unpack = idle, source, pack, unpack
         self.raw: int | None = None
+        self.beat: dict | None = None  # the source's dict of the beat on the bus
         self.up = False
         self.waited = 0  # cycles the current beat has been on the bus
         self.accepted: list[int] = []  # accept cycles (directed measurements)
@@ -66,6 +72,7 @@ class InPort:
             beat = self.source()
             if beat is not None:
                 self.raw = self.pack(beat)
+                self.beat = beat
                 self.payload.value = self.raw
         up = self.raw is not None
         if up != self.up:
@@ -80,11 +87,70 @@ class InPort:
             self.waited += 1
             return None
         beat = self.unpack(self.raw)
-        self.raw, self.waited = None, 0
+        if self.beat is not None:  # keys that are no field (a share's tokens)
+            beat = self.beat | beat
+        self.raw, self.waited, self.beat = None, 0, None
         return beat
 
     def drop(self) -> None:
-        self.raw, self.waited = None, 0
+        self.raw, self.waited, self.beat = None, 0, None
+        if self.up:
+            self.valid.value = 0
+            self.up = False
+
+
+class TokPort:
+    """The ``tok`` input: the tokens of accepted shares, in order, ``valid`` held until
+    ``ready``; ``owed`` counts, per share in order, the tokens it still has to take."""
+
+    def __init__(self, dut, idle) -> None:
+        self.name = "tok"
+        self.valid, self.payload, self.ready = dut.tok__valid, dut.tok__payload, dut.tok__ready
+        self.pause = idle
+        self.queue: deque[int] = deque()
+        self.owed: deque[list[int]] = deque()  # [share's transaction index, tokens left]
+        self.tok: int | None = None
+        self.up = False
+        self.waited = 0
+        self.taken = 0  # tokens taken in all
+        self.valid.value = 0
+
+    def push(self, index: int, tokens: list[int]) -> None:
+        self.queue.extend(tokens)
+        self.owed.append([index, len(tokens)])
+
+    def drive(self) -> None:
+        if self.tok is None and self.queue and next(self.pause):
+            self.tok = self.queue.popleft()
+            self.payload.value = self.tok
+        up = self.tok is not None
+        if up != self.up:
+            self.valid.value = int(up)
+            self.up = up
+
+    def take(self) -> bool:
+        """In ``ReadOnly``: ``True`` if the token on the bus is taken at the coming edge."""
+        if not self.up:
+            return False
+        if not self.ready.value:
+            self.waited += 1
+            return False
+        self.tok, self.waited = None, 0
+        self.taken += 1
+        while self.owed and not self.owed[0][1]:
+            self.owed.popleft()
+        if self.owed:
+            self.owed[0][1] -= 1
+        return True
+
+    def left(self, index: int) -> int:
+        """Tokens share ``index`` has still to take (0: all taken, or no such share)."""
+        return next((n for i, n in self.owed if i == index), 0)
+
+    def drop(self) -> None:
+        self.queue.clear()
+        self.owed.clear()
+        self.tok, self.waited = None, 0
         if self.up:
             self.valid.value = 0
             self.up = False
@@ -142,8 +208,7 @@ class PoolTB:
             ),
         ]
         self.outs = [OutPort(self.dut, n) for n in ("r0", "r1", "res")]
-        if hasattr(self.dut, "tok__valid"):  # share's token stream: SHARE is not issued
-            self.dut.tok__valid.value = 0
+        self.tok = TokPort(self.dut, pattern(idle["op"], tb.rng))
         self.rst = self.dut.rst
         self.reset_left = 0
         self._rst = 0
@@ -182,11 +247,13 @@ class PoolTB:
                 self.rst.value = self._rst = 1
             for port in self.ins:
                 port.drop()
+            self.tok.drop()
             return
         if self._rst:
             self.rst.value = self._rst = 0
         for port in self.ins:
             port.drive(True)
+        self.tok.drive()
 
     def sample(self) -> None:
         cycle = self.tb.cycle
@@ -203,16 +270,24 @@ class PoolTB:
             if beat is not None:
                 sb.accept_query(k, beat, cycle)
                 port.accepted.append(cycle)
+        self.tok.take()
         beat = op.take()
         if beat is not None:
-            sb.accept_op(beat, cycle)
+            e = sb.accept_op(beat, cycle)
             op.accepted.append(cycle)
+            if "tokens" in beat:
+                self.tok.push(e.index, beat["tokens"])
         for out in self.outs:
             raw = out.beat()
             if raw is None:
                 continue
             self.last_out = cycle
             head = sb.owed[out.name][0] if sb.owed[out.name] else None
+            if out.name == "res" and head is not None and self.tok.left(head.index):
+                self.fail(
+                    f"res of share #{head.index} with {self.tok.left(head.index)} of its "
+                    "tokens not taken"
+                )
             for msg in sb.deliver(out.name, cycle, raw):
                 self.fail(msg)
             if self.record and head is not None:
@@ -220,13 +295,13 @@ class PoolTB:
         self._watch(cycle)
 
     def _watch(self, cycle: int) -> None:
-        busy = any(port.up for port in self.ins)
+        busy = any(port.up for port in self.ins) or self.tok.up or bool(self.tok.queue)
         if self.sb.pending or busy:
             self.quiet = 0
             if self.sb.pending and cycle - max(self.last_out, self._oldest()) > TIMEOUT:
                 self.fail(f"a beat owed for {TIMEOUT} cycles: {self._owed_summary()}")
                 self.last_out = cycle
-            for port in self.ins:
+            for port in (*self.ins, self.tok):
                 if port.waited > TIMEOUT:
                     self.fail(f"{port.name}: valid for {TIMEOUT} cycles without ready")
                     port.waited = 0
@@ -270,7 +345,10 @@ class PoolTB:
 
     def state(self) -> str:
         """What is in flight (for a message)."""
-        ports = ", ".join(f"{p.name} up {int(p.up)} waited {p.waited}" for p in self.ins)
+        ports = ", ".join(
+            f"{p.name} up {int(p.up)} waited {p.waited}" for p in (*self.ins, self.tok)
+        )
+        ports += f", tok queued {len(self.tok.queue)}"
         return f"{ports}; owed: {self._owed_summary() or 'nothing'}; quiet {self.quiet}"
 
     async def reset(self, cycles: int = 2) -> None:
@@ -288,6 +366,8 @@ class PoolTB:
             lambda: (
                 not any(self.script.values())
                 and not any(p.up for p in self.ins)
+                and not self.tok.up
+                and not self.tok.queue
                 and not self.sb.pending
             ),
             timeout,

@@ -32,6 +32,7 @@ import time
 
 from tb.common import FULL, FULL_ONLY, REPO, TB, params, report
 from tb.kvpool.pool_model import golden_of
+from tb.kvpool.pool_shares import SCRIPT_GOALS, share_script
 from tb.kvpool.pool_stim import COM, FORK, INS, REL, SCORE, SPILL, coverage_missing
 from tb.kvpool.pool_tb import PoolTB
 
@@ -205,6 +206,28 @@ if cocotb is not None:
         await random_traffic_run(dut, idle, int(TX * share), reset=idle == "none")
 
     @cocotb.test()
+    async def share_directed(dut) -> None:
+        """The directed share scenario (:mod:`tb.kvpool.pool_shares`) on a pool fresh from
+        reset: hits with splits, misses, a rejected candidate, every error class of share;
+        every result checked by the scoreboard."""
+        p = params()
+        tb = TB(dut)
+        bench = PoolTB(tb, p, {"q": "none", "op": "random"})
+        await tb.start()
+        ops, planned = share_script(p, tb.seed)
+        n_tok = sum(o["n"] for o in ops)
+        await bench.run_script({"op": ops}, timeout=20_000 + 50 * len(ops) + 4 * n_tok)
+        await bench.quiesce()
+        cov = bench.sb.stats.cover
+        tb.log.info("share scenario: %d operations, coverage %s", len(ops),
+                    {k: v for k, v in sorted(cov.items()) if k.startswith("share/")})  # fmt: skip
+        report("kvpool", "share_directed", mismatches=len(bench.errors), operations=len(ops))
+        assert not bench.errors, f"seed {tb.seed}: {bench.errors[0]}"
+        goals = [k for k in SCRIPT_GOALS if planned.get(k)]
+        goals += [k for k in ("share/code/DST_RANGE", "share/code/TABLE_FULL") if planned.get(k)]
+        assert all(cov.get(k) for k in goals), f"seed {tb.seed}: {cov}"
+
+    @cocotb.test()
     async def cycles(dut) -> None:
         """Directed cycle measurements; every beat also checked by the scoreboard."""
         p = params()
@@ -231,6 +254,7 @@ from tb.kvpool.common import leaf_params, leaf_verilog  # noqa: E402
 _SMALL = {
     "PAGES": 32, "HBM_PAGES": 16, "SEQS": 4, "SEGS": 6, "TREES": 2, "N_NODES": 8,
     "MAX_DEPTH": 4, "POS_BITS": 7, "TOKEN_BITS": 4, "TLB_SETS": 4, "TLB_WAYS": 2,
+    "TAG_SETS": 2, "TAG_WAYS": 2,
 }  # fmt: skip
 #: parameter sets by name (plain dicts: tests/test_kvpool_stimulus.py runs the generator on them)
 PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
@@ -250,6 +274,8 @@ PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
         "TOKEN_BITS": 3,
         "TLB_SETS": 2,
         "TLB_WAYS": 1,
+        "TAG_SETS": 2,
+        "TAG_WAYS": 2,
     },  # fmt: skip
     "medium": {
         "PAGES": 64,
@@ -263,6 +289,8 @@ PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
         "TOKEN_BITS": 8,
         "TLB_SETS": 16,
         "TLB_WAYS": 2,
+        "TAG_SETS": 4,
+        "TAG_WAYS": 2,
     },  # fmt: skip
 }
 #: the defaults (PAGES 2**20, TLB 1,024 x 4): only with KVPOOL_FULL=1 for now
