@@ -86,6 +86,7 @@ class _Fsm:
         self.loc = Signal(name="fsm_loc")
         self.addr = Signal(ab, name="fsm_addr")
         self.token = Signal(p["token_bits"], name="fsm_token")
+        self.vtoken = Signal(p["token_bits"], name="fsm_vtoken")  # a spill victim's
         self.vpage = Signal(p["page_bits"], name="fsm_vpage")
         self.vtab = Signal(seg.gb, name="fsm_vtab")
         self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
@@ -264,14 +265,14 @@ class _Fsm:
                 m.next = "SP_RDW"
         with m.State("SP_RDW"):
             rsp = u.bt.rd0_rsp
-            m.d.sync += self.token.eq(rsp.payload.token)
+            m.d.sync += self.vtoken.eq(rsp.payload.token)
             m.d.comb += u.halloc.alloc.eq(1)
             m.next = "SP_SLOT"
         with m.State("SP_SLOT"):
             m.d.sync += self.addr.eq(u.halloc.page)
             m.next = "SP_WR"
         with m.State("SP_WR"):
-            ok = self.bt(BtCmd.WRITE, self.vtab, vi, loc=1, addr=self.addr, token=self.token)
+            ok = self.bt(BtCmd.WRITE, self.vtab, vi, loc=1, addr=self.addr, token=self.vtoken)
             g1h = seg.of_table(self.vtab, self.vpos, "sp_seg1h")
             gidx = seg.index(g1h, "sp_seg")
             with m.If(ok):

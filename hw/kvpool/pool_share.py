@@ -112,7 +112,7 @@ class ShareRegs:
         m.submodules.tbuf = tbuf = memory.Memory(shape=64, depth=max(2, 1 << (pb - 4)), init=[])
         self.sw, self.sr = sbuf.write_port(), sbuf.read_port()
         self.tw, self.tr = tbuf.write_port(), tbuf.read_port()
-        self.j = Signal(pb + 1, name="sh_j")  # tokens taken
+        self.j = Signal(len(fsm.r.o.n), name="sh_j")  # tokens taken (as wide as n)
         self.k = Signal(pb + 1, name="sh_k")  # the block tried
         self.run = Signal(64, name="sh_run")  # the running tag
         self.ip = Signal(pb + 1, name="sh_ip")  # compare: positions issued
