@@ -20,6 +20,7 @@ from hw.kvpool.blocktable import BlockTable
 from hw.kvpool.crc64 import BlockTag
 from hw.kvpool.layouts import (
     PoolCode,
+    PoolOp,
     addr_bits,
     pool_op_layout,
     pool_query_layout,
@@ -260,27 +261,26 @@ class ScaledPool(wiring.Component):
         pb = self.POS_BITS
         return net(m, Value.cast(ts.slot_lo).word_select(slot, pb), name)
 
-    def _facts(self, m: Module, u: Units, o) -> dict:
-        """The comb values the FSM's checks and steps read, from the registered op."""
+    def _facts(self, m: Module, u: Units, o, pre: str = "op") -> dict:
+        """The comb values the FSM's checks and steps read, from the op ``o`` (the
+        registered one; ``pre = "in"``: the one on the port, for the fast insert).
+        ``node_valid`` is the tree slots' ``chk_valid``, whose query the caller drives."""
         p, seg, ts = self.p, u.seg, u.ts
         S, N = p["SEQS"], p["N_NODES"]
         sw = len(o.seq)
         seq_ok = (o.seq < S) if S < (1 << sw) else Const(1)
         dst_ok = (o.dst < S) if S < (1 << sw) else Const(1)
         owner_ok = (o.owner < N) if N < (1 << len(o.owner)) else Const(1)
-        ln = seg.len_of(o.seq, "op_len")
-        ln_dst = seg.len_of(o.dst, "op_len_dst")
-        has_tree, slot = self._tree_of(m, ts, o.seq, "op_tree")
-        dst_tree, _ = self._tree_of(m, ts, o.dst, "op_dst_tree")
-        lo = self._slot_lo(m, ts, slot, "op_lo")
-        m.d.comb += [ts.chk_slot.eq(slot), ts.chk_node.eq(o.owner)]
-        if hasattr(ts, "chk_accept"):
-            m.d.comb += ts.chk_accept.eq(o.accept)
+        ln = seg.len_of(o.seq, f"{pre}_len")
+        ln_dst = seg.len_of(o.dst, f"{pre}_len_dst")
+        has_tree, slot = self._tree_of(m, ts, o.seq, f"{pre}_tree")
+        dst_tree, _ = self._tree_of(m, ts, o.dst, f"{pre}_dst_tree")
+        lo = self._slot_lo(m, ts, slot, f"{pre}_lo")
         acc_any = getattr(ts, "chk_any", Const(1))
         in_window = (lo <= o.pos) & (o.pos < lo + p["MAX_DEPTH"])
-        own1h = seg.own(o.seq, ln, "op_own1h")
-        find1h = seg.find(o.seq, o.pos, "op_find1h")
-        find_t = seg.pick(find1h, seg.tab, "op_find_t")
+        own1h = seg.own(o.seq, ln, f"{pre}_own1h")
+        find1h = seg.find(o.seq, o.pos, f"{pre}_find1h")
+        find_t = seg.pick(find1h, seg.tab, f"{pre}_find_t")
         facts = Facts(
             seq_ok=seq_ok,
             dst_ok=dst_ok,
@@ -308,13 +308,13 @@ class ScaledPool(wiring.Component):
             "free_slot": ts.free_slot,
             "acc_any": acc_any,
             "has_own": own1h.any(),
-            "own_g": seg.index(own1h, "op_own_g"),
-            "own_t": seg.pick(own1h, seg.tab, "op_own_t"),
-            "find_g": seg.index(find1h, "op_find_g"),
+            "own_g": seg.index(own1h, f"{pre}_own_g"),
+            "own_t": seg.pick(own1h, seg.tab, f"{pre}_own_t"),
+            "find_g": seg.index(find1h, f"{pre}_find_g"),
             "find_t": find_t,
-            "find_i": o.pos - seg.table_base(find_t, "op_find_base"),
-            "chain": seg.chain(o.seq, "op_chain"),
-            "slot_lo": lambda s: self._slot_lo(m, ts, s, "op_slot_lo"),
+            "find_i": o.pos - seg.table_base(find_t, f"{pre}_find_base"),
+            "chain": seg.chain(o.seq, f"{pre}_chain"),
+            "slot_lo": lambda s: self._slot_lo(m, ts, s, f"{pre}_slot_lo"),
         }
 
     def elaborate(self, platform) -> Module:
@@ -333,14 +333,23 @@ class ScaledPool(wiring.Component):
             idle=Signal(name="op_idle"),
         )
         facts = self._facts(m, u, r.o)
+        fast = self._facts(m, u, self.op.payload, "in")
+        ts = u.ts
+        with m.If(r.idle):  # the tree slots' valid query: the port's op in IDLE
+            m.d.comb += [ts.chk_slot.eq(fast["slot"]), ts.chk_node.eq(self.op.payload.owner)]
+        with m.Else():
+            m.d.comb += [ts.chk_slot.eq(facts["slot"]), ts.chk_node.eq(r.o.owner)]
+        if hasattr(ts, "chk_accept"):
+            m.d.comb += ts.chk_accept.eq(r.o.accept)
         inflight = []
+        hold = Signal(name="lookup_hold")
         for k in range(2):
             lp = lookup_port(
                 m,
                 k,
                 q=getattr(self, f"q{k}"),
                 r=_Reply(getattr(self, f"r{k}_valid"), getattr(self, f"r{k}")),
-                allow=r.idle,
+                allow=r.idle & ~hold,
                 seg=u.seg,
                 tlb=u.tlbs[k],
                 rd=getattr(u.bt, f"rd{k}"),
@@ -351,7 +360,7 @@ class ScaledPool(wiring.Component):
                 seqs=p["SEQS"],
             )
             inflight.append(lp.inflight)
-        op_fsm(
+        res_fast, lk_hold = op_fsm(
             m,
             self.op,
             u,
@@ -369,15 +378,22 @@ class ScaledPool(wiring.Component):
             crc=m.submodules.crc,
             tags=m.submodules.tags,
             tok=self.tok,
+            fast=fast,
         )
+        m.d.comb += hold.eq(lk_hold)
+        m.d.comb += self.res_valid.eq(r.done | res_fast)
+        with m.If(res_fast):  # a fast insert's (hw.kvpool.pool_fast)
+            m.d.comb += [res.op.eq(PoolOp.INSERT), res.value.eq(u.alloc.page)]
+        with m.Else():
+            m.d.comb += [
+                res.op.eq(r.o.op),
+                res.error.eq(r.code != PoolCode.NONE),
+                res.code.eq(r.code),
+                res.value.eq(r.value),
+                res.value2.eq(r.value2),
+                res.spilled.eq(r.spilled),
+            ]
         m.d.comb += [
-            self.res_valid.eq(r.done),
-            res.op.eq(r.o.op),
-            res.error.eq(r.code != PoolCode.NONE),
-            res.code.eq(r.code),
-            res.value.eq(r.value),
-            res.value2.eq(r.value2),
-            res.spilled.eq(r.spilled),
             res.free_pages.eq(u.alloc.free_pages),
             res.spec_pages.eq(u.spec_pages),
             res.committed_pages.eq(u.committed_pages),

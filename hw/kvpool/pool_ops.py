@@ -24,6 +24,7 @@ from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_checks import fill_code, op_code
+from hw.kvpool.pool_fast import fast_accept, fast_eligible, fast_stage2, make_stage2
 from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
 from hw.kvpool.segtable import SegState
 from hw.kvpool.treeslots import TsCmd, TsOut
@@ -100,6 +101,7 @@ class _Fsm:
         self.collect = Signal(name="fsm_collect")
         self.tret = Signal(name="fsm_tret")
         self.ttag = Signal(64, name="fsm_ttag")
+        self.quiet = Signal(name="fsm_quiet")
 
     # ------------------------------------------------------------------ unit commands
     def bt(self, kind, t, i, *, n=0, loc=0, addr=0, token=0) -> Value:
@@ -161,9 +163,12 @@ class _Fsm:
         """``IDLE``, ``WAIT``, ``CHECK``, ``RESULT``."""
         m, r, f = self.m, self.r, self.f
         o = r.o
+        s2 = self.s2
         with m.State("IDLE"):
-            m.d.comb += [op.ready.eq(1), r.idle.eq(1)]
-            with m.If(op.valid):
+            fast_stage2(self, s2, self.res_fast)
+            to_tag = s2.valid & s2.tag
+            m.d.comb += [op.ready.eq(~to_tag), r.idle.eq(1)]
+            with m.If(op.valid & ~to_tag):
                 m.d.sync += [
                     o.eq(op.payload),
                     r.code.eq(PoolCode.NONE),
@@ -171,7 +176,10 @@ class _Fsm:
                     r.value2.eq(0),
                     r.spilled.eq(0),
                 ]
-                m.next = "CHECK"
+                with m.If(fast_eligible(m, op, self.fast)):
+                    fast_accept(self, op, self.fast, s2)
+                with m.Else():
+                    m.next = "CHECK"
         with m.State("CHECK"):
             code = op_code(m, o, f["facts"])
             with m.If(~inflight):  # the lookups taken before, or with, it are done
@@ -213,7 +221,8 @@ class _Fsm:
                             m.next = "PTE"
         with m.State("RESULT"):
             with m.If(~busy):
-                m.d.comb += r.done.eq(1)
+                m.d.comb += r.done.eq(~self.quiet)  # quiet: a fast insert's, shown already
+                m.d.sync += self.quiet.eq(0)
                 m.next = "IDLE"
 
     # ------------------------------------------------------------------ allocation
@@ -530,11 +539,31 @@ class _Fsm:
 
 
 def op_fsm(
-    m: Module, op, u: Units, r: OpRegs, p: dict, facts: dict, inflight: Value, *, crc, tags, tok
-) -> None:
+    m: Module,
+    op,
+    u: Units,
+    r: OpRegs,
+    p: dict,
+    facts: dict,
+    inflight: Value,
+    *,
+    crc,
+    tags,
+    tok,
+    fast: dict,
+) -> tuple[Signal, Value]:
     """Build the operation FSM (``p``: the pool's parameters and widths; ``facts``:
-    the comb values its checks and steps read, see :func:`hw.kvpool.pool.ScaledPool`)."""
+    the comb values its checks and steps read, ``fast`` the same of the port's op, see
+    :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, lookup_hold)``: a fast
+    insert's result is shown this cycle; lookups must wait (:mod:`hw.kvpool.pool_fast`)."""
     fsm = _Fsm(m, u, r, p, facts)
+    fsm.s2 = s2 = make_stage2(fsm)
+    fsm.res_fast = Signal(name="res_fast")
+    o = op.payload
+    fsm.fast = fast | {
+        "node_busy": fast["facts"].node_valid
+        | (s2.valid & ~s2.committed & (s2.slot == fast["slot"]) & (s2.owner == o.owner))
+    }
     busy = u.bt.busy | u.ps.busy | u.ts.busy
     tag_setup(fsm)
     sh = ShareRegs(fsm)
@@ -547,3 +576,4 @@ def op_fsm(
         fsm.spill_fill_score()
         tag_states(fsm, crc, tags)
         share_states(fsm, sh, crc, tags, tok)
+    return fsm.res_fast, s2.valid | s2.after

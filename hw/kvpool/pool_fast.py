@@ -1,0 +1,145 @@
+"""The scaled pool's fast insert: one insert per cycle, checked on the port.
+
+An insert that is certain to succeed without a spill is taken in ``IDLE``
+and done in two cycles, overlapped with the next insert:
+
+* **cycle ``t``** (taken): its checks pass on the port's values (facts
+  ``fast`` of :meth:`hw.kvpool.pool.ScaledPool._facts`); the allocator is
+  asked for a page; a committed insert's segment, table length and sequence
+  length are updated (opening its own segment if it has none); the counts
+  move. So an operation taken at ``t + 1`` is checked against all of it.
+* **cycle ``t + 1``** (stage 2): the page arrives; the block-table append or
+  the tree-slot node, and the page state, are written; the result is shown.
+  An append that ends a 16-token block goes on to the tag states (the port
+  waits for them; their ``RESULT`` shows nothing).
+
+Eligible: a committed insert at ``pos == len`` with an own segment or a free
+one, or a speculative insert into the sequence's active tree, inside its
+window, of a node not valid (nor being added by stage 2), while a page is
+free. Everything else (errors, a tree to open, a spill) takes the
+sequential path, with the same results. Lookups are not taken while stage 2
+writes or in the cycle after (the block table shows an append two cycles
+after it is taken).
+"""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Module, Mux, Signal, Value
+
+from hw.kvpool.blocktable import BtCmd
+from hw.kvpool.layouts import PoolOp
+from hw.kvpool.pagestate import PsCmd
+from hw.kvpool.treeslots import TsCmd
+
+__all__ = ["Stage2", "make_stage2", "fast_eligible", "fast_accept", "fast_stage2"]
+
+
+@dataclass
+class Stage2:
+    """The fast insert's second-cycle registers."""
+
+    valid: Signal
+    committed: Signal
+    seq: Signal
+    pos: Signal
+    owner: Signal
+    token: Signal
+    t: Signal
+    i: Signal
+    slot: Signal
+    fresh: Signal
+    tag: Signal  # the append ends a block
+    after: Signal  # stage 2 was busy last cycle (lookups wait one more)
+
+
+def make_stage2(fsm) -> Stage2:
+    """The registers, named ``s2_*``."""
+    o, seg, p = fsm.r.o, fsm.u.seg, fsm.p
+    s = Stage2(
+        valid=Signal(name="s2_valid"),
+        committed=Signal(name="s2_committed"),
+        seq=Signal.like(o.seq, name="s2_seq"),
+        pos=Signal.like(o.pos, name="s2_pos"),
+        owner=Signal.like(o.owner, name="s2_owner"),
+        token=Signal.like(o.token, name="s2_token"),
+        t=Signal(seg.gb, name="s2_t"),
+        i=Signal(len(seg.len[0]), name="s2_i"),
+        slot=Signal(range(max(2, p["trees"])), name="s2_slot"),
+        fresh=Signal(name="s2_fresh"),
+        tag=Signal(name="s2_tag"),
+        after=Signal(name="s2_after"),
+    )
+    fsm.m.d.sync += [s.valid.eq(0), s.after.eq(s.valid)]
+    return s
+
+
+def fast_eligible(m: Module, op, fast: dict) -> Value:
+    """The op on the port is an insert the fast path takes (see the module docstring)."""
+    o, f = op.payload, fast["facts"]
+    committed_ok = (o.pos == f.ln) & (f.has_own | f.seg_free)
+    spec_ok = (o.pos >= f.ln) & f.has_tree & f.in_window & ~fast["node_busy"]
+    return (
+        (o.op == PoolOp.INSERT)
+        & f.seq_ok
+        & f.owner_ok
+        & f.page_free
+        & Mux(o.committed, committed_ok, spec_ok)
+    )
+
+
+def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
+    """In ``IDLE``, the cycle a fast insert is taken: page asked for, flops moved."""
+    m, u = fsm.m, fsm.u
+    seg, a, o = u.seg, u.alloc, op.payload
+    m.d.comb += a.alloc.eq(1)
+    m.d.sync += [
+        s2.valid.eq(1),
+        s2.committed.eq(o.committed),
+        s2.seq.eq(o.seq),
+        s2.pos.eq(o.pos),
+        s2.owner.eq(o.owner),
+        s2.token.eq(o.token),
+        s2.slot.eq(fast["slot"]),
+        s2.fresh.eq(a.level == 0),
+        s2.tag.eq(o.committed & ((o.pos + 1)[:4] == 0)),
+    ]
+    with m.If(o.committed):
+        opening = ~fast["has_own"]
+        g = Mux(opening, seg.free_g, fast["own_g"])
+        t = Mux(opening, seg.free_t, fast["own_t"])
+        i = Mux(opening, 0, seg.table_len(fast["own_t"], "fast_tlen"))
+        m.d.comb += [
+            seg.open_en.eq(opening),
+            seg.open_seq.eq(o.seq),
+            seg.open_len.eq(fast["ln"]),
+            seg.app_en.eq(1),
+            seg.app_g.eq(g),
+            seg.app_seq.eq(o.seq),
+        ]
+        m.d.sync += [s2.t.eq(t), s2.i.eq(i), u.committed_pages.eq(u.committed_pages + 1)]
+    with m.Else():
+        m.d.sync += u.spec_pages.eq(u.spec_pages + 1)
+
+
+def fast_stage2(fsm, s2: Stage2, res_fast: Signal) -> None:
+    """In ``IDLE``, stage 2: the writes with the page, the result (``res_fast``)."""
+    m, u = fsm.m, fsm.u
+    page = u.alloc.page
+    with m.If(s2.valid):
+        m.d.comb += res_fast.eq(1)
+        with m.If(s2.committed):
+            fsm.bt(BtCmd.APPEND, s2.t, s2.i, addr=page, token=s2.token)
+            fsm.ps(PsCmd.COMMIT, page, tab=s2.t, pos=s2.pos, fresh=s2.fresh)
+        with m.Else():
+            fsm.ts(TsCmd.ADD, slot=s2.slot, node=s2.owner, pos=s2.pos, page=page, token=s2.token)
+            fsm.ps(PsCmd.SPEC, page, fresh=s2.fresh)
+        with m.If(s2.tag):  # the block's tag: the tag states, then a silent RESULT
+            m.d.sync += [
+                fsm.tpos.eq(s2.pos + 1 - 16),
+                fsm.wait.eq(0),
+                fsm.got.eq(0),
+                fsm.collect.eq(1),
+                fsm.tret.eq(0),
+                fsm.quiet.eq(1),
+            ]
+            m.next = "TAG_RD"
