@@ -276,7 +276,7 @@ class ScaledPool(wiring.Component):
         has_tree, slot = self._tree_of(m, ts, o.seq, f"{pre}_tree")
         dst_tree, _ = self._tree_of(m, ts, o.dst, f"{pre}_dst_tree")
         lo = self._slot_lo(m, ts, slot, f"{pre}_lo")
-        acc_any = getattr(ts, "chk_any", Const(1))
+        acc_any = ts.chk_any
         in_window = (lo <= o.pos) & (o.pos < lo + p["MAX_DEPTH"])
         own1h = seg.own(o.seq, ln, f"{pre}_own1h")
         find1h = seg.find(o.seq, o.pos, f"{pre}_find1h")
@@ -339,8 +339,7 @@ class ScaledPool(wiring.Component):
             m.d.comb += [ts.chk_slot.eq(fast["slot"]), ts.chk_node.eq(self.op.payload.owner)]
         with m.Else():
             m.d.comb += [ts.chk_slot.eq(facts["slot"]), ts.chk_node.eq(r.o.owner)]
-        if hasattr(ts, "chk_accept"):
-            m.d.comb += ts.chk_accept.eq(r.o.accept)
+        m.d.comb += ts.chk_accept.eq(r.o.accept)
         inflight = []
         hold = Signal(name="lookup_hold")
         for k in range(2):
