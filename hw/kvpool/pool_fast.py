@@ -10,8 +10,11 @@ and done in two cycles, overlapped with the next insert:
   move. So an operation taken at ``t + 1`` is checked against all of it.
 * **cycle ``t + 1``** (stage 2): the page arrives; the block-table append or
   the tree-slot node, and the page state, are written; the result is shown.
-  An append that ends a 16-token block goes on to the tag states (the port
-  waits for them; their ``RESULT`` shows nothing).
+  An append that ends a 16-token block whose other 15 tokens were the last
+  fast appends of its sequence (a token buffer follows them) has its tag
+  computed in this cycle and entered in the next (stage 3), with no stall;
+  any other block end goes on to the tag states (the port waits for them;
+  their ``RESULT`` shows nothing).
 
 Eligible: a committed insert at ``pos == len`` with an own segment or a free
 one, or a speculative insert into the sequence's active tree, inside its
@@ -24,14 +27,14 @@ after it is taken).
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.treeslots import TsCmd
 
-__all__ = ["Stage2", "make_stage2", "fast_eligible", "fast_accept", "fast_stage2"]
+__all__ = ["Stage2", "make_stage2", "fast_eligible", "fast_accept", "fast_stage2", "fast_tags"]
 
 
 @dataclass
@@ -48,8 +51,18 @@ class Stage2:
     i: Signal
     slot: Signal
     fresh: Signal
-    tag: Signal  # the append ends a block
+    tag: Signal  # the append ends a block whose tokens are not all buffered
+    tagfast: Signal  # the append ends a block whose 16 tokens are in the buffer
     after: Signal  # stage 2 was busy last cycle (lookups wait one more)
+    # the token buffer: the last fast appends of one sequence within one block
+    b_seq: Signal
+    b_next: Signal
+    b_n: Signal
+    b_toks: Signal
+    # stage 3 of a buffered block: its tag out of the tag step
+    s3: Signal
+    s3_seq: Signal
+    s3_block: Signal
 
 
 def make_stage2(fsm) -> Stage2:
@@ -67,10 +80,39 @@ def make_stage2(fsm) -> Stage2:
         slot=Signal(range(max(2, p["trees"])), name="s2_slot"),
         fresh=Signal(name="s2_fresh"),
         tag=Signal(name="s2_tag"),
+        tagfast=Signal(name="s2_tagfast"),
         after=Signal(name="s2_after"),
+        b_seq=Signal.like(o.seq, name="buf_seq"),
+        b_next=Signal(len(seg.len[0]), name="buf_next"),
+        b_n=Signal(5, name="buf_n"),
+        b_toks=Signal(16 * p["token_bits"], name="buf_toks"),
+        s3=Signal(name="s3_valid"),
+        s3_seq=Signal.like(o.seq, name="s3_seq"),
+        s3_block=Signal.like(o.pos, name="s3_block"),
     )
-    fsm.m.d.sync += [s.valid.eq(0), s.after.eq(s.valid)]
+    fsm.m.d.sync += [s.valid.eq(0), s.after.eq(s.valid), s.s3.eq(0)]
     return s
+
+
+def fast_tags(fsm, s2: Stage2, crc, tags) -> None:
+    """Outside the FSM: stage 3 of a buffered block (its tag into the sequence's
+    register and the tag table), and the buffer forgotten when an append of the
+    sequential path (a commit's, a spilling insert's) moves a length."""
+    m, seg = fsm.m, fsm.u.seg
+    with m.If(s2.s3):
+        c = tags.cmd
+        m.d.comb += [
+            seg.tag_en.eq(1),
+            seg.tag_seq.eq(s2.s3_seq),
+            seg.tag_val.eq(crc.tag),
+            c.valid.eq(1),
+            c.payload.kind.eq(0),
+            c.payload.tag.eq(crc.tag),
+            c.payload.seq.eq(s2.s3_seq),
+            c.payload.block.eq(s2.s3_block),
+        ]
+    with m.If(seg.app_en & ~fsm.fast_app):
+        m.d.sync += s2.b_n.eq(0)
 
 
 def fast_eligible(m: Module, op, fast: dict) -> Value:
@@ -101,9 +143,21 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
         s2.token.eq(o.token),
         s2.slot.eq(fast["slot"]),
         s2.fresh.eq(a.level == 0),
-        s2.tag.eq(o.committed & ((o.pos + 1)[:4] == 0)),
     ]
     with m.If(o.committed):
+        tb = len(o.token)
+        ends = (o.pos + 1)[:4] == 0
+        follows = (s2.b_seq == o.seq) & (s2.b_next == o.pos) & (s2.b_n != 0)
+        n_now = Mux(o.pos[:4] == 0, 1, Mux(follows, s2.b_n + 1, 0))
+        m.d.comb += fsm.fast_app.eq(1)
+        m.d.sync += [
+            s2.b_seq.eq(o.seq),
+            s2.b_next.eq(o.pos + 1),
+            s2.b_n.eq(Mux(ends, 0, n_now)),
+            s2.b_toks.eq(Cat(s2.b_toks[tb:], o.token)),
+            s2.tag.eq(ends & (n_now != 16)),
+            s2.tagfast.eq(ends & (n_now == 16)),
+        ]
         opening = ~fast["has_own"]
         g = Mux(opening, seg.free_g, fast["own_g"])
         t = Mux(opening, seg.free_t, fast["own_t"])
@@ -133,6 +187,13 @@ def fast_stage2(fsm, s2: Stage2, res_fast: Signal) -> None:
         with m.Else():
             fsm.ts(TsCmd.ADD, slot=s2.slot, node=s2.owner, pos=s2.pos, page=page, token=s2.token)
             fsm.ps(PsCmd.SPEC, page, fresh=s2.fresh)
+        with m.If(s2.tagfast):  # the block's tokens are buffered: the tag step now
+            m.d.comb += [
+                fsm.crc.i_valid.eq(1),
+                fsm.crc.i.prev.eq(u.seg.tag_of(s2.seq, "fast_prev")),
+                fsm.crc.i.tokens.eq(s2.b_toks),
+            ]
+            m.d.sync += [s2.s3.eq(1), s2.s3_seq.eq(s2.seq), s2.s3_block.eq(s2.pos >> 4)]
         with m.If(s2.tag):  # the block's tag: the tag states, then a silent RESULT
             m.d.sync += [
                 fsm.tpos.eq(s2.pos + 1 - 16),

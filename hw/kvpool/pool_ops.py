@@ -24,7 +24,7 @@ from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_checks import fill_code, op_code
-from hw.kvpool.pool_fast import fast_accept, fast_eligible, fast_stage2, make_stage2
+from hw.kvpool.pool_fast import fast_accept, fast_eligible, fast_stage2, fast_tags, make_stage2
 from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
 from hw.kvpool.segtable import SegState
 from hw.kvpool.treeslots import TsCmd, TsOut
@@ -102,6 +102,10 @@ class _Fsm:
         self.tret = Signal(name="fsm_tret")
         self.ttag = Signal(64, name="fsm_ttag")
         self.quiet = Signal(name="fsm_quiet")
+        # the FSM's own reads of block-table port 0 in flight (READ_LATENCY = 3)
+        self.rd_own = Signal(name="fsm_rd_own")
+        self.rd_pipe = Signal(3, name="fsm_rd_pipe")
+        m.d.sync += self.rd_pipe.eq(Cat(self.rd_own, self.rd_pipe[:-1]))
 
     # ------------------------------------------------------------------ unit commands
     def bt(self, kind, t, i, *, n=0, loc=0, addr=0, token=0) -> Value:
@@ -156,7 +160,11 @@ class _Fsm:
     def read_pte(self, t: Value, i: Value) -> None:
         """Issue a block-table read on port 0 (the lookups are idle)."""
         rd = self.u.bt.rd0
-        self.m.d.comb += [rd.valid.eq(1), rd.payload.t.eq(t), rd.payload.i.eq(i)]
+        self.m.d.comb += [rd.valid.eq(1), rd.payload.t.eq(t), rd.payload.i.eq(i), self.rd_own.eq(1)]
+
+    def own_rsp(self) -> Value:
+        """Port 0's response is one of the FSM's reads (not a lookup's issued before)."""
+        return self.u.bt.rd0_rsp.valid & self.rd_pipe[-1]
 
     # ------------------------------------------------------------------ frame
     def frame(self, op, inflight: Value, busy: Value) -> None:
@@ -182,7 +190,8 @@ class _Fsm:
                     m.next = "CHECK"
         with m.State("CHECK"):
             code = op_code(m, o, f["facts"])
-            with m.If(~inflight):  # the lookups taken before, or with, it are done
+            # the lookups taken before, or with, it are done; a fast block tag is in
+            with m.If(~inflight & ~self.s2.s3):
                 seg = self.u.seg
                 m.d.sync += [self.ln.eq(f["ln"]), self.slot.eq(f["slot"]), self.cnt.eq(0)]
                 with m.If(o.op == PoolOp.SHARE):
@@ -558,6 +567,8 @@ def op_fsm(
     insert's result is shown this cycle; lookups must wait (:mod:`hw.kvpool.pool_fast`)."""
     fsm = _Fsm(m, u, r, p, facts)
     fsm.s2 = s2 = make_stage2(fsm)
+    fsm.crc, fsm.fast_app = crc, Signal(name="fast_app")
+    fast_tags(fsm, s2, crc, tags)
     fsm.res_fast = Signal(name="res_fast")
     o = op.payload
     fsm.fast = fast | {

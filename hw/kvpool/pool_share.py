@@ -31,7 +31,7 @@ def tag_setup(fsm) -> None:
     m, u = fsm.m, fsm.u
     tb = fsm.p["token_bits"]
     rsp = u.bt.rd0_rsp
-    with m.If(fsm.collect & rsp.valid):
+    with m.If(fsm.collect & fsm.own_rsp()):
         m.d.sync += [
             fsm.tokens.eq(Cat(fsm.tokens[tb:], rsp.payload.token)),
             fsm.got.eq(fsm.got + 1),
@@ -193,7 +193,7 @@ def _compare(fsm, sh: ShareRegs) -> None:
         with m.If((ip < mm) & ~bad):
             fsm.read_pte(t, ip - seg.table_base(t, "sh_base"))
             m.d.sync += ip.eq(ip + 1)
-        with m.If(rsp.valid):
+        with m.If(fsm.own_rsp()):
             m.d.sync += cp.eq(cp + 1)
             with m.If(rsp.payload.token != sr.data):
                 m.d.sync += bad.eq(1)

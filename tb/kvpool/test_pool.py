@@ -292,8 +292,25 @@ PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
         "TAG_SETS": 4,
         "TAG_WAYS": 2,
     },  # fmt: skip
+    # the memories at full scale (2**20 pages, 2**21 HBM slots, 17-bit positions,
+    # 1,024 x 4 TLBs and tag table), the flop tables smaller: the scale run
+    "scale": {
+        "PAGES": 2**20,
+        "HBM_PAGES": 2**21,
+        "SEQS": 16,
+        "SEGS": 16,
+        "TREES": 4,
+        "N_NODES": 64,
+        "MAX_DEPTH": 16,
+        "POS_BITS": 17,
+        "TOKEN_BITS": 17,
+        "TLB_SETS": 1024,
+        "TLB_WAYS": 4,
+        "TAG_SETS": 1024,
+        "TAG_WAYS": 4,
+    },  # fmt: skip
 }
-#: the defaults (PAGES 2**20, TLB 1,024 x 4): only with KVPOOL_FULL=1 for now
+#: the scale set and the defaults (PAGES 2**20, TLB 1,024 x 4): only with KVPOOL_FULL=1
 OPT_IN = pytest.mark.skipif(
     os.environ.get("KVPOOL_FULL", "") != "1", reason="the full pool: KVPOOL_FULL=1"
 )
@@ -303,6 +320,7 @@ PARAM_SETS = [
     pytest.param(PARAM_SETS_PLAIN["medium"], id="medium"),
     pytest.param(PARAM_SETS_PLAIN["small16"], id="small16", marks=FULL_ONLY),
     pytest.param(PARAM_SETS_PLAIN["small64"], id="small64", marks=FULL_ONLY),
+    pytest.param(PARAM_SETS_PLAIN["scale"], id="scale", marks=(OPT_IN,)),
     pytest.param({}, id="full", marks=(OPT_IN,)),
 ]
 
