@@ -445,12 +445,15 @@ def run_pool(configs: Sequence[str], timeout: float, force: bool) -> list[dict]:
 def _unit_rows(
     kind: str, timeout: float, force: bool, limits: bool, base: dict[str, int] | None = None
 ) -> list[dict]:
-    """Yosys run ``kind`` on each leaf of ``ScaledPool(**base)`` (default: defaults)."""
-    rows = []
+    """Yosys run ``kind`` on each leaf of ``ScaledPool(**base)`` (default: defaults),
+    smallest Verilog first (a leaf that takes long or fails does not hold up the others)."""
+    jobs = []
     for unit in _units(base or {}):
         limit, why = UNIT_LIMITS.get(unit, ({}, "")) if limits else ({}, "")
         over = {**(base or {}), **limit}
-        text, vs, leaf, count = unit_verilog(unit, over)
+        jobs.append((unit, limit, why, over, *unit_verilog(unit, over)))
+    rows = []
+    for unit, limit, why, over, text, vs, leaf, count in sorted(jobs, key=lambda j: len(j[4])):
         r = _run_yosys(kind, f"{TOP}_{unit}", text, timeout, force)
         _log(f"  {kind} {unit} x{count}: " + (_summary(r) if kind == "synth" else r["status"]))
         row = {"unit": unit, "count": count, "pool_overrides": over, "limit": limit}
