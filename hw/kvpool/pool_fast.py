@@ -143,6 +143,8 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
         s2.token.eq(o.token),
         s2.slot.eq(fast["slot"]),
         s2.fresh.eq(a.level == 0),
+        s2.tag.eq(0),  # a speculative insert ends no block
+        s2.tagfast.eq(0),
     ]
     with m.If(o.committed):
         tb = len(o.token)
