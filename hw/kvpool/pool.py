@@ -359,7 +359,7 @@ class ScaledPool(wiring.Component):
                 seqs=p["SEQS"],
             )
             inflight.append(lp.inflight)
-        res_fast, lk_hold = op_fsm(
+        res_fast, fork_done, lk_hold = op_fsm(
             m,
             self.op,
             u,
@@ -380,9 +380,11 @@ class ScaledPool(wiring.Component):
             fast=fast,
         )
         m.d.comb += hold.eq(lk_hold)
-        m.d.comb += self.res_valid.eq(r.done | res_fast)
+        m.d.comb += self.res_valid.eq(r.done | res_fast | fork_done)
         with m.If(res_fast):  # a fast insert's (hw.kvpool.pool_fast)
             m.d.comb += [res.op.eq(PoolOp.INSERT), res.value.eq(u.alloc.page)]
+        with m.Elif(fork_done):  # a fast fork's
+            m.d.comb += res.op.eq(PoolOp.FORK)
         with m.Else():
             m.d.comb += [
                 res.op.eq(r.o.op),

@@ -16,6 +16,9 @@ and done in two cycles, overlapped with the next insert:
   any other block end goes on to the tag states (the port waits for them;
   their ``RESULT`` shows nothing).
 
+A fork that succeeds is done in its cycle too (flops only) and shows its
+result in the next.
+
 Eligible: a committed insert at ``pos == len`` with an own segment or a free
 one, or a speculative insert into the sequence's active tree, inside its
 window, of a node not valid (nor being added by stage 2), while a page is
@@ -34,7 +37,15 @@ from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.treeslots import TsCmd
 
-__all__ = ["Stage2", "make_stage2", "fast_eligible", "fast_accept", "fast_stage2", "fast_tags"]
+__all__ = [
+    "Stage2",
+    "make_stage2",
+    "fast_eligible",
+    "fast_fork_ok",
+    "fast_accept",
+    "fast_stage2",
+    "fast_tags",
+]
 
 
 @dataclass
@@ -126,6 +137,23 @@ def fast_eligible(m: Module, op, fast: dict) -> Value:
         & f.owner_ok
         & f.page_free
         & Mux(o.committed, committed_ok, spec_ok)
+    )
+
+
+def fast_fork_ok(op, fast: dict, s2: Stage2) -> Value:
+    """The op on the port is a fork that succeeds (it is done in its cycle: flops
+    only), with no stage 2 or 3 in flight (a block tag of ``src`` still to land)."""
+    o, f = op.payload, fast["facts"]
+    return (
+        (o.op == PoolOp.FORK)
+        & f.seq_ok
+        & f.dst_ok
+        & (o.seq != o.dst)
+        & (f.ln != 0)
+        & (f.ln_dst == 0)
+        & ~f.dst_tree
+        & ~s2.valid
+        & ~s2.s3
     )
 
 

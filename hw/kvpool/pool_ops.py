@@ -24,7 +24,14 @@ from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_checks import fill_code, op_code
-from hw.kvpool.pool_fast import fast_accept, fast_eligible, fast_stage2, fast_tags, make_stage2
+from hw.kvpool.pool_fast import (
+    fast_accept,
+    fast_eligible,
+    fast_fork_ok,
+    fast_stage2,
+    fast_tags,
+    make_stage2,
+)
 from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
 from hw.kvpool.segtable import SegState
 from hw.kvpool.treeslots import TsCmd, TsOut
@@ -102,6 +109,8 @@ class _Fsm:
         self.tret = Signal(name="fsm_tret")
         self.ttag = Signal(64, name="fsm_ttag")
         self.quiet = Signal(name="fsm_quiet")
+        self.fork_done = Signal(name="fsm_fork_done")  # a fast fork's result now
+        m.d.sync += self.fork_done.eq(0)
         # the FSM's own reads of block-table port 0 in flight (READ_LATENCY = 3)
         self.rd_own = Signal(name="fsm_rd_own")
         self.rd_pipe = Signal(3, name="fsm_rd_pipe")
@@ -186,6 +195,14 @@ class _Fsm:
                 ]
                 with m.If(fast_eligible(m, op, self.fast)):
                     fast_accept(self, op, self.fast, s2)
+                with m.Elif(fast_fork_ok(op, self.fast, s2)):
+                    seg = self.u.seg
+                    m.d.comb += [
+                        seg.fork_en.eq(1),
+                        seg.fork_from.eq(op.payload.seq),
+                        seg.fork_dst.eq(op.payload.dst),
+                    ]
+                    m.d.sync += self.fork_done.eq(1)
                 with m.Else():
                     m.next = "CHECK"
         with m.State("CHECK"):
@@ -560,11 +577,12 @@ def op_fsm(
     tags,
     tok,
     fast: dict,
-) -> tuple[Signal, Value]:
+) -> tuple[Signal, Signal, Value]:
     """Build the operation FSM (``p``: the pool's parameters and widths; ``facts``:
     the comb values its checks and steps read, ``fast`` the same of the port's op, see
-    :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, lookup_hold)``: a fast
-    insert's result is shown this cycle; lookups must wait (:mod:`hw.kvpool.pool_fast`)."""
+    :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, fork_done, lookup_hold)``:
+    a fast insert's, a fast fork's result is shown this cycle; lookups must wait
+    (:mod:`hw.kvpool.pool_fast`)."""
     fsm = _Fsm(m, u, r, p, facts)
     fsm.s2 = s2 = make_stage2(fsm)
     fsm.crc, fsm.fast_app = crc, Signal(name="fast_app")
@@ -587,4 +605,4 @@ def op_fsm(
         fsm.spill_fill_score()
         tag_states(fsm, crc, tags)
         share_states(fsm, sh, crc, tags, tok)
-    return fsm.res_fast, s2.valid | s2.after
+    return fsm.res_fast, fsm.fork_done, s2.valid | s2.after
