@@ -189,6 +189,8 @@ class PoolTB:
     def __init__(self, tb: TB, p: dict[str, int], idle: dict[str, str] | None = None) -> None:
         idle = {"q": "none", "op": "none"} | dict(idle or {})
         self.tb, self.dut, self.p = tb, tb.dut, p
+        # a share takes its n tokens (up to 2**POS_BITS + 16) and compares as many
+        self.timeout = max(TIMEOUT, 4 << p["POS_BITS"])
         self.sb = Scoreboard(p)
         self.stim = Stimulus(p, tb.rng, self.sb)
         self.random = False  # True: the stimulus feeds the ports when the script is empty
@@ -298,12 +300,12 @@ class PoolTB:
         busy = any(port.up for port in self.ins) or self.tok.up or bool(self.tok.queue)
         if self.sb.pending or busy:
             self.quiet = 0
-            if self.sb.pending and cycle - max(self.last_out, self._oldest()) > TIMEOUT:
-                self.fail(f"a beat owed for {TIMEOUT} cycles: {self._owed_summary()}")
+            if self.sb.pending and cycle - max(self.last_out, self._oldest()) > self.timeout:
+                self.fail(f"a beat owed for {self.timeout} cycles: {self._owed_summary()}")
                 self.last_out = cycle
             for port in (*self.ins, self.tok):
-                if port.waited > TIMEOUT:
-                    self.fail(f"{port.name}: valid for {TIMEOUT} cycles without ready")
+                if port.waited > self.timeout:
+                    self.fail(f"{port.name}: valid for {self.timeout} cycles without ready")
                     port.waited = 0
             return
         self.quiet += 1
