@@ -71,7 +71,10 @@ def test_a_leaf_through_the_flow() -> None:
     assert 0 < r["depth"] <= 40 and r["critical_path"]["start"]
     assert r["ff_mm2"] > 0 and r["logic_mm2"] > 0
     inv = ks.inventory("kvpool_alloc", text, timeout=300, force=True)
-    assert inv["memories"] == r["memories"]
+    # the same memories (the inventory's light script runs no opt before memory_dff, so its
+    # read ports' clocks are not meaningful: async_rd left out)
+    drop = lambda ms: [{k: v for k, v in m.items() if k != "async_rd"} for m in ms]  # noqa: E731
+    assert drop(inv["memories"]) == drop(r["memories"])
     with pytest.raises(ValueError, match="unit = "):
         ks.unit_verilog("nope", small)
 
