@@ -100,6 +100,7 @@ class _Fsm:
         self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
         self.chain = Signal(seg.n, name="fsm_chain")
         self.cur = Signal(pb1, name="fsm_cur")
+        self.cut_n = Signal(pb1, name="fsm_cut_n")
         self.wait = Signal(4, name="fsm_wait")
         # dedup tags and share (hw.kvpool.pool_share)
         self.tpos = Signal(pb1, name="fsm_tpos")
@@ -462,13 +463,12 @@ class _Fsm:
                 is_dead = (dead >> g)[0]
                 for tlb in u.tlbs:  # each dead segment killed as the scan passes it
                     m.d.comb += [tlb.kill_valid.eq(is_dead), tlb.kill_seg.eq(g)]
-                with m.If(is_dead & (c < tlen)):
-                    ok = self.bt(BtCmd.CUT, t, c, n=tlen)
-                    with m.If(ok):
-                        m.d.sync += [self.vtab.eq(t), self.i.eq(c)]
-                        m.next = "REL_CUT"
-                    with m.Else():
-                        m.d.sync += self.cur.eq(self.cur)
+                with m.If(is_dead & (c < tlen)):  # the cut from registers, next cycle
+                    m.d.sync += [self.vtab.eq(t), self.i.eq(c), self.cut_n.eq(tlen)]
+                    m.next = "REL_ISSUE"
+        with m.State("REL_ISSUE"):
+            with m.If(self.bt(BtCmd.CUT, self.vtab, self.i, n=self.cut_n)):
+                m.next = "REL_CUT"
         with m.State("REL_CUT"):
             pte = bt.out.payload.pte
             m.d.comb += bt.out.ready.eq(u.ps.cmd.ready)
