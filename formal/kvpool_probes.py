@@ -1,0 +1,86 @@
+"""Probes of the scaled KV pool's state for :mod:`formal.kvpool`, without changing ``hw/``.
+
+Subclasses of the leaves that keep what the harness reads: :class:`Pool`
+builds :class:`hw.kvpool.ScaledPool` with :class:`TLB` and :class:`BlockTable`
+in place of its own (``mock.patch`` of the names in :mod:`hw.kvpool.pool`, for
+its ``_units`` only) and keeps its units (``u``: the segment table, the
+allocators, the counters). What they rely on of ``hw/`` (private names): the
+pool's ``_units``, the TLB's ``_set_next(m, s, st, c)`` and its memory
+``mem``, the block table's ``root`` / ``mid`` / ``leaf`` memories and
+``_root_addr`` / ``_mid_addr`` / ``_leaf_addr``. Were the RTL to expose its
+state (a ``state`` attribute per leaf), these would go.
+"""
+
+from unittest import mock
+
+from amaranth import Module, Value
+
+import hw.kvpool.pool as pool_mod
+from hw.kvpool.blocktable import BlockTable as _BlockTable
+from hw.kvpool.pool import ScaledPool
+from hw.kvpool.tlb import TLB as _TLB
+
+__all__ = ["Cached", "TLB", "BlockTable", "Pool"]
+
+
+class Cached:
+    """An ``elaborate`` run once: the harness elaborates a leaf to reach its state,
+    and the conversion later gets the same module."""
+
+    _m: Module | None = None
+
+    def elaborate(self, platform) -> Module:
+        if self._m is None:
+            self._m = super().elaborate(platform)  # type: ignore[misc]
+            self._probe(self._m)
+        return self._m
+
+    def _probe(self, m: Module) -> None:
+        pass
+
+
+class TLB(Cached, _TLB):
+    """The TLB with its flip-flops kept (``st``) and an asynchronous read of every
+    set's memory word (``words``)."""
+
+    st = None
+
+    def _set_next(self, m: Module, s: int, st: object, c: object) -> None:
+        self.st = st
+        super()._set_next(m, s, st, c)
+
+    def _probe(self, m: Module) -> None:
+        mem = m.submodules.mem
+        self.words = []
+        for s in range(self.SETS):
+            rp = mem.read_port(domain="comb")
+            m.d.comb += rp.addr.eq(s)
+            self.words.append(rp.data)
+
+
+class BlockTable(Cached, _BlockTable):
+    """The block table with :meth:`pte`: an asynchronous walk of a table's radix tree."""
+
+    def pte(self, m: Module, t: Value, i: Value) -> Value:
+        """The PTE word of table ``t`` at index ``i`` (three asynchronous reads)."""
+        root, mid, leaf = (x.read_port(domain="comb") for x in (self.root, self.mid, self.leaf))
+        m.d.comb += [
+            root.addr.eq(self._root_addr(t, i)),
+            mid.addr.eq(self._mid_addr(root.data, i)),
+            leaf.addr.eq(self._leaf_addr(mid.data, i)),
+        ]
+        return leaf.data
+
+
+class Pool(ScaledPool):
+    """The pool with its units kept (``u``), built from the probed leaves."""
+
+    u = None
+
+    def _units(self, m: Module) -> object:
+        with (
+            mock.patch.object(pool_mod, "TLB", TLB),
+            mock.patch.object(pool_mod, "BlockTable", BlockTable),
+        ):
+            self.u = super()._units(m)
+        return self.u
