@@ -12,7 +12,8 @@ module            holds
 ``pool_checks``   the operations' error precedence
 ``pool_ops``      the operation FSM (allocation, spill, insert, commit, release,
                   spill / fill / score)
-``pool_fast``     the fast insert: one insert per cycle
+``pool_fast``     the fast insert and fork: one per cycle
+``pool_units``    the units and registers the FSM drives
 ``pool_share``    dedup tags and ``share``
 ``segtable``      segment table, block-table registers, lengths and tags (flops)
 ``crc64``         :class:`BlockTag`: the dedup tag step (CRC-64/ECMA-182 over a block of

@@ -15,8 +15,6 @@ victim from the page states, its PTE read, an HBM slot, the PTE rewritten
 (``loc = 1``), both TLBs' set invalidated, the page freed.
 """
 
-from dataclasses import dataclass
-
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
 from hw.common import net
@@ -33,39 +31,10 @@ from hw.kvpool.pool_fast import (
     make_stage2,
 )
 from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
-from hw.kvpool.segtable import SegState
+from hw.kvpool.pool_units import OpRegs, Units
 from hw.kvpool.treeslots import TsCmd, TsOut
 
-__all__ = ["Units", "OpRegs", "op_fsm"]
-
-
-@dataclass
-class Units:
-    """The units the FSM drives, and the pool's counters it keeps."""
-
-    alloc: object
-    halloc: object
-    tlbs: tuple
-    bt: object
-    ts: object
-    ps: object
-    seg: SegState
-    spec_pages: Signal
-    committed_pages: Signal
-    hbm_used: Signal
-
-
-@dataclass
-class OpRegs:
-    """The FSM's registers (each created by :func:`op_fsm`)."""
-
-    o: Signal
-    code: Signal
-    value: Signal
-    value2: Signal
-    spilled: Signal
-    done: Signal  # the result is shown this cycle
-    idle: Signal  # the FSM is in IDLE (lookups may be accepted)
+__all__ = ["Units", "OpRegs", "op_fsm"]  # the first two re-exported
 
 
 # return points of the spill sub-sequence

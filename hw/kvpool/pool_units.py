@@ -1,0 +1,38 @@
+"""What the scaled pool's operation FSM drives and keeps: its units and registers."""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Signal
+
+from hw.kvpool.segtable import SegState
+
+__all__ = ["Units", "OpRegs"]
+
+
+@dataclass
+class Units:
+    """The units the FSM drives, and the pool's counters it keeps."""
+
+    alloc: object
+    halloc: object
+    tlbs: tuple
+    bt: object
+    ts: object
+    ps: object
+    seg: SegState
+    spec_pages: Signal
+    committed_pages: Signal
+    hbm_used: Signal
+
+
+@dataclass
+class OpRegs:
+    """The FSM's registers (each created by :func:`op_fsm`)."""
+
+    o: Signal
+    code: Signal
+    value: Signal
+    value2: Signal
+    spilled: Signal
+    done: Signal  # the result is shown this cycle
+    idle: Signal  # the FSM is in IDLE (lookups may be accepted)
