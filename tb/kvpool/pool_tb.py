@@ -333,8 +333,10 @@ class PoolTB:
                 self.fail(f"quiescent point {self.quiet_checks}: {k} = {got}, want {want[k]}")
 
     # ------------------------------------------------------------------ control
-    async def quiesce(self, timeout: int = 4 * TIMEOUT) -> None:
-        """Stop offering beats until the pool is quiescent and checked, then resume."""
+    async def quiesce(self, timeout: int | None = None) -> None:
+        """Stop offering beats until the pool is quiescent and checked, then resume
+        (``timeout``: 4 x the hang timeout, which grows with ``2**POS_BITS``)."""
+        timeout = timeout or 4 * self.timeout
         self.stim.quiet = True
         self.quiet = 0  # counted again from here: a pool already quiet is checked again
         before = self.quiet_checks
