@@ -30,14 +30,15 @@ import json
 import os
 import time
 
-from tb.common import FULL, FULL_ONLY, REPO, TB, params, report
+from tb.common import FULL_ONLY, REPO, TB, params, report
 from tb.kvpool.pool_model import golden_of
 from tb.kvpool.pool_shares import SCRIPT_GOALS, share_script
 from tb.kvpool.pool_stim import COM, FORK, INS, REL, SCORE, SPILL, coverage_missing
 from tb.kvpool.pool_tb import PoolTB
 
-#: transactions per parameter set (both random tests together)
-TX = int(os.environ.get("KVPOOL_TX", 100_000 if FULL else 20_000))
+#: transactions per parameter set (both random tests together): 100,000 in make test
+#: (issue 20: at least 100,000 per configuration per CI run; ~15 - 25 s each)
+TX = int(os.environ.get("KVPOOL_TX", 100_000))
 QUIESCE_EVERY = 600  # cycles between quiescent points
 COVER_MIN = 5000  # transactions of a run below which its coverage is not asserted
 #: the cycle limits asserted by default (the integrator tightens them with KVPOOL_CYCLE_LIMITS)
