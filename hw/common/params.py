@@ -8,7 +8,7 @@ flows' small configurations and the co-simulation's argument checks all read
 that mapping; ``tests/test_params.py`` checks the docstrings against it.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
@@ -69,9 +69,15 @@ def check_param(name: str, value: object, lo: int, hi: int) -> int:
     return integer(name, value, lo, hi)
 
 
-def check_params(params: Mapping[str, Param], given: Mapping[str, object]) -> dict[str, int]:
+def check_params(
+    params: Mapping[str, Param],
+    given: Mapping[str, object],
+    *,
+    powers_of_two: Iterable[str] = (),
+) -> dict[str, int]:
     """Validate every value of ``given`` against its declaration in ``params``
-    (:func:`check_param`), all of them before anything is built.
+    (:func:`check_param`), all of them before anything is built; the parameters
+    named in ``powers_of_two`` must also be powers of two.
 
     Returns
     -------
@@ -82,16 +88,24 @@ def check_params(params: Mapping[str, Param], given: Mapping[str, object]) -> di
     Raises
     ------
     ValueError
-        The first value that :func:`check_param` refuses, or a name of
-        ``given`` that ``params`` does not declare.
+        The first value that :func:`check_param` refuses, a name of ``given``
+        that ``params`` does not declare, or a parameter of ``powers_of_two``
+        that is not one (``"<name> = <value!r>: must be a power of two in lo .. hi"``).
     """
     unknown = sorted(set(given) - set(params))
     if unknown:
         raise ValueError(f"unknown parameter(s) {', '.join(unknown)}; known: {', '.join(params)}")
-    return {
+    out = {
         n: check_param(n, given[n], p.lo, p.hi) if n in given else p.default
         for n, p in params.items()
     }
+    for n in powers_of_two:
+        v, d = out[n], params[n]
+        if v & (v - 1):
+            raise ValueError(
+                f"{n} = {given.get(n, v)!r}: must be a power of two in {d.lo} .. {d.hi}"
+            )
+    return out
 
 
 def pick(values: Mapping[str, int], params: Mapping[str, Param]) -> dict[str, int]:

@@ -156,13 +156,7 @@ class ScaledPool(wiring.Component):
             TAG_SETS=TAG_SETS,
             TAG_WAYS=TAG_WAYS,
         )
-        p = check_params(self.PARAMS, given)
-        for name in _POW2:
-            v, d = p[name], self.PARAMS[name]
-            if v & (v - 1):
-                raise ValueError(
-                    f"{name} = {given[name]!r}: must be a power of two in {d.lo} .. {d.hi}"
-                )
+        p = check_params(self.PARAMS, given, powers_of_two=_POW2)
         self.p = p
         for k, v in p.items():
             setattr(self, k, v)

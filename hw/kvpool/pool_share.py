@@ -90,10 +90,10 @@ def start_tag(fsm, new_len, ret_commit: bool) -> None:
         fsm.tpos.eq(new_len - BLOCK),
         fsm.wait.eq(0),
         fsm.got.eq(0),
-        fsm.collect.eq(1),
         fsm.tret.eq(int(ret_commit)),
     ]
     with m.If(new_len[:4] == 0):
+        m.d.sync += fsm.collect.eq(1)  # until TAG_CRC: only the block's reads shift in
         m.next = "TAG_RD"
     with m.Else():
         if ret_commit:

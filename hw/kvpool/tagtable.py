@@ -160,13 +160,7 @@ class TagTable(wiring.Component):
         POS_BITS: int = PARAMS["POS_BITS"].default,
     ) -> None:
         given = {"TAG_SETS": TAG_SETS, "TAG_WAYS": TAG_WAYS, "SEQS": SEQS, "POS_BITS": POS_BITS}
-        p = check_params(self.PARAMS, given)
-        for name in self.POWERS_OF_TWO:
-            v, decl = p[name], self.PARAMS[name]
-            if v & (v - 1):
-                raise ValueError(
-                    f"{name} = {given[name]!r}: must be a power of two in {decl.lo} .. {decl.hi}"
-                )
+        p = check_params(self.PARAMS, given, powers_of_two=self.POWERS_OF_TWO)
         self.TAG_SETS, self.TAG_WAYS = p["TAG_SETS"], p["TAG_WAYS"]
         self.SEQS, self.POS_BITS = p["SEQS"], p["POS_BITS"]
         super().__init__(

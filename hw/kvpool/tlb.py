@@ -238,13 +238,7 @@ class TLB(wiring.Component):
     ) -> None:
         given = {"SETS": SETS, "WAYS": WAYS, "SEGS": SEGS, "POS_BITS": POS_BITS}
         given["ADDR_BITS"] = ADDR_BITS
-        p = check_params(self.PARAMS, given)
-        for name in self.POWERS_OF_TWO:
-            v, decl = p[name], self.PARAMS[name]
-            if v & (v - 1):
-                raise ValueError(
-                    f"{name} = {given[name]!r}: must be a power of two in {decl.lo} .. {decl.hi}"
-                )
+        p = check_params(self.PARAMS, given, powers_of_two=self.POWERS_OF_TWO)
         self.SETS, self.WAYS, self.SEGS = p["SETS"], p["WAYS"], p["SEGS"]
         self.POS_BITS, self.ADDR_BITS = p["POS_BITS"], p["ADDR_BITS"]
         key = key_layout(self.SEGS, self.POS_BITS)
