@@ -239,6 +239,8 @@ class ScaledPool(wiring.Component):
             spec_pages=Signal(cb, name="spec_pages_r"),
             committed_pages=Signal(cb, name="committed_pages_r"),
             hbm_used=Signal(hb, name="hbm_used_r"),
+            drain=Signal(name="drain_r"),
+            pending=Signal(bits_for(p["N_NODES"]), name="pending_r"),
         )
 
     def _tree_of(self, m: Module, ts, seq, name: str) -> tuple[Signal, Signal]:
@@ -246,7 +248,8 @@ class ScaledPool(wiring.Component):
         T = self.TREES
         sb = idx_bits(self.SEQS)
         seqs = Value.cast(ts.slot_seq)
-        bits = Cat(*[ts.active[r] & (seqs[r * sb : (r + 1) * sb] == seq) for r in range(T)])
+        live = ts.active & ~ts.draining  # a draining tree is gone (committed, released)
+        bits = Cat(*[live[r] & (seqs[r * sb : (r + 1) * sb] == seq) for r in range(T)])
         one = net(m, bits, f"{name}_1h")
         slot = or_tree([one[r] * Const(r, max(1, idx_bits(T))) for r in range(T)])
         return net(m, one.any(), f"{name}_has"), net(m, slot, f"{name}_slot")
@@ -289,7 +292,7 @@ class ScaledPool(wiring.Component):
             acc_any=acc_any,
             has_own=own1h.any(),
             seg_free=seg.free_any,
-            page_free=u.alloc.free_pages != 0,
+            page_free=(u.alloc.free_pages != 0) | (u.pending != 0),
             can_spill=(u.committed_pages != 0) & (u.hbm_used < p["HBM_PAGES"]),
             n_ok=o.n <= p["PAGES"],
             ntok_ok=o.n <= (1 << p["POS_BITS"]),
@@ -301,6 +304,8 @@ class ScaledPool(wiring.Component):
             "has_tree": has_tree,
             "free_slot": ts.free_slot,
             "acc_any": acc_any,
+            # the FIFO's next page is a pending one, not yet pushed: an allocation waits
+            "alloc_wait": (u.alloc.level == 0) & (u.pending != 0),
             "has_own": own1h.any(),
             "own_g": seg.index(own1h, f"{pre}_own_g"),
             "own_t": seg.pick(own1h, seg.tab, f"{pre}_own_t"),
@@ -375,6 +380,7 @@ class ScaledPool(wiring.Component):
         )
         m.d.comb += hold.eq(lk_hold)
         m.d.comb += self.res_valid.eq(r.done | res_fast | fork_done)
+        free = u.alloc.free_pages + u.pending  # pending pushes count as free
         with m.If(res_fast):  # a fast insert's (hw.kvpool.pool_fast)
             m.d.comb += [res.op.eq(PoolOp.INSERT), res.value.eq(u.alloc.page)]
         with m.Elif(fork_done):  # a fast fork's
@@ -389,11 +395,11 @@ class ScaledPool(wiring.Component):
                 res.spilled.eq(r.spilled),
             ]
         m.d.comb += [
-            res.free_pages.eq(u.alloc.free_pages),
+            res.free_pages.eq(free),
             res.spec_pages.eq(u.spec_pages),
             res.committed_pages.eq(u.committed_pages),
             res.hbm_used.eq(u.hbm_used),
-            self.free_pages.eq(u.alloc.free_pages),
+            self.free_pages.eq(free),
             self.spec_pages.eq(u.spec_pages),
             self.committed_pages.eq(u.committed_pages),
             self.hbm_used.eq(u.hbm_used),

@@ -136,6 +136,7 @@ def fast_eligible(m: Module, op, fast: dict) -> Value:
         & f.seq_ok
         & f.owner_ok
         & f.page_free
+        & ~fast["alloc_wait"]
         & Mux(o.committed, committed_ok, spec_ok)
     )
 

@@ -9,6 +9,9 @@ states and the two TLBs. Its result is shown in the cycle the FSM returns
 to ``IDLE``, after every unit has finished, so the next lookup or operation
 sees all of it. Lookups are accepted only in ``IDLE``.
 
+The drain (:mod:`hw.kvpool.pool_drain`) pushes a finished commit's or
+release's rejected pages while the next operations run.
+
 Spilling one victim (an allocation with no free page, ``spill(n)``) is a
 sub-sequence (``SP_*``) that returns to the state in ``ret``: the GCLOCK
 victim from the page states, its PTE read, an HBM slot, the PTE rewritten
@@ -22,6 +25,7 @@ from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_checks import fill_code, op_code
+from hw.kvpool.pool_drain import drain, drain_wait, hand_over, slot_count
 from hw.kvpool.pool_fast import (
     fast_accept,
     fast_eligible,
@@ -71,6 +75,7 @@ class _Fsm:
         self.cur = Signal(pb1, name="fsm_cur")
         self.cut_n = Signal(pb1, name="fsm_cut_n")
         self.wait = Signal(4, name="fsm_wait")
+        self.left = Signal(len(u.pending), name="fsm_left")  # a commit's nodes not appended
         # dedup tags and share (hw.kvpool.pool_share)
         self.tpos = Signal(pb1, name="fsm_tpos")
         self.tokens = Signal(16 * p["token_bits"], name="fsm_tokens")
@@ -177,8 +182,9 @@ class _Fsm:
                     m.next = "CHECK"
         with m.State("CHECK"):
             code = op_code(m, o, f["facts"])
-            # the lookups taken before, or with, it are done; a fast block tag is in
-            with m.If(~inflight & ~self.s2.s3):
+            # the lookups taken before, or with, it are done; a fast block tag is in;
+            # the drain is done if the op pushes pages or needs the stream or a slot
+            with m.If(~inflight & ~self.s2.s3 & ~drain_wait(self)):
                 seg = self.u.seg
                 m.d.sync += [self.ln.eq(f["ln"]), self.slot.eq(f["slot"]), self.cnt.eq(0)]
                 with m.If(o.op == PoolOp.SHARE):
@@ -226,7 +232,9 @@ class _Fsm:
         """From the current state: spill first if no page is free, then take a page
         (``ALLOC_<then>``, the page in ``page`` / ``fresh``) and go to ``then``."""
         m = self.m
-        with m.If(self.f["facts"].page_free):
+        with m.If(self.f["alloc_wait"]):
+            pass  # the FIFO's next page is still to be pushed by the drain
+        with m.Elif(self.f["facts"].page_free):
             m.next = f"ALLOC_{then}"
         with m.Else():
             m.d.sync += [self.ret.eq(ret), self.r.spilled.eq(1)]
@@ -333,7 +341,7 @@ class _Fsm:
             with m.If(self.ts(_TS_OPEN, slot=f["free_slot"], seq=o.seq, pos=o.pos)):
                 m.d.sync += self.slot.eq(f["free_slot"])
             m.next = "INS_GO"
-        with m.Elif(u.ts.cmd.ready & ps.cmd.ready):
+        with m.Elif(ps.cmd.ready):  # the tree slots take an ADD in every cycle
             self.ts(_TS_ADD, slot=self.slot, node=o.owner, pos=o.pos, page=page, token=o.token)
             self.ps(PsCmd.SPEC, page, fresh=self.fresh)
             m.d.sync += u.spec_pages.eq(u.spec_pages + 1)
@@ -359,10 +367,11 @@ class _Fsm:
 
     # ------------------------------------------------------------------ commit
     def commit(self) -> None:
-        """``COM``: accepted nodes appended in position order, rejected pages freed,
-        one beat per cycle (a rejected page is speculative: it is pushed to the free
-        FIFO and its page-state word left as is, since a spill treats a speculative
-        and a free page alike and the next allocation rewrites it)."""
+        """``COM``: the accepted nodes appended in position order, one beat per cycle;
+        at the first other beat the stream goes to the drain (a rejected page is
+        speculative: it is pushed to the free FIFO and its page-state word left as
+        is, since a spill treats a speculative and a free page alike and the next
+        allocation rewrites it)."""
         m, u, o = self.m, self.u, self.r.o
         seg, out, bt, ps = u.seg, u.ts.out, u.bt, u.ps
         with m.State("COM"):
@@ -372,41 +381,33 @@ class _Fsm:
             lo = self.f["slot_lo"](self.slot)
             ok = self.ts(_TS_COMMIT, slot=self.slot, accept=o.accept, d0=self.ln - lo)
             with m.If(ok):
+                m.d.sync += self.left.eq(slot_count(self))
                 m.next = "COM_BEAT"
         with m.State("COM_BEAT"):
             b = out.payload
             is_acc = b.kind == _TS_ACC
-            take = net(m, ~is_acc | (bt.cmd.ready & ps.cmd.ready), "com_take")
+            take = net(m, is_acc & bt.cmd.ready & ps.cmd.ready, "com_take")
             m.d.comb += out.ready.eq(take)
             tl = seg.table_len(self.t, "com_tlen")
             ln_now = seg.len_of(o.seq, "com_len")
-            with m.If(out.valid & take):
-                with m.Switch(b.kind):
-                    with m.Case(_TS_ACC):
-                        self.bt(BtCmd.APPEND, self.t, tl, addr=b.page, token=b.token)
-                        self.ps(PsCmd.COMMIT, b.page, tab=self.t, pos=ln_now)
-                        m.d.comb += [
-                            seg.app_en.eq(1),
-                            seg.app_g.eq(self.g),
-                            seg.app_seq.eq(o.seq),
-                        ]
-                        m.d.sync += [
-                            u.committed_pages.eq(u.committed_pages + 1),
-                            u.spec_pages.eq(u.spec_pages - 1),
-                        ]
-                        start_tag(self, ln_now + 1, ret_commit=True)
-                    with m.Case(_TS_REJ):
-                        self.push(b.page)
-                        m.d.sync += [
-                            u.spec_pages.eq(u.spec_pages - 1),
-                            self.r.value.eq(self.r.value + 1),
-                        ]
-                    with m.Default():
-                        self.finish()
+            with m.If(out.valid & ~is_acc):
+                hand_over(self, self.left)
+                self.finish()
+            with m.Elif(out.valid & take):
+                m.d.sync += self.left.eq(self.left - 1)
+                self.bt(BtCmd.APPEND, self.t, tl, addr=b.page, token=b.token)
+                self.ps(PsCmd.COMMIT, b.page, tab=self.t, pos=ln_now)
+                m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
+                m.d.sync += [
+                    u.committed_pages.eq(u.committed_pages + 1),
+                    u.spec_pages.eq(u.spec_pages - 1),
+                ]
+                start_tag(self, ln_now + 1, ret_commit=True)
 
     # ------------------------------------------------------------------ release
     def release(self) -> None:
-        """``REL_*``: the dead segments' PTEs cut in position order, then the tree."""
+        """``REL_*``: the dead segments' PTEs cut in position order, then the tree's
+        stream handed to the drain."""
         m, u = self.m, self.u
         seg, bt = u.seg, u.bt
         dead = Cat(*[self.chain[g] & ~seg.seqs[g].any() for g in range(seg.n)])
@@ -455,23 +456,12 @@ class _Fsm:
             with m.Elif(~bt.out.valid & ~bt.busy):
                 m.d.comb += [seg.cut_en.eq(1), seg.cut_t.eq(self.vtab), seg.cut_c.eq(self.i)]
                 m.next = "REL_SCAN"
-        with m.State("REL_TREE"):
+        with m.State("REL_TREE"):  # the tree's pages go to the drain
             with m.If(~self.f["has_tree"]):
                 self.finish()
             with m.Else():
                 with m.If(self.ts(_TS_RELEASE, slot=self.slot)):
-                    m.next = "REL_BEAT"
-        with m.State("REL_BEAT"):
-            out = u.ts.out
-            m.d.comb += out.ready.eq(1)
-            with m.If(out.valid):
-                with m.If(out.payload.kind == _TS_REJ):
-                    self.push(out.payload.page)
-                    m.d.sync += [
-                        u.spec_pages.eq(u.spec_pages - 1),
-                        self.r.value.eq(self.r.value + 1),
-                    ]
-                with m.Else():
+                    hand_over(self, slot_count(self))
                     self.finish()
 
     # ------------------------------------------------------------------ spill, fill, score
@@ -562,7 +552,7 @@ def op_fsm(
         "node_busy": fast["facts"].node_valid
         | (s2.valid & ~s2.committed & (s2.slot == fast["slot"]) & (s2.owner == o.owner))
     }
-    busy = u.bt.busy | u.ps.busy | u.ts.busy
+    busy = u.bt.busy | u.ps.busy | (u.ts.busy & ~u.drain)
     tag_setup(fsm)
     sh = ShareRegs(fsm)
     with m.FSM(name="op"):
@@ -574,4 +564,5 @@ def op_fsm(
         fsm.spill_fill_score()
         tag_states(fsm, crc, tags)
         share_states(fsm, sh, crc, tags, tok)
+    drain(m, u)
     return fsm.res_fast, fsm.fork_done, s2.valid | s2.after

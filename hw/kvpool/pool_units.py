@@ -23,6 +23,10 @@ class Units:
     spec_pages: Signal
     committed_pages: Signal
     hbm_used: Signal
+    # the drain (hw.kvpool.pool_ops): the tree slots' stream of a finished commit or
+    # release is its own, and its rejected pages still to push to the free FIFO
+    drain: Signal
+    pending: Signal
 
 
 @dataclass

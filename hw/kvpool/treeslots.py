@@ -1,11 +1,11 @@
 """Tree slots of the scaled pool (SPEC §4.5, §4.6; decision 0016 §5): the speculative entries."""
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
 
 from hw.common import (
     Param,
@@ -17,6 +17,16 @@ from hw.common import (
     prefix_add,
     prefix_or_below,
     zext,
+)
+from hw.kvpool.treeslots_layouts import (
+    LATENCY,
+    TsCmd,
+    TsOut,
+    cmd_layout,
+    lookup_layout,
+    node_word_layout,
+    out_layout,
+    reply_layout,
 )
 
 __all__ = [
@@ -30,74 +40,6 @@ __all__ = [
     "reply_layout",
     "node_word_layout",
 ]
-
-#: cycles from a lookup to its reply
-LATENCY = 2
-
-
-class TsCmd(enum.Enum, shape=2):
-    """``cmd.kind``."""
-
-    OPEN = 0
-    ADD = 1
-    COMMIT = 2
-    RELEASE = 3
-
-
-class TsOut(enum.Enum, shape=2):
-    """``out.kind``: an accepted node, a rejected node, the end of a COMMIT / RELEASE."""
-
-    ACC = 0
-    REJ = 1
-    END = 2
-
-
-def cmd_layout(p: Mapping[str, int]) -> data.StructLayout:
-    """A command (``p``: every parameter of :class:`TreeSlots`, by name)."""
-    return data.StructLayout(
-        {
-            "kind": TsCmd,
-            "slot": idx_bits(p["TREES"]),
-            "seq": idx_bits(p["SEQS"]),
-            "node": idx_bits(p["N_NODES"]),
-            "pos": p["POS_BITS"],
-            "page": p["PAGE_BITS"],
-            "token": p["TOKEN_BITS"],
-            "accept": p["N_NODES"],
-            "d0": idx_bits(p["MAX_DEPTH"]),
-        }
-    )
-
-
-def out_layout(p: Mapping[str, int]) -> data.StructLayout:
-    """A beat of a COMMIT / RELEASE's stream."""
-    return data.StructLayout(
-        {
-            "kind": TsOut,
-            "node": idx_bits(p["N_NODES"]),
-            "page": p["PAGE_BITS"],
-            "token": p["TOKEN_BITS"],
-        }
-    )
-
-
-def lookup_layout(p: Mapping[str, int]) -> data.StructLayout:
-    """A speculative lookup: slot, position, the ``N_NODES``-bit view."""
-    return data.StructLayout(
-        {"slot": idx_bits(p["TREES"]), "pos": p["POS_BITS"], "view": p["N_NODES"]}
-    )
-
-
-def reply_layout(p: Mapping[str, int]) -> data.StructLayout:
-    """A lookup's reply (``page`` 0 on a miss)."""
-    return data.StructLayout({"hit": 1, "page": p["PAGE_BITS"]})
-
-
-def node_word_layout(p: Mapping[str, int]) -> data.StructLayout:
-    """A node table word: depth ``pos - lo``, page, token."""
-    return data.StructLayout(
-        {"depth": idx_bits(p["MAX_DEPTH"]), "page": p["PAGE_BITS"], "token": p["TOKEN_BITS"]}
-    )
 
 
 def lowest(m: Module, vec: Value, name: str) -> tuple[Signal, Signal, Signal]:
@@ -159,16 +101,20 @@ class TreeSlots(wiring.Component):
     ``lo + d`` (level masks) in memories. A level row whose ``rows`` bit is
     clear reads as empty, so opening a slot clears two flop masks only.
 
-    Commands (``cmd``, a valid/ready stream; ``cmd.ready = ~busy``), each
-    taking effect at the end of its cycle:
+    Commands (``cmd``, a valid/ready stream), each taking effect at the end
+    of its cycle. OPEN and ADD are taken in every cycle, also while a COMMIT /
+    RELEASE streams (``cmd.ready`` high for them); COMMIT and RELEASE only
+    when not ``busy`` (``cmd.ready = ~busy`` for them):
 
     * **OPEN** (``slot``, ``seq``, ``pos``): the slot becomes active with
-      ``seq`` and ``lo = pos``, ``valid`` and ``rows`` cleared. The pool
-      passes ``free_slot``; opening an active slot reopens it empty.
+      ``seq`` and ``lo = pos``, ``valid``, ``rows`` and the node count
+      cleared. The pool passes ``free_slot``; opening an active slot reopens
+      it empty.
     * **ADD** (``slot``, ``node``, ``pos``, ``page``, ``token``): ``valid[node]
       = 1``, the node word ``{pos - lo, page, token}``, level row ``pos - lo``
-      gets bit ``node``. One per cycle, back to back, any rows (two ADDs to
-      one row in consecutive cycles, an ADD in the cycle after its OPEN).
+      gets bit ``node``, the slot's node count ``+ 1`` (if the node was not
+      valid). One per cycle, back to back, any rows (two ADDs to one row in
+      consecutive cycles, an ADD in the cycle after its OPEN).
     * **COMMIT** (``slot``, ``accept``, ``d0``): streams on ``out`` the
       accepted path, then the rejected nodes, then an END beat, and closes the
       slot. Accepted path: for ``d = d0, d0 + 1, ...`` while ``d < MAX_DEPTH``
@@ -182,7 +128,7 @@ class TreeSlots(wiring.Component):
     Stream: **every COMMIT / RELEASE ends with an END beat** (also when
     nothing else is streamed; no ``last`` flag). Unused fields are 0 (REJ:
     ``token``; END: ``node``, ``page``, ``token``). Cycle cost: accepted in
-    cycle ``t``, ``busy`` (``cmd.ready`` low) from ``t + 1``; ``out.valid``
+    cycle ``t``, ``busy`` (no COMMIT / RELEASE taken) from ``t + 1``; ``out.valid``
     from ``t + 2`` and then high in every cycle until the END beat is taken,
     a new beat in the cycle after each transfer: with ``out.ready`` high,
     beat ``i`` (of ``k`` ACC, ``r`` REJ and the END) is in cycle ``t + 2 +
@@ -198,16 +144,19 @@ class TreeSlots(wiring.Component):
     command of its own cycle (and before an END transfer of its cycle): after
     every command of the cycles before.
 
-    Status (combinational from flip-flops): ``active``, ``free_slot`` (the
-    lowest inactive slot, 0 when none), ``has_free``, ``slot_seq`` and
-    ``slot_lo`` (the values of the slot's last OPEN, 0 after reset); the
+    Status (combinational from flip-flops): ``active``, ``draining`` (the
+    slot being streamed, one-hot, 0 when not ``busy``; it stays active until
+    its END transfer), ``free_slot`` (the lowest inactive slot, 0 when none),
+    ``has_free``, ``slot_seq`` and ``slot_lo`` (the values of the slot's last
+    OPEN, 0 after reset), ``slot_count`` (its valid nodes); the
     queries ``chk_valid = valid[chk_slot][chk_node]`` and ``chk_any =
     valid[chk_slot] & chk_accept != 0`` (combinational from the inputs; 0
     for a slot ``>= TREES``).
 
     Invalid input (the pool never gives it): a slot ``>= TREES`` (when
     ``TREES`` is not a power of two): OPEN / ADD ignored, COMMIT / RELEASE
-    stream END only, lookups miss; an ADD outside the window is dropped; an ADD
+    stream END only, lookups miss; an OPEN or ADD of the slot being streamed
+    is taken and ignored; an ADD outside the window is dropped; an ADD
     of a valid node or to an inactive slot writes as any ADD (the node word
     and level row of the old node keep their bits: the same node in two rows
     hits in both); a COMMIT / RELEASE of an inactive slot streams END only.
@@ -261,6 +210,8 @@ class TreeSlots(wiring.Component):
         The beats of a COMMIT / RELEASE.
     busy : Out(1)
         A COMMIT / RELEASE is streaming.
+    draining : Out(TREES)
+        The slot it streams (one-hot; 0 when not ``busy``).
     lk<k> : In(stream.Signature(lookup_layout(p), always_ready=True))
         Lookup port ``k`` (``k < PORTS``): ``slot``, ``pos``, ``view``.
     lk<k>_rsp : Out(stream.Signature(reply_layout(p), always_ready=True))
@@ -275,6 +226,8 @@ class TreeSlots(wiring.Component):
         Each slot's ``seq``, slot ``r`` at bits ``r * idx_bits(SEQS)`` up.
     slot_lo : Out(TREES * POS_BITS)
         Each slot's ``lo``, slot ``r`` at bits ``r * POS_BITS`` up.
+    slot_count : Out(TREES * bits_for(N_NODES))
+        Each slot's valid nodes, slot ``r`` at bits ``r * bits_for(N_NODES)`` up.
     chk_slot, chk_node : In(idx_bits(TREES)), In(idx_bits(N_NODES))
         The ``valid`` bit queried.
     chk_accept : In(N_NODES)
@@ -321,11 +274,13 @@ class TreeSlots(wiring.Component):
             "cmd": In(stream.Signature(cmd_layout(p))),
             "out": Out(stream.Signature(out_layout(p))),
             "busy": Out(1),
+            "draining": Out(T),
             "active": Out(T),
             "free_slot": Out(idx_bits(T)),
             "has_free": Out(1),
             "slot_seq": Out(T * idx_bits(self.SEQS)),
             "slot_lo": Out(T * self.POS_BITS),
+            "slot_count": Out(T * bits_for(self.N_NODES)),
             "chk_slot": In(idx_bits(T)),
             "chk_node": In(idx_bits(self.N_NODES)),
             "chk_accept": In(self.N_NODES),
@@ -366,12 +321,16 @@ class TreeSlots(wiring.Component):
         m = Module()
         T, N, D = self.TREES, self.N_NODES, self.MAX_DEPTH
         sb, nb, db, qb = idx_bits(T), idx_bits(N), idx_bits(D), idx_bits(self.SEQS)
+        cb = bits_for(N)
         st = _State(
             active=Signal(T, name="active_r"),
             seq=[Signal(qb, name=f"seq_{r}") for r in range(T)],
             lo=[Signal(self.POS_BITS, name=f"lo_{r}") for r in range(T)],
             valid=[Signal(N, name=f"valid_{r}") for r in range(T)],
             rows=[Signal(D, name=f"rows_{r}") for r in range(T)],
+            count=[Signal(cb, name=f"count_{r}") for r in range(T)],
+            phase=Signal(2, name="phase"),  # 0 idle, 1 accepted path, 2 rejected, 3 END out
+            cs=Signal(sb, name="cs"),
         )
         word = node_word_layout(self.p)
         m.submodules.nodes = nodes = memory.Memory(shape=word.size, depth=T << nb, init=[])
@@ -392,6 +351,8 @@ class TreeSlots(wiring.Component):
             self.chk_any.eq(or_tree(net(m, chk_row & self.chk_accept, "chk_acc"))),
             self.slot_seq.eq(Cat(st.seq)),
             self.slot_lo.eq(Cat(st.lo)),
+            self.slot_count.eq(Cat(st.count)),
+            self.draining.eq(Mux(st.phase != 0, _decode(m, st.cs, T, "draining_dec"), 0)),
         ]
 
         add = self._commands(m, st, nodes, levels)
@@ -406,7 +367,8 @@ class TreeSlots(wiring.Component):
         T, N, D = self.TREES, self.N_NODES, self.MAX_DEPTH
         c = self.cmd.payload
         fire = net(m, self.cmd.valid & self.cmd.ready, "cmd_fire")
-        ok = self._slot_ok(c.slot)
+        # a slot number in range, and not the slot being streamed
+        ok = self._slot_ok(c.slot) & ~((st.phase != 0) & (c.slot == st.cs))
         is_open = net(m, fire & (c.kind == TsCmd.OPEN) & ok, "cmd_open")
         in_win, d = self._window(m, st, c.slot, c.pos, "add")
         rows_c = net(m, mux_tree(self._pad(st.rows), c.slot), "add_rows")
@@ -414,6 +376,7 @@ class TreeSlots(wiring.Component):
         add_ok = net(m, fire & (c.kind == TsCmd.ADD) & ok & in_win, "add_ok")
         one = _decode(m, c.node, N, "add_one")
         d_one = _decode(m, d, D, "add_d_one")
+        dup = _bit(m, mux_tree(self._pad(st.valid), c.slot), c.node, "add_dup")
 
         nw = nodes.write_port()
         lw = levels.write_port(granularity=1)
@@ -434,9 +397,12 @@ class TreeSlots(wiring.Component):
                     st.lo[r].eq(c.pos),
                     st.valid[r].eq(0),
                     st.rows[r].eq(0),
+                    st.count[r].eq(0),
                 ]
             with m.If(add_ok & here):
                 m.d.sync += [st.valid[r].eq(st.valid[r] | one), st.rows[r].eq(st.rows[r] | d_one)]
+                with m.If(~dup):
+                    m.d.sync += st.count[r].eq(st.count[r] + 1)
         return _Add(ok=add_ok, slot=c.slot, pos=c.pos, first=first)
 
     def _lookup(self, m: Module, st: "_State", nodes, levels, add: "_Add", k: int) -> None:
@@ -483,15 +449,15 @@ class TreeSlots(wiring.Component):
         T, N, D = self.TREES, self.N_NODES, self.MAX_DEPTH
         db, nb = idx_bits(D), idx_bits(N)
         c = self.cmd.payload
-        phase = Signal(2, name="phase")  # 0 idle, 1 accepted path, 2 rejected, 3 END out
-        cs = Signal(idx_bits(T), name="cs")
+        phase, cs = st.phase, st.cs
         acc, rej = Signal(N, name="acc"), Signal(N, name="rej")
         a_d = Signal(db + 1, name="a_d")
         b_valid, b_d = Signal(name="b_valid"), Signal(db, name="b_d")
         c_valid, c_kind = Signal(name="c_valid"), Signal(2, name="c_kind")
         c_node = Signal(nb, name="c_node")
         busy = net(m, phase != 0, "busy_n")
-        m.d.comb += [self.busy.eq(busy), self.cmd.ready.eq(~busy)]
+        grows = (c.kind == TsCmd.OPEN) | (c.kind == TsCmd.ADD)
+        m.d.comb += [self.busy.eq(busy), self.cmd.ready.eq(~busy | grows)]
 
         sr, snr = levels.read_port(), nodes.read_port()
         adv = net(m, ~c_valid | self.out.ready, "adv")
@@ -560,13 +526,16 @@ class TreeSlots(wiring.Component):
 
 @dataclass
 class _State:
-    """The flip-flops of every slot."""
+    """The flip-flops of every slot, and the stream's phase and slot."""
 
     active: Signal
     seq: list[Signal]
     lo: list[Signal]
     valid: list[Signal]
     rows: list[Signal]
+    count: list[Signal]  # valid nodes
+    phase: Signal  # the stream's: 0 idle, 1 accepted path, 2 rejected, 3 END out
+    cs: Signal  # the slot streamed
 
 
 @dataclass

@@ -5,8 +5,9 @@ the ADDs of a random tree: chains, stars, full, deep and random parents,
 node numbers sometimes permuted and added out of order, positions ``lo +
 depth``, windows near the top of the position range too; COMMIT with an
 ancestor chain of a random node as ``accept``, sometimes a random mask or
-extra bits, ``d0`` mostly 0; RELEASE), a command held over a streaming
-COMMIT / RELEASE (of another slot), ``out`` backpressure patterns, and on
+extra bits, ``d0`` mostly 0; RELEASE), a COMMIT / RELEASE held over a
+streaming one, OPENs and ADDs of other slots taken while one streams (and,
+rarely, of the streamed slot: ignored), ``out`` backpressure patterns, and on
 every lookup port a query every cycle (or by an idle pattern): a slot's
 node positions, the position of the same cycle's or the previous cycle's
 ADD, random positions in and out of the window, views of all ones, a
@@ -15,12 +16,14 @@ node's ancestor mask, random, one bit, zero. A reset in the middle.
 Model: ``golden.kvpool.trees.Tree`` per active slot (``find`` answers a
 lookup, ``levels`` / ``nodes`` give a COMMIT's accepted path and rejected
 nodes), plus the flop-level facts the contract states (``seq`` / ``lo`` of
-the last OPEN; ``valid`` kept by a closed slot until its next OPEN). The
+the last OPEN; ``valid`` kept by a closed slot until its next OPEN; the node
+count its popcount; ``draining`` the streamed slot). The
 stream's timing is the contract's: beat 0 two cycles after the command,
 each next beat in the cycle after a transfer, ``busy`` until the END beat
 is taken. Scoreboard (:class:`tb.kvpool.common.Lockstep`): every output
 every cycle (``out.payload`` when ``out.valid``, a reply's ``page`` when
-valid), ``chk_valid`` / ``chk_any`` against the same cycle's query.
+valid), ``chk_valid`` / ``chk_any`` / ``cmd.ready`` against the same cycle's
+query and command.
 Coverage of the same-cycle cases is asserted.
 """
 
@@ -42,6 +45,7 @@ CYCLES = 3000  # cycles per run (make test); make sim-full: 30,000
 COVER = (
     "open_add", "same_row", "fresh_lk", "lk_after_add", "hit", "miss_view", "stale_row",
     "acc", "rej", "end_only", "acc_to_max", "stall", "held", "lk_stream",
+    "grow_in_stream", "ignored",
 )  # fmt: skip
 
 
@@ -105,6 +109,7 @@ class TSBench(Lockstep):
         self.script: deque[dict] = deque()
         self.ever: list[set[int]] = [set() for _ in range(1 << self.sb)]  # rows ever written
         self.beats: list[tuple] = []  # every beat taken (for the directed tests)
+        self.cur_ignored = False  # the command is an OPEN / ADD of the streamed slot
         self.expect = self.reset_outputs()
 
     # ------------------------------------------------------------------ model
@@ -123,7 +128,8 @@ class TSBench(Lockstep):
 
     def _outputs(self) -> dict[str, int]:
         s, T = self.stream, self.T
-        out = {"cmd__ready": int(s is None), "busy": int(s is not None)}
+        out = {"busy": int(s is not None)}
+        out["draining"] = 1 << s["slot"] if s is not None and s["slot"] < T else 0
         out["out__valid"] = int(bool(s and s["vis"]))
         if out["out__valid"]:
             kind, node, page, token = s["beats"][s["i"]]
@@ -136,6 +142,8 @@ class TSBench(Lockstep):
         out["has_free"] = int(bool(free))
         out["slot_seq"] = sum(v << (r * self.qb) for r, v in enumerate(self.seq_of))
         out["slot_lo"] = sum(v << (r * self.p["POS_BITS"]) for r, v in enumerate(self.lo_of))
+        cb = self.N.bit_length()
+        out["slot_count"] = sum(v.bit_count() << (r * cb) for r, v in enumerate(self.valid))
         for k in range(self.ports):
             r = self.pipe[k].pop(0)
             out[f"lk{k}_rsp__valid"] = int(r is not None)
@@ -172,7 +180,9 @@ class TSBench(Lockstep):
         c = self._unpack(self.cmd_l, inputs["cmd__payload"]) if inputs["cmd__valid"] else None
         add = (c["slot"], c["pos"]) if c and c["kind"] == TsCmd.ADD.value else None
         busy = self.stream is not None
-        accepted = c is not None and not busy
+        streamed = self.stream["slot"] if busy else None
+        grows = c is not None and c["kind"] in (TsCmd.OPEN.value, TsCmd.ADD.value)
+        accepted = c is not None and (not busy or grows)
         for k in range(self.ports):  # the state before this cycle's command
             r = None
             if inputs[f"lk{k}__valid"]:
@@ -193,12 +203,15 @@ class TSBench(Lockstep):
         elif s is not None:
             s["vis"] = True
         if c is not None and busy:
-            self.cover["held"] += 1
+            self.cover["grow_in_stream" if grows else "held"] += 1
         opened, added = self.prev_open, self.prev_add
         self.prev_open = self.prev_add = None
         if accepted:
             self.cur = None
-            self._perform(c, opened, added)
+            if grows and c["slot"] == streamed:
+                self.cover["ignored"] += 1  # an OPEN / ADD of the streamed slot
+            else:
+                self._perform(c, opened, added)
         return self._outputs()
 
     def _perform(self, c: dict, opened: int | None, added: tuple | None) -> None:
@@ -259,6 +272,9 @@ class TSBench(Lockstep):
             s = i["chk_slot"]
             v = self.valid[s] if s < self.T else 0
             want = {"chk_valid": v >> i["chk_node"] & 1, "chk_any": int(bool(v & i["chk_accept"]))}
+            kind = self._unpack(self.cmd_l, i["cmd__payload"])["kind"]
+            grows = kind in (TsCmd.OPEN.value, TsCmd.ADD.value)
+            want["cmd__ready"] = int(self.stream is None or grows)
             for k, w in want.items():
                 got = int(getattr(self.dut, k).value)
                 if got != w:
@@ -269,12 +285,13 @@ class TSBench(Lockstep):
     def stimulus(self) -> dict[str, int]:
         rng = self.tb.rng
         if self.cur is None:
+            self.cur_ignored = False
             if self.script:
                 self.cur = self.script.popleft()
             elif next(self.idle) and (self.stream is None or rng.random() < 0.3):
                 self.cur = self._choose()
         out = dict.fromkeys(self.INPUTS, 0)
-        if self.cur is not None:
+        if self.cur is not None and not self._waits(self.cur):
             out["cmd__valid"] = 1
             out["cmd__payload"] = pack(self.cmd_l, self.cur)
         out["out__ready"] = next(self.ready)
@@ -287,9 +304,22 @@ class TSBench(Lockstep):
         out["chk_accept"] = rng.choice([0, 1, rng.getrandbits(self.N), (1 << self.N) - 1])
         return out
 
+    def _waits(self, c: dict) -> bool:
+        """An OPEN / ADD of the streamed slot waits for the END, as the pool's do
+        (unless it is the rare one sent to be ignored)."""
+        s = self.stream
+        grows = c["kind"] in (TsCmd.OPEN.value, TsCmd.ADD.value)
+        return grows and s is not None and c["slot"] == s["slot"] and not self.cur_ignored
+
     def _choose(self) -> dict | None:
         rng, T, p = self.tb.rng, self.T, self.p
         busy = self.stream["slot"] if self.stream else None
+        if busy is not None and busy < T and rng.random() < 0.03:  # ignored by the slots
+            self.cur_ignored = True
+            if rng.random() < 0.5:
+                return {"kind": TsCmd.OPEN.value, "slot": busy, "seq": 0, "pos": 0}
+            return {"kind": TsCmd.ADD.value, "slot": busy, "node": rng.randrange(self.N),
+                    "pos": self.lo_of[busy], "page": 1, "token": 1}  # fmt: skip
         live = [r for r in range(T) if self.trees[r] is not None and r != busy]
         free = [r for r in range(T) if self.trees[r] is None]
         todo = [r for r in live if r in self.plans and self.plans[r].todo]
