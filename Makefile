@@ -93,6 +93,8 @@ figures: $(STAMP)
 soak: $(STAMP)
 	$(VPY) -m tb.kv_pool.soak
 	$(STAMP_REPORT) $(REPORTS)/kv_soak.json
+	$(VPY) -m tb.kvpool.soak
+	$(STAMP_REPORT) $(REPORTS)/kvpool_soak.json
 
 # the flat pool's proofs, then the scaled pool's (formal.kvpool: BMC from reset and a
 # k-induction attempt at a reduced size; its own report, a section of docs/results/formal.md)

@@ -12,9 +12,9 @@ import pytest
 
 from hw.kvpool.layouts import PoolOp
 from tb.kvpool.pool_model import PoolFormat, Scoreboard, reachable_codes
+from tb.kvpool.pool_run import PARAM_SETS_PLAIN
 from tb.kvpool.pool_shares import SCRIPT_GOALS, share_script
 from tb.kvpool.pool_stim import coverage_missing, self_check
-from tb.kvpool.test_pool import PARAM_SETS_PLAIN
 
 N = 20_000
 

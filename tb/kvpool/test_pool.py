@@ -29,19 +29,14 @@ with its golden call and its number in acceptance order.
 
 import json
 import os
-import time
 
 from tb.common import FULL_ONLY, REPO, TB, params, report
 from tb.kvpool.pool_model import golden_of
+from tb.kvpool.pool_run import PARAM_SETS_PLAIN, TX, random_traffic_run
 from tb.kvpool.pool_shares import SCRIPT_GOALS, share_script
-from tb.kvpool.pool_stim import COM, FORK, INS, REL, SCORE, SPILL, coverage_missing
+from tb.kvpool.pool_stim import COM, FORK, INS, REL, SCORE, SPILL
 from tb.kvpool.pool_tb import PoolTB
 
-#: transactions per parameter set (both random tests together): 100,000 in make test
-#: (issue 20: at least 100,000 per configuration per CI run; ~15 - 25 s each)
-TX = int(os.environ.get("KVPOOL_TX", 100_000))
-QUIESCE_EVERY = 600  # cycles between quiescent points
-COVER_MIN = 5000  # transactions of a run below which its coverage is not asserted
 #: the cycle limits asserted by default, the targets met (spec §4.9); the integrator
 #: tightens them with KVPOOL_CYCLE_LIMITS
 LIMITS: dict[str, float] = {
@@ -51,8 +46,6 @@ LIMITS: dict[str, float] = {
     "insert_per_cycle": 1,
     "fork_to_next": 1,
 } | json.loads(os.environ.get("KVPOOL_CYCLE_LIMITS", "{}"))
-#: KVPOOL_KEEP_GOING=1: run every transaction after a mismatch (and count mismatches by kind)
-KEEP_GOING = os.environ.get("KVPOOL_KEEP_GOING", "") == "1"
 CYCLES_JSON = os.environ.get(
     "KVPOOL_CYCLES_JSON", str(REPO / "build" / "reports" / "kvpool_cycles.json")
 )
@@ -60,51 +53,6 @@ CYCLES_JSON = os.environ.get(
 
 def _tag(p: dict) -> str:
     return "-".join(f"{k}={v}" for k, v in sorted(p.items()))
-
-
-async def random_traffic_run(dut, idle: str, n_tx: int, reset: bool) -> PoolTB:
-    p = params()
-    tb = TB(dut)
-    bench = PoolTB(tb, p, {"q": idle, "op": idle})
-    await tb.start()
-    bench.random = True
-    t0 = time.perf_counter()
-    reset_done = not reset
-    while bench.sb.transactions < n_tx and (KEEP_GOING or not bench.errors):
-        await tb.cycles(QUIESCE_EVERY)
-        if not reset_done and bench.sb.transactions >= n_tx // 2:
-            await bench.reset()  # the traffic in flight
-            reset_done = True
-            continue
-        await bench.quiesce()
-    await bench.quiesce()
-    dt = time.perf_counter() - t0
-    st = bench.sb.stats
-    rate = bench.sb.transactions / dt
-    tb.log.info(
-        "%d transactions in %d cycles, %.1f s (%.0f per second), %d quiescent checks",
-        bench.sb.transactions, tb.cycle, dt, rate, bench.quiet_checks,
-    )  # fmt: skip
-    tb.log.info("coverage %s", dict(sorted(st.cover.items())))
-    tb.log.info("latency [min, max, sum, n] by kind %s", st.latency)
-    report(
-        "kvpool",
-        f"random_traffic/{idle}",
-        transactions=bench.sb.transactions,
-        cycles=tb.cycle,
-        seconds=round(dt, 2),
-        per_second=round(rate),
-        mismatches=len(bench.errors),
-        **{k.replace("/", "_"): v for k, v in st.cover.items()},
-    )
-    if bench.errors:
-        tb.log.error("mismatches by kind and field: %s", dict(bench.sb.mismatch.most_common()))
-        hist = "\n".join(f"  cycle {c} {s}: {bench.sb.describe(t)}" for c, s, t in bench.sb.history)
-        tb.log.error("the last transactions accepted:\n%s", hist)
-    assert not bench.errors, f"seed {tb.seed}: {len(bench.errors)} mismatches: {bench.errors[0]}"
-    missing = coverage_missing(p, st.cover) if n_tx >= COVER_MIN else []
-    assert not missing, f"seed {tb.seed}: not reached: {missing}"
-    return bench
 
 
 def _op(kind: int, **f: int) -> dict:
@@ -275,65 +223,6 @@ from flows import toolchain  # noqa: E402
 from tb.common import RUNS  # noqa: E402
 from tb.kvpool.common import leaf_params, leaf_verilog  # noqa: E402
 
-_SMALL = {
-    "PAGES": 32, "HBM_PAGES": 16, "SEQS": 4, "SEGS": 6, "TREES": 2, "N_NODES": 8,
-    "MAX_DEPTH": 4, "POS_BITS": 7, "TOKEN_BITS": 4, "TLB_SETS": 4, "TLB_WAYS": 2,
-    "TAG_SETS": 2, "TAG_WAYS": 2,
-}  # fmt: skip
-#: parameter sets by name (plain dicts: tests/test_kvpool_stimulus.py runs the generator on them)
-PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
-    "small": _SMALL,
-    "small16": _SMALL | {"PAGES": 16, "HBM_PAGES": 32, "TLB_SETS": 2, "TLB_WAYS": 4},
-    "small64": _SMALL | {"PAGES": 64, "HBM_PAGES": 16, "TLB_SETS": 1, "TLB_WAYS": 1},
-    # SEQS and N_NODES not powers of two: SEQ_RANGE, DST_RANGE, OWNER_RANGE, lookup errors
-    "odd": {
-        "PAGES": 20,
-        "HBM_PAGES": 5,
-        "SEQS": 5,
-        "SEGS": 7,
-        "TREES": 2,
-        "N_NODES": 12,
-        "MAX_DEPTH": 3,
-        "POS_BITS": 6,
-        "TOKEN_BITS": 3,
-        "TLB_SETS": 2,
-        "TLB_WAYS": 1,
-        "TAG_SETS": 2,
-        "TAG_WAYS": 2,
-    },  # fmt: skip
-    "medium": {
-        "PAGES": 64,
-        "HBM_PAGES": 16,
-        "SEQS": 8,
-        "SEGS": 24,
-        "TREES": 4,
-        "N_NODES": 64,
-        "MAX_DEPTH": 16,
-        "POS_BITS": 10,
-        "TOKEN_BITS": 8,
-        "TLB_SETS": 16,
-        "TLB_WAYS": 2,
-        "TAG_SETS": 4,
-        "TAG_WAYS": 2,
-    },  # fmt: skip
-    # the memories at full scale (2**20 pages, 2**21 HBM slots, 17-bit positions,
-    # 1,024 x 4 TLBs and tag table), the flop tables smaller: the scale run
-    "scale": {
-        "PAGES": 2**20,
-        "HBM_PAGES": 2**21,
-        "SEQS": 16,
-        "SEGS": 16,
-        "TREES": 4,
-        "N_NODES": 64,
-        "MAX_DEPTH": 16,
-        "POS_BITS": 17,
-        "TOKEN_BITS": 17,
-        "TLB_SETS": 1024,
-        "TLB_WAYS": 4,
-        "TAG_SETS": 1024,
-        "TAG_WAYS": 4,
-    },  # fmt: skip
-}
 #: the scale set and the defaults (PAGES 2**20, TLB 1,024 x 4): only with KVPOOL_FULL=1
 OPT_IN = pytest.mark.skipif(
     os.environ.get("KVPOOL_FULL", "") != "1", reason="the full pool: KVPOOL_FULL=1"
