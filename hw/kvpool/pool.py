@@ -9,7 +9,7 @@ ports (:mod:`hw.kvpool.pool_lookup`) and one operation port
 (:mod:`hw.kvpool.pool_ops`, checks in :mod:`hw.kvpool.pool_checks`).
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
@@ -241,6 +241,11 @@ class ScaledPool(wiring.Component):
             hbm_used=Signal(hb, name="hbm_used_r"),
             drain=Signal(name="drain_r"),
             pending=Signal(bits_for(p["N_NODES"]), name="pending_r"),
+            drain_acc=Signal(name="drain_acc_r"),
+            drain_seq=Signal(idx_bits(p["SEQS"]), name="drain_seq_r"),
+            drain_g=Signal(seg.gb, name="drain_g_r"),
+            drain_t=Signal(seg.gb, name="drain_t_r"),
+            drain_pos=Signal(len(seg.len[0]), name="drain_pos_r"),
         )
 
     def _tree_of(self, m: Module, ts, seq, name: str) -> tuple[Signal, Signal]:
@@ -306,6 +311,7 @@ class ScaledPool(wiring.Component):
             "acc_any": acc_any,
             # the FIFO's next page is a pending one, not yet pushed: an allocation waits
             "alloc_wait": (u.alloc.level == 0) & (u.pending != 0),
+            "drain_acc": u.drain_acc,
             "has_own": own1h.any(),
             "own_g": seg.index(own1h, f"{pre}_own_g"),
             "own_t": seg.pick(own1h, seg.tab, f"{pre}_own_t"),
@@ -338,7 +344,7 @@ class ScaledPool(wiring.Component):
             m.d.comb += [ts.chk_slot.eq(fast["slot"]), ts.chk_node.eq(self.op.payload.owner)]
         with m.Else():
             m.d.comb += [ts.chk_slot.eq(facts["slot"]), ts.chk_node.eq(r.o.owner)]
-        m.d.comb += ts.chk_accept.eq(r.o.accept)
+        m.d.comb += ts.chk_accept.eq(Mux(r.idle, self.op.payload.accept, r.o.accept))
         inflight = []
         hold = Signal(name="lookup_hold")
         for k in range(2):
@@ -347,7 +353,10 @@ class ScaledPool(wiring.Component):
                 k,
                 q=getattr(self, f"q{k}"),
                 r=_Reply(getattr(self, f"r{k}_valid"), getattr(self, f"r{k}")),
-                allow=r.idle & ~hold,
+                # a fast commit's sequence waits for its accepted path's appends
+                allow=r.idle
+                & ~hold
+                & ~(u.drain_acc & (getattr(self, f"q{k}").payload.seq == u.drain_seq)),
                 seg=u.seg,
                 tlb=u.tlbs[k],
                 rd=getattr(u.bt, f"rd{k}"),
@@ -358,7 +367,7 @@ class ScaledPool(wiring.Component):
                 seqs=p["SEQS"],
             )
             inflight.append(lp.inflight)
-        res_fast, fork_done, lk_hold = op_fsm(
+        res_fast, fork_done, commit_done, lk_hold = op_fsm(
             m,
             self.op,
             u,
@@ -379,7 +388,7 @@ class ScaledPool(wiring.Component):
             fast=fast,
         )
         m.d.comb += hold.eq(lk_hold)
-        m.d.comb += self.res_valid.eq(r.done | res_fast | fork_done)
+        m.d.comb += self.res_valid.eq(r.done | res_fast | fork_done | commit_done)
         free = u.alloc.free_pages + u.pending  # pending pushes count as free
         with m.If(res_fast):  # a fast insert's (hw.kvpool.pool_fast)
             m.d.comb += [res.op.eq(PoolOp.INSERT), res.value.eq(u.alloc.page)]

@@ -1,44 +1,54 @@
-"""The scaled pool's drain: a finished commit's or release's rejected pages, pushed
-to the free FIFO while the next operations run (decision 0016 §5, §6).
+"""The scaled pool's drain: a commit's or release's stream from the tree slots,
+carried out while the next operations run (decision 0016 §5, §6).
 
-A commit returns once its accepted path is appended, a release once its
-tree's stream has started: the tree slots' stream (the rejected nodes, then
-END) is handed to the drain (:func:`hand_over`), which pushes one rejected
-page per cycle to the free FIFO (:func:`drain`). The pages count as free at
-once (``pending``, added to ``free_pages``); an allocation that would take
-the FIFO's next page while it is still pending waits for its push (the
-facts' ``alloc_wait``); an operation that pushes pages itself or needs the
-stream (commit, release, spill), or a speculative insert that needs a tree
-slot while only the draining one would be free, waits in ``CHECK`` for the
-drain's end (:func:`drain_wait`). So the free FIFO's order, and every
-result, is the golden model's, which frees the pages in the operation.
+A sequential commit returns once its accepted path is appended, a release
+once its tree's stream has started: the rest of the stream (the rejected
+nodes, then END) is handed to the drain (:func:`hand_over`). A fast commit
+(:mod:`hw.kvpool.pool_commit`) hands over the whole stream, its length
+already moved: the drain first appends the accepted path (``drain_acc``),
+one node per cycle in which nothing else uses the block tables and page
+states. The rejected pages are pushed to the free FIFO, one per cycle
+(:func:`drain`); they count as free at once (``pending``, added to
+``free_pages``), and an allocation that would take the FIFO's next page
+while it is still pending waits for its push (the facts' ``alloc_wait``).
+Waiting in ``CHECK`` (:func:`drain_wait`): an operation that pushes pages
+itself or needs the stream (commit, release, spill); a speculative insert
+that needs a tree slot while only the draining one would be free; while an
+accepted path is appended, every operation but a speculative insert (and
+lookups of its sequence, :class:`hw.kvpool.pool.ScaledPool`; an allocation
+that must spill waits too, since the path's pages join the spill queue).
+So the free FIFO's and the spill queue's order, and every result, are the
+golden model's, which does it all in the operation.
 """
 
-from amaranth.hdl import Module, Value
+from amaranth.hdl import Value
 
+from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
-from hw.kvpool.pool_units import Units
-from hw.kvpool.treeslots import TsOut
+from hw.kvpool.pagestate import PsCmd
+from hw.kvpool.treeslots_layouts import TsOut
 
 __all__ = ["drain", "drain_wait", "hand_over", "slot_count"]
 
 
-def slot_count(fsm) -> Value:
-    """The valid nodes of the op's tree slot (``slot``)."""
+def slot_count(fsm, slot: Value | None = None) -> Value:
+    """The valid nodes of tree slot ``slot`` (default: the op's, ``fsm.slot``)."""
     ts = fsm.u.ts
     cb = len(ts.slot_count) // fsm.p["trees"]
-    return Value.cast(ts.slot_count).word_select(fsm.slot, cb)
+    return Value.cast(ts.slot_count).word_select(fsm.slot if slot is None else slot, cb)
 
 
 def drain_wait(fsm) -> Value:
     """The op in ``CHECK`` waits for the drain: it pushes pages or streams (commit,
     release, spill), or is a speculative insert that needs a tree slot while none
     is free (the draining one is free in the golden model)."""
-    o, f = fsm.r.o, fsm.f
+    o, f, u = fsm.r.o, fsm.f, fsm.u
     op = o.op
     streams = (op == PoolOp.COMMIT) | (op == PoolOp.RELEASE) | (op == PoolOp.SPILL)
-    new_tree = (op == PoolOp.INSERT) & ~o.committed & ~f["has_tree"]
-    return fsm.u.drain & (streams | (new_tree & ~f["facts"].tree_free))
+    spec = (op == PoolOp.INSERT) & ~o.committed
+    new_tree = spec & ~f["has_tree"]
+    # while the drain appends an accepted path, only speculative inserts go on
+    return (u.drain & (streams | (new_tree & ~f["facts"].tree_free))) | (u.drain_acc & ~spec)
 
 
 def hand_over(fsm, rejected: Value) -> None:
@@ -53,11 +63,32 @@ def hand_over(fsm, rejected: Value) -> None:
     ]
 
 
-def drain(m: Module, u: Units) -> None:
-    """The drain: while it owns the tree slots' stream, each rejected node's page is
-    pushed to the free FIFO (one per cycle); the END beat ends it."""
-    out = u.ts.out
-    with m.If(u.drain):
+def drain(fsm, units_free: Value) -> None:
+    """The drain: while it owns the tree slots' stream, a fast commit's accepted nodes
+    are appended (one per cycle in which the operation FSM and a fast insert leave
+    the block tables, page states and segment table alone: ``units_free``), then
+    each rejected node's page is pushed to the free FIFO (one per cycle); the END
+    beat ends it."""
+    m, u = fsm.m, fsm.u
+    out, seg = u.ts.out, u.seg
+    b = out.payload
+    take = units_free & u.bt.cmd.ready & u.ps.cmd.ready
+    with m.If(u.drain & u.drain_acc):
+        with m.If(out.valid & (b.kind != TsOut.ACC)):
+            m.d.sync += u.drain_acc.eq(0)
+        with m.Elif(out.valid & take):
+            m.d.comb += out.ready.eq(1)
+            tl = seg.table_len(u.drain_t, "drain_tlen")
+            fsm.bt(BtCmd.APPEND, u.drain_t, tl, addr=b.page, token=b.token)
+            fsm.ps(PsCmd.COMMIT, b.page, tab=u.drain_t, pos=u.drain_pos)
+            m.d.comb += [
+                seg.app_en.eq(1),
+                seg.app_g.eq(u.drain_g),
+                seg.app_seq.eq(u.drain_seq),
+                seg.app_keep_len.eq(1),
+            ]
+            m.d.sync += u.drain_pos.eq(u.drain_pos + 1)
+    with m.Elif(u.drain):
         m.d.comb += out.ready.eq(1)
         with m.If(out.valid):
             with m.If(out.payload.kind == TsOut.REJ):

@@ -25,6 +25,7 @@ from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_checks import fill_code, op_code
+from hw.kvpool.pool_commit import fast_commit_accept, fast_commit_ok, fast_commit_stage2
 from hw.kvpool.pool_drain import drain, drain_wait, hand_over, slot_count
 from hw.kvpool.pool_fast import (
     fast_accept,
@@ -85,7 +86,8 @@ class _Fsm:
         self.ttag = Signal(64, name="fsm_ttag")
         self.quiet = Signal(name="fsm_quiet")
         self.fork_done = Signal(name="fsm_fork_done")  # a fast fork's result now
-        m.d.sync += self.fork_done.eq(0)
+        self.commit_done = Signal(name="fsm_commit_done")  # a fast commit's result now
+        m.d.sync += [self.fork_done.eq(0), self.commit_done.eq(0)]
         # the FSM's own reads of block-table port 0 in flight (READ_LATENCY = 3)
         self.rd_own = Signal(name="fsm_rd_own")
         self.rd_pipe = Signal(3, name="fsm_rd_pipe")
@@ -170,6 +172,8 @@ class _Fsm:
                 ]
                 with m.If(fast_eligible(m, op, self.fast)):
                     fast_accept(self, op, self.fast, s2)
+                with m.Elif(fast_commit_ok(self, op, self.fast)):
+                    fast_commit_accept(self, op, self.fast)
                 with m.Elif(fast_fork_ok(op, self.fast, s2)):
                     seg = self.u.seg
                     m.d.comb += [
@@ -180,6 +184,8 @@ class _Fsm:
                     m.d.sync += self.fork_done.eq(1)
                 with m.Else():
                     m.next = "CHECK"
+        with m.State("FC"):
+            fast_commit_stage2(self)
         with m.State("CHECK"):
             code = op_code(m, o, f["facts"])
             # the lookups taken before, or with, it are done; a fast block tag is in;
@@ -232,9 +238,10 @@ class _Fsm:
         """From the current state: spill first if no page is free, then take a page
         (``ALLOC_<then>``, the page in ``page`` / ``fresh``) and go to ``then``."""
         m = self.m
-        with m.If(self.f["alloc_wait"]):
-            pass  # the FIFO's next page is still to be pushed by the drain
-        with m.Elif(self.f["facts"].page_free):
+        page_free = self.f["facts"].page_free
+        with m.If(self.f["alloc_wait"] | (~page_free & self.u.drain_acc)):
+            pass  # the FIFO's next page is still to be pushed, or a path appended
+        with m.Elif(page_free):
             m.next = f"ALLOC_{then}"
         with m.Else():
             m.d.sync += [self.ret.eq(ret), self.r.spilled.eq(1)]
@@ -536,11 +543,12 @@ def op_fsm(
     tags,
     tok,
     fast: dict,
-) -> tuple[Signal, Signal, Value]:
+) -> tuple[Signal, Signal, Signal, Value]:
     """Build the operation FSM (``p``: the pool's parameters and widths; ``facts``:
     the comb values its checks and steps read, ``fast`` the same of the port's op, see
-    :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, fork_done, lookup_hold)``:
-    a fast insert's, a fast fork's result is shown this cycle; lookups must wait
+    :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, fork_done, commit_done,
+    lookup_hold)``: a fast insert's, a fast fork's, a fast commit's result is shown
+    this cycle; lookups must wait
     (:mod:`hw.kvpool.pool_fast`)."""
     fsm = _Fsm(m, u, r, p, facts)
     fsm.s2 = s2 = make_stage2(fsm)
@@ -555,7 +563,7 @@ def op_fsm(
     busy = u.bt.busy | u.ps.busy | (u.ts.busy & ~u.drain)
     tag_setup(fsm)
     sh = ShareRegs(fsm)
-    with m.FSM(name="op"):
+    with m.FSM(name="op") as states:
         fsm.frame(op, inflight, busy)
         fsm.insert()
         fsm.commit()
@@ -564,5 +572,7 @@ def op_fsm(
         fsm.spill_fill_score()
         tag_states(fsm, crc, tags)
         share_states(fsm, sh, crc, tags, tok)
-    drain(m, u)
-    return fsm.res_fast, fsm.fork_done, s2.valid | s2.after
+    # the FSM's states that drive no unit (an allocation waiting for the drain too)
+    quiet = [states.ongoing(n) for n in ("IDLE", "CHECK", "INS", "FILL_ALLOC")]
+    drain(fsm, (quiet[0] | quiet[1] | quiet[2] | quiet[3]) & ~s2.valid)
+    return fsm.res_fast, fsm.fork_done, fsm.commit_done, s2.valid | s2.after

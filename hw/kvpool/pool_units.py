@@ -27,6 +27,13 @@ class Units:
     # release is its own, and its rejected pages still to push to the free FIFO
     drain: Signal
     pending: Signal
+    # its first phase, a fast commit's accepted path: appended to table ``drain_t`` of
+    # segment ``drain_g`` at ``drain_pos`` on (the length of ``drain_seq`` moved already)
+    drain_acc: Signal
+    drain_seq: Signal
+    drain_g: Signal
+    drain_t: Signal
+    drain_pos: Signal
 
 
 @dataclass

@@ -14,7 +14,9 @@ through the ``*_en`` controls, which its operation FSM drives (comb, default
 0; at most one of open / append / fork / release / bury / cut / split /
 share per cycle; ``tag_en`` may come with any; ``app_en`` may come with
 ``open_en`` to append the new segment's first position, ``app_g =
-free_g``). A sequence's running dedup tag (SPEC §4.6 *Tags*) is kept
+free_g``). ``app_keep_len`` makes an append leave the sequence's length (a
+commit's drain, whose length moved at once by ``len_add``, a control of
+its own: ``len[len_seq] += len_k``). A sequence's running dedup tag (SPEC §4.6 *Tags*) is kept
 beside its length: fork copies it, release clears it.
 
 A segment is *used* from its opening until the release that kills it has
@@ -62,6 +64,10 @@ class SegState:
         self.app_en = Signal()
         self.app_g = Signal(self.gb)
         self.app_seq = Signal(self.sb)
+        self.app_keep_len = Signal()
+        self.len_add = Signal()
+        self.len_seq = Signal(self.sb)
+        self.len_k = Signal(pb1)
         self.fork_en = Signal()
         self.fork_from = Signal(self.sb)
         self.fork_dst = Signal(self.sb)
@@ -219,8 +225,10 @@ class SegState:
         fork_len = self.len_of(self.fork_from, "seg_fork_len")
         fork_tag = net(m, Cat(*self.tag).word_select(self.fork_from, 64), "seg_fork_tag")
         for s in range(self.s):
-            with m.If(self.app_en & (self.app_seq == s)):
+            with m.If(self.app_en & ~self.app_keep_len & (self.app_seq == s)):
                 m.d.sync += self.len[s].eq(self.len[s] + 1)
+            with m.If(self.len_add & (self.len_seq == s)):
+                m.d.sync += self.len[s].eq(self.len[s] + self.len_k)
             with m.If(self.fork_en & (self.fork_dst == s)):
                 m.d.sync += [self.len[s].eq(fork_len), self.tag[s].eq(fork_tag)]
             with m.If(self.rel_en & (self.rel_seq == s)):

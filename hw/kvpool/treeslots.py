@@ -14,6 +14,7 @@ from hw.common import (
     mux_tree,
     net,
     or_tree,
+    popcount,
     prefix_add,
     prefix_or_below,
     zext,
@@ -228,6 +229,10 @@ class TreeSlots(wiring.Component):
         Each slot's ``lo``, slot ``r`` at bits ``r * POS_BITS`` up.
     slot_count : Out(TREES * bits_for(N_NODES))
         Each slot's valid nodes, slot ``r`` at bits ``r * bits_for(N_NODES)`` up.
+    acc_count : Out(bits_for(N_NODES))
+        From the cycle after a COMMIT is taken until its END transfer: its
+        ``valid & accept`` nodes (the accepted path's length when ``accept``
+        is a chain); 0 otherwise.
     chk_slot, chk_node : In(idx_bits(TREES)), In(idx_bits(N_NODES))
         The ``valid`` bit queried.
     chk_accept : In(N_NODES)
@@ -281,6 +286,7 @@ class TreeSlots(wiring.Component):
             "slot_seq": Out(T * idx_bits(self.SEQS)),
             "slot_lo": Out(T * self.POS_BITS),
             "slot_count": Out(T * bits_for(self.N_NODES)),
+            "acc_count": Out(bits_for(self.N_NODES)),
             "chk_slot": In(idx_bits(T)),
             "chk_node": In(idx_bits(self.N_NODES)),
             "chk_accept": In(self.N_NODES),
@@ -490,6 +496,7 @@ class TreeSlots(wiring.Component):
         found = net(m, (phase == 1) & b_valid & rowbit & a_any, "st_found")
         produce = net(m, adv & ((phase == 1) | (phase == 2)), "st_produce")
         m.d.comb += [snr.addr.eq(Cat(Mux(found, a_idx, r_idx), cs)), snr.en.eq(adv)]
+        m.d.comb += self.acc_count.eq(popcount(m, acc, "acc_count"))  # acc: 0 unless a COMMIT
         a_more = a_d < D
         with m.If(produce):
             m.d.sync += c_valid.eq(1)
@@ -506,7 +513,7 @@ class TreeSlots(wiring.Component):
         with m.Elif(adv):
             m.d.sync += c_valid.eq(0)
         with m.If((phase == 3) & c_valid & self.out.ready):
-            m.d.sync += phase.eq(0)
+            m.d.sync += [phase.eq(0), acc.eq(0)]
             for r in range(T):
                 with m.If(cs == r):
                     m.d.sync += st.active[r].eq(0)

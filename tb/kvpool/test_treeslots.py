@@ -119,6 +119,7 @@ class TSBench(Lockstep):
         self.seq_of, self.lo_of = [0] * T, [0] * T
         self.valid = [0] * T  # the valid flops: kept by a closed slot until OPEN
         self.stream: dict | None = None
+        self.acc = 0  # the streamed COMMIT's valid & accept
         self.pipe: list[list] = [[None, None] for _ in range(self.ports)]
         self.plans: dict[int, Plan] = {}
         self.cur: dict | None = None
@@ -144,6 +145,7 @@ class TSBench(Lockstep):
         out["slot_lo"] = sum(v << (r * self.p["POS_BITS"]) for r, v in enumerate(self.lo_of))
         cb = self.N.bit_length()
         out["slot_count"] = sum(v.bit_count() << (r * cb) for r, v in enumerate(self.valid))
+        out["acc_count"] = self.acc.bit_count()
         for k in range(self.ports):
             r = self.pipe[k].pop(0)
             out[f"lk{k}_rsp__valid"] = int(r is not None)
@@ -198,6 +200,7 @@ class TSBench(Lockstep):
                 if s["i"] == len(s["beats"]):
                     self.trees[s["slot"]] = None
                     self.stream = None
+                    self.acc = 0
             else:
                 self.cover["stall"] += 1
         elif s is not None:
@@ -240,6 +243,8 @@ class TSBench(Lockstep):
             self.cover["rej"] += TsOut.REJ.value in kinds
             self.cover["end_only"] += len(beats) == 1
             self.stream = {"slot": slot, "beats": beats, "i": 0, "vis": False}
+            live = slot < self.T and self.trees[slot] is not None
+            self.acc = self.valid[slot] & c["accept"] if commit and live else 0
 
     def _cover_lookup(self, q: dict, r: tuple, add: tuple | None) -> None:
         slot, pos = q["slot"], q["pos"]
