@@ -1,21 +1,28 @@
-"""The scaled pool's fast commit: taken on the port, its result in the next cycle.
+"""The scaled pool's fast commit: checked on the port, done in ``COMMIT_CYCLES``.
 
 A commit that passes its checks on the port's values (facts ``fast`` of
 :meth:`hw.kvpool.pool.ScaledPool._facts`) while the drain is idle is taken in
 ``IDLE`` (:func:`fast_commit_accept`, cycle ``t``): the tree slots' COMMIT is
 issued, the sequence's own segment opened if it has none and something is
-accepted. In ``FC`` (``t + 1``) the tree slots count the accepted nodes
-(``acc_count``, a popcount of ``valid & accept``: the accepted path, which
-the sampler gives as a chain, SPEC §4.8 ``NOT_CHAIN``). If the path ends a
-16-token block, the commit goes on as a sequential one (``COM_BEAT``: the
-appends, the block's tag). Otherwise (:func:`fast_commit_stage2`) the
-sequence's length and the counts move at once, the result is shown in
-``t + 2`` (with the counts), and the whole stream goes to the drain
-(:mod:`hw.kvpool.pool_drain`): it appends the accepted path, then pushes the
-rejected pages. The next operation is taken in ``t + 2``.
+accepted. ``k``, the accepted nodes, is the popcount of ``valid & accept``
+(the accepted path: the sampler gives it as a chain, SPEC §4.8
+``NOT_CHAIN``). Unless the path ends a 16-token block (whose tag the
+sequential commit computes), :func:`_move` then moves everything at once:
+the sequence's length (``+ k``), the counts, the result (``freed``: the
+tree's nodes minus ``k``, shown in the next cycle with the counts), and the
+whole stream goes to the drain (:mod:`hw.kvpool.pool_drain`), which appends
+the accepted path and then pushes the rejected pages.
+
+* ``COMMIT_CYCLES = 1``: ``k`` from the tree slots' ``chk_count`` in cycle
+  ``t`` (a commit whose path ends a block is not taken fast); the next
+  operation is taken in ``t + 1``.
+* ``COMMIT_CYCLES = 2``: ``k`` from ``acc_count`` (the tree slots'
+  registers) in ``FC`` (:func:`fast_commit_stage2`, ``t + 1``), where a path
+  that ends a block goes on as a sequential commit (``COM_BEAT``); the next
+  operation is taken in ``t + 2``.
 """
 
-from amaranth.hdl import Value
+from amaranth.hdl import Mux, Value
 
 from hw.common import zext
 from hw.kvpool.layouts import PoolOp
@@ -27,11 +34,18 @@ __all__ = ["fast_commit_ok", "fast_commit_accept", "fast_commit_stage2"]
 BLOCK = 16  # SPEC §4.6 *Tags*
 
 
+def _ends_block(ln: Value, k: Value) -> Value:
+    """Appending ``k`` positions at length ``ln`` reaches a multiple of ``BLOCK``."""
+    w = len(k) + 1
+    return zext(ln[:4], w) + zext(k, w) >= BLOCK
+
+
 def fast_commit_ok(fsm, op, fast: dict) -> Value:
     """The op on the port is a commit that succeeds, with the drain and the tree
-    slots' stream idle and no fast insert's stage 2 or 3 in flight."""
+    slots' stream idle and no fast insert's stage 2 or 3 in flight (and, with
+    ``COMMIT_CYCLES = 1``, a path that ends no block)."""
     o, f, u, s2 = op.payload, fast["facts"], fsm.u, fsm.s2
-    return (
+    ok = (
         (o.op == PoolOp.COMMIT)
         & f.seq_ok
         & f.has_tree
@@ -42,11 +56,14 @@ def fast_commit_ok(fsm, op, fast: dict) -> Value:
         & ~s2.valid
         & ~s2.s3
     )
+    if fsm.p["COMMIT_CYCLES"] == 1:
+        ok = ok & ~_ends_block(fast["ln"], u.ts.chk_count)
+    return ok
 
 
 def fast_commit_accept(fsm, op, fast: dict) -> None:
     """In ``IDLE``, the cycle a fast commit is taken: the tree slots' COMMIT, the own
-    segment opened if needed, the registers ``FC`` reads."""
+    segment opened if needed; then everything (one cycle) or ``FC`` (two)."""
     m, u, f = fsm.m, fsm.u, fast["facts"]
     seg, o = u.seg, op.payload
     slot, ln = fast["slot"], fast["ln"]
@@ -54,37 +71,47 @@ def fast_commit_accept(fsm, op, fast: dict) -> None:
     opening = f.acc_any & ~fast["has_own"]
     with m.If(opening):
         m.d.comb += [seg.open_en.eq(1), seg.open_seq.eq(o.seq), seg.open_len.eq(ln)]
-        m.d.sync += [fsm.g.eq(seg.free_g), fsm.t.eq(seg.free_t)]
-    with m.Else():
-        m.d.sync += [fsm.g.eq(fast["own_g"]), fsm.t.eq(fast["own_t"])]
-    m.d.sync += [fsm.slot.eq(slot), fsm.ln.eq(ln), fsm.left.eq(slot_count(fsm, slot))]
-    m.next = "FC"
+    g = Mux(opening, seg.free_g, fast["own_g"])
+    t = Mux(opening, seg.free_t, fast["own_t"])
+    count = slot_count(fsm, slot)
+    if fsm.p["COMMIT_CYCLES"] == 1:
+        _move(fsm, o.seq, u.ts.chk_count, count, g, t, ln)
+    else:
+        m.d.sync += [fsm.g.eq(g), fsm.t.eq(t), fsm.slot.eq(slot), fsm.ln.eq(ln)]
+        m.d.sync += fsm.left.eq(count)
+        m.next = "FC"
 
 
 def fast_commit_stage2(fsm) -> None:
-    """``FC``: the accepted path's length; a block end goes on as a sequential commit,
-    else everything moves now and the stream goes to the drain."""
-    m, u, r = fsm.m, fsm.u, fsm.r
-    seg, o = u.seg, r.o
-    k = u.ts.acc_count
-    w = len(k) + 1
-    ends_block = zext(fsm.ln[:4], w) + zext(k, w) >= BLOCK
-    with m.If(ends_block):
+    """``FC`` (``COMMIT_CYCLES = 2``): ``k`` from the tree slots' registers; a block
+    end goes on as a sequential commit, else everything moves now."""
+    m = fsm.m
+    k = fsm.u.ts.acc_count
+    with m.If(_ends_block(fsm.ln, k)):
         m.next = "COM_BEAT"
     with m.Else():
-        rejected = fsm.left - k
-        m.d.comb += [seg.len_add.eq(1), seg.len_seq.eq(o.seq), seg.len_k.eq(k)]
-        m.d.sync += [
-            r.value.eq(rejected),
-            fsm.commit_done.eq(1),  # the result in the next cycle, with the counts
-            u.committed_pages.eq(u.committed_pages + k),
-            u.spec_pages.eq(u.spec_pages - fsm.left),
-            u.drain.eq(1),
-            u.pending.eq(rejected),
-            u.drain_acc.eq(k != 0),
-            u.drain_seq.eq(o.seq),
-            u.drain_g.eq(fsm.g),
-            u.drain_t.eq(fsm.t),
-            u.drain_pos.eq(fsm.ln),
-        ]
+        _move(fsm, fsm.r.o.seq, k, fsm.left, fsm.g, fsm.t, fsm.ln)
         m.next = "IDLE"
+
+
+def _move(fsm, seq: Value, k: Value, count: Value, g: Value, t: Value, ln: Value) -> None:
+    """The commit's effects at once: ``len(seq) += k``, the counts, the result in the
+    next cycle (``freed = count - k``), the stream to the drain (the path appended to
+    table ``t`` of segment ``g`` from position ``ln``, the rest pushed)."""
+    m, u, r = fsm.m, fsm.u, fsm.r
+    seg = u.seg
+    rejected = count - k
+    m.d.comb += [seg.len_add.eq(1), seg.len_seq.eq(seq), seg.len_k.eq(k)]
+    m.d.sync += [
+        r.value.eq(rejected),
+        fsm.commit_done.eq(1),
+        u.committed_pages.eq(u.committed_pages + k),
+        u.spec_pages.eq(u.spec_pages - count),
+        u.drain.eq(1),
+        u.pending.eq(rejected),
+        u.drain_acc.eq(k != 0),
+        u.drain_seq.eq(seq),
+        u.drain_g.eq(g),
+        u.drain_t.eq(t),
+        u.drain_pos.eq(ln),
+    ]

@@ -150,9 +150,9 @@ class TreeSlots(wiring.Component):
     its END transfer), ``free_slot`` (the lowest inactive slot, 0 when none),
     ``has_free``, ``slot_seq`` and ``slot_lo`` (the values of the slot's last
     OPEN, 0 after reset), ``slot_count`` (its valid nodes); the
-    queries ``chk_valid = valid[chk_slot][chk_node]`` and ``chk_any =
-    valid[chk_slot] & chk_accept != 0`` (combinational from the inputs; 0
-    for a slot ``>= TREES``).
+    queries ``chk_valid = valid[chk_slot][chk_node]``, ``chk_any =
+    valid[chk_slot] & chk_accept != 0`` and ``chk_count``, its popcount
+    (combinational from the inputs; 0 for a slot ``>= TREES``).
 
     Invalid input (the pool never gives it): a slot ``>= TREES`` (when
     ``TREES`` is not a power of two): OPEN / ADD ignored, COMMIT / RELEASE
@@ -241,6 +241,8 @@ class TreeSlots(wiring.Component):
         ``valid[chk_slot][chk_node]``.
     chk_any : Out(1)
         ``valid[chk_slot] & chk_accept != 0``.
+    chk_count : Out(bits_for(N_NODES))
+        The set bits of ``valid[chk_slot] & chk_accept``.
     """
 
     #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
@@ -292,6 +294,7 @@ class TreeSlots(wiring.Component):
             "chk_accept": In(self.N_NODES),
             "chk_valid": Out(1),
             "chk_any": Out(1),
+            "chk_count": Out(bits_for(self.N_NODES)),
         }
         for k in range(self.PORTS):
             members[f"lk{k}"] = In(stream.Signature(lookup_layout(p), always_ready=True))
@@ -355,6 +358,7 @@ class TreeSlots(wiring.Component):
             ),
             self.chk_valid.eq(_bit(m, chk_row, self.chk_node, "chk_bit")),
             self.chk_any.eq(or_tree(net(m, chk_row & self.chk_accept, "chk_acc"))),
+            self.chk_count.eq(popcount(m, chk_row & self.chk_accept, "chk_count")),
             self.slot_seq.eq(Cat(st.seq)),
             self.slot_lo.eq(Cat(st.lo)),
             self.slot_count.eq(Cat(st.count)),

@@ -277,6 +277,7 @@ class TSBench(Lockstep):
             s = i["chk_slot"]
             v = self.valid[s] if s < self.T else 0
             want = {"chk_valid": v >> i["chk_node"] & 1, "chk_any": int(bool(v & i["chk_accept"]))}
+            want["chk_count"] = (v & i["chk_accept"]).bit_count()
             kind = self._unpack(self.cmd_l, i["cmd__payload"])["kind"]
             grows = kind in (TsCmd.OPEN.value, TsCmd.ADD.value)
             want["cmd__ready"] = int(self.stream is None or grows)
