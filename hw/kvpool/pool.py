@@ -249,12 +249,14 @@ class ScaledPool(wiring.Component):
             committed_pages=Signal(cb, name="committed_pages_r"),
             hbm_used=Signal(hb, name="hbm_used_r"),
             drain=Signal(name="drain_r"),
-            pending=Signal(bits_for(p["N_NODES"]), name="pending_r"),
+            pending=Signal(cb, name="pending_r"),  # pages (a release frees up to PAGES)
             drain_acc=Signal(name="drain_acc_r"),
             drain_seq=Signal(idx_bits(p["SEQS"]), name="drain_seq_r"),
             drain_g=Signal(seg.gb, name="drain_g_r"),
             drain_t=Signal(seg.gb, name="drain_t_r"),
             drain_pos=Signal(len(seg.len[0]), name="drain_pos_r"),
+            cutting=Signal(name="cutting_r"),
+            killing=Signal(name="killing"),
         )
 
     def _tree_of(self, m: Module, ts, seq, name: str) -> tuple[Signal, Signal]:
@@ -320,7 +322,7 @@ class ScaledPool(wiring.Component):
             "acc_any": acc_any,
             # the FIFO's next page is a pending one, not yet pushed: an allocation waits
             "alloc_wait": (u.alloc.level == 0) & (u.pending != 0),
-            "drain_acc": u.drain_acc,
+            "drain_acc": u.drain_acc | u.cutting,  # only speculative inserts go on
             "has_own": own1h.any(),
             "own_g": seg.index(own1h, f"{pre}_own_g"),
             "own_t": seg.pick(own1h, seg.tab, f"{pre}_own_t"),
@@ -365,6 +367,7 @@ class ScaledPool(wiring.Component):
                 # a fast commit's sequence waits for its accepted path's appends
                 allow=r.idle
                 & ~hold
+                & ~u.killing
                 & ~(u.drain_acc & (getattr(self, f"q{k}").payload.seq == u.drain_seq)),
                 seg=u.seg,
                 tlb=u.tlbs[k],
@@ -376,7 +379,7 @@ class ScaledPool(wiring.Component):
                 seqs=p["SEQS"],
             )
             inflight.append(lp.inflight)
-        res_fast, fork_done, commit_done, lk_hold = op_fsm(
+        res_fast, fork_done, done_next, lk_hold = op_fsm(
             m,
             self.op,
             u,
@@ -397,7 +400,7 @@ class ScaledPool(wiring.Component):
             fast=fast,
         )
         m.d.comb += hold.eq(lk_hold)
-        m.d.comb += self.res_valid.eq(r.done | res_fast | fork_done | commit_done)
+        m.d.comb += self.res_valid.eq(r.done | res_fast | fork_done | done_next)
         free = u.alloc.free_pages + u.pending  # pending pushes count as free
         with m.If(res_fast):  # a fast insert's (hw.kvpool.pool_fast)
             m.d.comb += [res.op.eq(PoolOp.INSERT), res.value.eq(u.alloc.page)]

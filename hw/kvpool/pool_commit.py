@@ -52,6 +52,7 @@ def fast_commit_ok(fsm, op, fast: dict) -> Value:
         & o.accept[0]
         & (f.has_own | f.seg_free | ~f.acc_any)
         & ~u.drain
+        & ~u.cutting
         & ~u.ts.busy
         & ~s2.valid
         & ~s2.s3
@@ -104,7 +105,7 @@ def _move(fsm, seq: Value, k: Value, count: Value, g: Value, t: Value, ln: Value
     m.d.comb += [seg.len_add.eq(1), seg.len_seq.eq(seq), seg.len_k.eq(k)]
     m.d.sync += [
         r.value.eq(rejected),
-        fsm.commit_done.eq(1),
+        fsm.done_next.eq(1),
         u.committed_pages.eq(u.committed_pages + k),
         u.spec_pages.eq(u.spec_pages - count),
         u.drain.eq(1),

@@ -48,7 +48,8 @@ def drain_wait(fsm) -> Value:
     spec = (op == PoolOp.INSERT) & ~o.committed
     new_tree = spec & ~f["has_tree"]
     # while the drain appends an accepted path, only speculative inserts go on
-    return (u.drain & (streams | (new_tree & ~f["facts"].tree_free))) | (u.drain_acc & ~spec)
+    busy = u.drain | u.cutting
+    return (busy & (streams | (new_tree & ~f["facts"].tree_free))) | (f["drain_acc"] & ~spec)
 
 
 def hand_over(fsm, rejected: Value) -> None:
@@ -88,7 +89,7 @@ def drain(fsm, units_free: Value) -> None:
                 seg.app_keep_len.eq(1),
             ]
             m.d.sync += u.drain_pos.eq(u.drain_pos + 1)
-    with m.Elif(u.drain):
+    with m.Elif(u.drain & ~u.cutting):  # a release's tree after its cut
         m.d.comb += out.ready.eq(1)
         with m.If(out.valid):
             with m.If(out.payload.kind == TsOut.REJ):

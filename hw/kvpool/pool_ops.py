@@ -35,6 +35,7 @@ from hw.kvpool.pool_fast import (
     fast_tags,
     make_stage2,
 )
+from hw.kvpool.pool_release import cut_engine, cut_regs, fast_release_ok, release_now
 from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
 from hw.kvpool.pool_units import OpRegs, Units
 from hw.kvpool.treeslots import TsCmd, TsOut
@@ -44,7 +45,7 @@ __all__ = ["Units", "OpRegs", "op_fsm"]  # the first two re-exported
 
 # return points of the spill sub-sequence
 _RET_INSERT, _RET_FILL, _RET_SPILL = 0, 1, 2
-_TS_OPEN, _TS_ADD, _TS_COMMIT, _TS_RELEASE = TsCmd.OPEN, TsCmd.ADD, TsCmd.COMMIT, TsCmd.RELEASE
+_TS_OPEN, _TS_ADD, _TS_COMMIT = TsCmd.OPEN, TsCmd.ADD, TsCmd.COMMIT
 _TS_ACC, _TS_REJ = TsOut.ACC, TsOut.REJ
 
 
@@ -72,9 +73,6 @@ class _Fsm:
         self.vpage = Signal(p["page_bits"], name="fsm_vpage")
         self.vtab = Signal(seg.gb, name="fsm_vtab")
         self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
-        self.chain = Signal(seg.n, name="fsm_chain")
-        self.cur = Signal(pb1, name="fsm_cur")
-        self.cut_n = Signal(pb1, name="fsm_cut_n")
         self.wait = Signal(4, name="fsm_wait")
         self.left = Signal(len(u.pending), name="fsm_left")  # a commit's nodes not appended
         # dedup tags and share (hw.kvpool.pool_share)
@@ -86,8 +84,8 @@ class _Fsm:
         self.ttag = Signal(64, name="fsm_ttag")
         self.quiet = Signal(name="fsm_quiet")
         self.fork_done = Signal(name="fsm_fork_done")  # a fast fork's result now
-        self.commit_done = Signal(name="fsm_commit_done")  # a fast commit's result now
-        m.d.sync += [self.fork_done.eq(0), self.commit_done.eq(0)]
+        self.done_next = Signal(name="fsm_done_next")  # a fast commit's result now
+        m.d.sync += [self.fork_done.eq(0), self.done_next.eq(0)]
         # the FSM's own reads of block-table port 0 in flight (READ_LATENCY = 3)
         self.rd_own = Signal(name="fsm_rd_own")
         self.rd_pipe = Signal(3, name="fsm_rd_pipe")
@@ -174,6 +172,8 @@ class _Fsm:
                     fast_accept(self, op, self.fast, s2)
                 with m.Elif(fast_commit_ok(self, op, self.fast)):
                     fast_commit_accept(self, op, self.fast)
+                with m.Elif(fast_release_ok(self, op, self.fast)):
+                    release_now(self, self.cut, op.payload.seq, self.fast)
                 with m.Elif(fast_fork_ok(op, self.fast, s2)):
                     seg = self.u.seg
                     m.d.comb += [
@@ -214,9 +214,8 @@ class _Fsm:
                             ]
                             self.finish()
                         with m.Case(PoolOp.RELEASE):
-                            m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(o.seq)]
-                            m.d.sync += [self.chain.eq(f["chain"]), self.cur.eq(0)]
-                            m.next = "REL_SCAN"
+                            release_now(self, self.cut, o.seq, f)
+                            m.next = "IDLE"
                         with m.Case(PoolOp.SPILL):
                             m.next = "SPL"
                         with m.Case(PoolOp.FILL, PoolOp.SCORE):
@@ -239,7 +238,7 @@ class _Fsm:
         (``ALLOC_<then>``, the page in ``page`` / ``fresh``) and go to ``then``."""
         m = self.m
         page_free = self.f["facts"].page_free
-        with m.If(self.f["alloc_wait"] | (~page_free & self.u.drain_acc)):
+        with m.If(self.f["alloc_wait"] | (~page_free & self.f["drain_acc"])):
             pass  # the FIFO's next page is still to be pushed, or a path appended
         with m.Elif(page_free):
             m.next = f"ALLOC_{then}"
@@ -302,6 +301,7 @@ class _Fsm:
                         tlb.inv.seg.eq(gidx),
                         tlb.inv.pos.eq(self.vpos),
                     ]
+                m.d.comb += [seg.hbm_inc.eq(1), seg.hbm_inc_g.eq(gidx)]
                 m.next = "SP_FREE"
         with m.State("SP_FREE"):
             with m.If(self.ps(PsCmd.FREE, self.vpage)):
@@ -411,66 +411,6 @@ class _Fsm:
                 ]
                 start_tag(self, ln_now + 1, ret_commit=True)
 
-    # ------------------------------------------------------------------ release
-    def release(self) -> None:
-        """``REL_*``: the dead segments' PTEs cut in position order, then the tree's
-        stream handed to the drain."""
-        m, u = self.m, self.u
-        seg, bt = u.seg, u.bt
-        dead = Cat(*[self.chain[g] & ~seg.seqs[g].any() for g in range(seg.n)])
-        here = Cat(
-            *[
-                self.chain[g] & (seg.start[g] <= self.cur) & (self.cur < seg.end[g])
-                for g in range(seg.n)
-            ]
-        )
-        g = seg.index(here, "rel_g")
-        t = seg.pick(here, seg.tab, "rel_t")
-        start = seg.pick(here, seg.start, "rel_start")
-        end = seg.pick(here, seg.end, "rel_end")
-        base = seg.table_base(t, "rel_base")
-        tlen = seg.table_len(t, "rel_tlen")
-        c = start - base
-        with m.State("REL_SCAN"):
-            with m.If(self.cur >= self.ln):
-                m.d.comb += [seg.bury_en.eq(1), seg.bury_mask.eq(dead)]
-                m.next = "REL_TREE"
-            with m.Else():
-                m.d.sync += self.cur.eq(end)
-                is_dead = (dead >> g)[0]
-                for tlb in u.tlbs:  # each dead segment killed as the scan passes it
-                    m.d.comb += [tlb.kill_valid.eq(is_dead), tlb.kill_seg.eq(g)]
-                with m.If(is_dead & (c < tlen)):  # the cut from registers, next cycle
-                    m.d.sync += [self.vtab.eq(t), self.i.eq(c), self.cut_n.eq(tlen)]
-                    m.next = "REL_ISSUE"
-        with m.State("REL_ISSUE"):
-            with m.If(self.bt(BtCmd.CUT, self.vtab, self.i, n=self.cut_n)):
-                m.next = "REL_CUT"
-        with m.State("REL_CUT"):
-            pte = bt.out.payload.pte
-            m.d.comb += bt.out.ready.eq(u.ps.cmd.ready)
-            with m.If(bt.out.valid & u.ps.cmd.ready):
-                with m.If(pte.loc):
-                    m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(pte.addr)]
-                    m.d.sync += [u.hbm_used.eq(u.hbm_used - 1), self.r.value2.eq(self.r.value2 + 1)]
-                with m.Else():
-                    self.push(pte.addr)
-                    self.ps(PsCmd.FREE, pte.addr)
-                    m.d.sync += [
-                        u.committed_pages.eq(u.committed_pages - 1),
-                        self.r.value.eq(self.r.value + 1),
-                    ]
-            with m.Elif(~bt.out.valid & ~bt.busy):
-                m.d.comb += [seg.cut_en.eq(1), seg.cut_t.eq(self.vtab), seg.cut_c.eq(self.i)]
-                m.next = "REL_SCAN"
-        with m.State("REL_TREE"):  # the tree's pages go to the drain
-            with m.If(~self.f["has_tree"]):
-                self.finish()
-            with m.Else():
-                with m.If(self.ts(_TS_RELEASE, slot=self.slot)):
-                    hand_over(self, slot_count(self))
-                    self.finish()
-
     # ------------------------------------------------------------------ spill, fill, score
     def spill_fill_score(self) -> None:
         """``SPL`` (spill(n)'s loop), ``PTE`` (fill's and score's PTE read),
@@ -521,6 +461,7 @@ class _Fsm:
             with m.If(ok):
                 for tlb in u.tlbs:
                     m.d.comb += [tlb.inv_valid.eq(1), tlb.inv.seg.eq(self.g), tlb.inv.pos.eq(o.pos)]
+                m.d.comb += [u.seg.hbm_dec.eq(1), u.seg.hbm_dec_g.eq(self.g)]
                 m.d.sync += self.r.value.eq(self.page)
                 m.next = "FILL_PSC"
         with m.State("FILL_PSC"):
@@ -546,12 +487,13 @@ def op_fsm(
 ) -> tuple[Signal, Signal, Signal, Value]:
     """Build the operation FSM (``p``: the pool's parameters and widths; ``facts``:
     the comb values its checks and steps read, ``fast`` the same of the port's op, see
-    :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, fork_done, commit_done,
+    :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, fork_done, done_next,
     lookup_hold)``: a fast insert's, a fast fork's, a fast commit's result is shown
     this cycle; lookups must wait
     (:mod:`hw.kvpool.pool_fast`)."""
     fsm = _Fsm(m, u, r, p, facts)
     fsm.s2 = s2 = make_stage2(fsm)
+    fsm.cut = cut_regs(m, u)
     fsm.crc, fsm.fast_app = crc, Signal(name="fast_app")
     fast_tags(fsm, s2, crc, tags)
     fsm.res_fast = Signal(name="res_fast")
@@ -560,19 +502,21 @@ def op_fsm(
         "node_busy": fast["facts"].node_valid
         | (s2.valid & ~s2.committed & (s2.slot == fast["slot"]) & (s2.owner == o.owner))
     }
-    busy = u.bt.busy | u.ps.busy | (u.ts.busy & ~u.drain)
+    # the op's own units are idle (a cut's stream or the drain's belong to them)
+    busy = (u.bt.busy & ~u.cutting) | u.ps.busy | (u.ts.busy & ~u.drain)
     tag_setup(fsm)
     sh = ShareRegs(fsm)
     with m.FSM(name="op") as states:
         fsm.frame(op, inflight, busy)
         fsm.insert()
         fsm.commit()
-        fsm.release()
         fsm.spill_one()
         fsm.spill_fill_score()
         tag_states(fsm, crc, tags)
         share_states(fsm, sh, crc, tags, tok)
     # the FSM's states that drive no unit (an allocation waiting for the drain too)
-    quiet = [states.ongoing(n) for n in ("IDLE", "CHECK", "INS", "FILL_ALLOC")]
-    drain(fsm, (quiet[0] | quiet[1] | quiet[2] | quiet[3]) & ~s2.valid)
-    return fsm.res_fast, fsm.fork_done, fsm.commit_done, s2.valid | s2.after
+    quiet = [states.ongoing(n) for n in ("IDLE", "CHECK", "INS", "FILL_ALLOC", "RESULT")]
+    units_free = Cat(*quiet).any() & ~s2.valid
+    drain(fsm, units_free)
+    cut_engine(fsm, fsm.cut, units_free, inflight)
+    return fsm.res_fast, fsm.fork_done, fsm.done_next, s2.valid | s2.after

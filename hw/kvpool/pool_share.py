@@ -121,6 +121,7 @@ class ShareRegs:
         self.s = Signal(len(fsm.r.o.seq), name="sh_s")
         self.mm = Signal(pb + 1, name="sh_m")
         self.tk = Signal(64, name="sh_tk")
+        self.hb = Signal(pb + 1, name="sh_hb")  # HBM positions of the split's lower part
         self.crc_go = Signal(name="sh_crc_go")
         d1, d2 = Signal(pb + 1, name="sh_d1"), Signal(pb + 1, name="sh_d2")
         m.d.sync += [self.crc_go.eq(0), d1.eq(self.ip), d2.eq(d1)]
@@ -172,13 +173,13 @@ def share_states(fsm, sh: ShareRegs, crc, tags, tok) -> None:
             ln = seg.len_of(e.seq, "sh_len_s")
             need = (k + 1) << 4
             ok = e.found & (e.block == k) & (ln >= need)
-            m.d.sync += [s.eq(e.seq), mm.eq(need), ip.eq(0), cp.eq(0), bad.eq(0)]
+            m.d.sync += [s.eq(e.seq), mm.eq(need), ip.eq(0), cp.eq(0), bad.eq(0), sh.hb.eq(0)]
             with m.If(ok):
                 m.next = "SH_CMP"
             with m.Else():
                 m.next = "SH_NEXT"
     _compare(fsm, sh)
-    _apply(fsm, s, mm, tk)
+    _apply(fsm, s, mm, tk, sh.hb)
 
 
 def _compare(fsm, sh: ShareRegs) -> None:
@@ -189,12 +190,16 @@ def _compare(fsm, sh: ShareRegs) -> None:
     g1h = seg.find(s, ip, "sh_seg1h")
     t = seg.pick(g1h, seg.tab, "sh_t")
     rsp = u.bt.rd0_rsp
+    # the segment holding mm - 1 (split at mm if it goes on): its positions' HBM count
+    last_start = seg.pick(seg.find(s, mm - 1, "sh_cmp_last1h"), seg.start, "sh_cmp_last_start")
     with m.State("SH_CMP"):
         with m.If((ip < mm) & ~bad):
             fsm.read_pte(t, ip - seg.table_base(t, "sh_base"))
             m.d.sync += ip.eq(ip + 1)
         with m.If(fsm.own_rsp()):
             m.d.sync += cp.eq(cp + 1)
+            with m.If(rsp.payload.loc & (cp >= last_start)):
+                m.d.sync += sh.hb.eq(sh.hb + 1)
             with m.If(rsp.payload.token != sr.data):
                 m.d.sync += bad.eq(1)
         with m.If((cp == ip) & ((ip == mm) | bad)):
@@ -204,7 +209,7 @@ def _compare(fsm, sh: ShareRegs) -> None:
                 m.next = "SH_APPLY"
 
 
-def _apply(fsm, s, mm, tk) -> None:
+def _apply(fsm, s, mm, tk, hb) -> None:
     """``SH_APPLY``, ``SH_BITS``: split the straddling segment, set ``dst``'s bits."""
     m, u, o = fsm.m, fsm.u, fsm.r.o
     seg = u.seg
@@ -217,6 +222,7 @@ def _apply(fsm, s, mm, tk) -> None:
                 fsm.finish(PoolCode.TABLE_FULL)
             with m.Else():
                 m.d.comb += [seg.split_en.eq(1), seg.split_g.eq(g), seg.split_m.eq(mm)]
+                m.d.comb += seg.split_hbm.eq(hb)
                 for tlb in u.tlbs:
                     m.d.comb += [tlb.kill_valid.eq(1), tlb.kill_seg.eq(g)]
                 m.next = "SH_BITS"

@@ -34,6 +34,9 @@ class Units:
     drain_g: Signal
     drain_t: Signal
     drain_pos: Signal
+    # a release's cut job (hw.kvpool.pool_release) is running
+    cutting: Signal
+    killing: Signal  # its first pass: the dead segments killed in the TLBs (comb)
 
 
 @dataclass

@@ -16,8 +16,12 @@ share per cycle; ``tag_en`` may come with any; ``app_en`` may come with
 ``open_en`` to append the new segment's first position, ``app_g =
 free_g``). ``app_keep_len`` makes an append leave the sequence's length (a
 commit's drain, whose length moved at once by ``len_add``, a control of
-its own: ``len[len_seq] += len_k``). A sequence's running dedup tag (SPEC §4.6 *Tags*) is kept
-beside its length: fork copies it, release clears it.
+its own: ``len[len_seq] += len_k``). Per segment, ``hbm`` counts its positions
+whose page is in HBM (``hbm_inc`` / ``hbm_dec`` at a spill / fill, given
+the lower part's count at a split, ``split_hbm``), so that a release knows
+what its dead segments free without reading them (:meth:`dead_counts`).
+A sequence's running dedup tag (SPEC §4.6 *Tags*) is kept beside its
+length: fork copies it, release clears it.
 
 A segment is *used* from its opening until the release that kills it has
 reclaimed its PTEs (``bury``); it is *alive* while ``seqs`` is not 0. A
@@ -57,6 +61,7 @@ class SegState:
         self.tlen = [Signal(pb1, name=f"tab{t}_len") for t in range(segs)]
         self.len = [Signal(pb1, name=f"seq{s}_len") for s in range(seqs)]
         self.tag = [Signal(64, name=f"seq{s}_tag") for s in range(seqs)]
+        self.hbm = [Signal(pb1, name=f"seg{g}_hbm") for g in range(segs)]
         # controls (driven by the FSM)
         self.open_en = Signal()
         self.open_seq = Signal(self.sb)
@@ -84,6 +89,11 @@ class SegState:
         self.split_en = Signal()
         self.split_g = Signal(self.gb)
         self.split_m = Signal(pb1)
+        self.split_hbm = Signal(pb1)  # HBM positions of the split's lower part
+        self.hbm_inc = Signal()
+        self.hbm_inc_g = Signal(self.gb)
+        self.hbm_dec = Signal()
+        self.hbm_dec_g = Signal(self.gb)
         self.share_en = Signal()
         self.share_mask = Signal(segs)
         self.share_dst = Signal(self.sb)
@@ -138,6 +148,21 @@ class SegState:
             name,
         )
 
+    def only(self, seq: Value, name: str) -> Signal:
+        """The used segments seen by ``seq`` alone (those its release kills)."""
+        one = net(self.m, Const(1, self.s) << seq, f"{name}_bit")
+        return net(
+            self.m, Cat(*[self.used[g] & (self.seqs[g] == one) for g in range(self.n)]), name
+        )
+
+    def dead_counts(self, dead: Value, name: str) -> tuple[Signal, Signal]:
+        """``(on_chip, in_hbm)``: the positions of the segments of mask ``dead`` whose
+        page is on chip, in HBM (sums over the segments, a balanced tree)."""
+        w = len(self.end[0]) + max(1, (self.n - 1).bit_length())
+        chip = [Mux(dead[g], self.end[g] - self.start[g] - self.hbm[g], 0) for g in range(self.n)]
+        hbm = [Mux(dead[g], self.hbm[g], 0) for g in range(self.n)]
+        return net(self.m, _sum(chip, w), f"{name}_chip"), net(self.m, _sum(hbm, w), f"{name}_hbm")
+
     def index(self, onehot: Value, name: str) -> Signal:
         """The index of a one-hot vector's set bit (0 if none)."""
         return self.pick(onehot, [Const(g, self.gb) for g in range(self.n)], name)
@@ -178,6 +203,7 @@ class SegState:
         split_seqs = self.pick(split1h, self.seqs, "seg_split_seqs")
         split_end = self.pick(split1h, self.end, "seg_split_end")
         split_tab = self.pick(split1h, self.tab, "seg_split_tab")
+        split_hbm = self.pick(split1h, self.hbm, "seg_split_hbm")
         for g in range(self.n):
             is_open = self.open_en & (self.free_g == g)
             with m.If(is_open):
@@ -187,7 +213,12 @@ class SegState:
                     self.start[g].eq(self.open_len),
                     self.end[g].eq(self.open_len),
                     self.tab[g].eq(self.free_t),
+                    self.hbm[g].eq(0),
                 ]
+            inc = self.hbm_inc & (self.hbm_inc_g == g)
+            dec = self.hbm_dec & (self.hbm_dec_g == g)
+            with m.If(inc | dec):
+                m.d.sync += self.hbm[g].eq(self.hbm[g] + inc - dec)
             with m.If(self.app_en & (self.app_g == g)):  # an open's first append too
                 m.d.sync += self.end[g].eq(Mux(is_open, self.open_len, self.end[g]) + 1)
             with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_from, 1)):
@@ -199,7 +230,7 @@ class SegState:
             with m.If(self.share_en & self.share_mask[g]):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] | (s_bits << self.share_dst))
             with m.If(self.split_en & (self.split_g == g)):
-                m.d.sync += self.end[g].eq(self.split_m)
+                m.d.sync += [self.end[g].eq(self.split_m), self.hbm[g].eq(self.split_hbm)]
             with m.If(self.split_en & (self.free_g == g)):
                 m.d.sync += [
                     self.used[g].eq(1),
@@ -207,6 +238,7 @@ class SegState:
                     self.start[g].eq(self.split_m),
                     self.end[g].eq(split_end),
                     self.tab[g].eq(split_tab),
+                    self.hbm[g].eq(split_hbm - self.split_hbm),
                 ]
         for t in range(self.n):
             t_open = self.open_en & (self.free_t == t)
@@ -237,3 +269,12 @@ class SegState:
                 m.d.sync += self.tag[s].eq(self.tag_val)
             with m.If(self.share_en & (self.share_dst == s)):
                 m.d.sync += self.len[s].eq(self.share_len)
+
+
+def _sum(items: list[Value], width: int) -> Value:
+    """The sum of ``items`` in ``width`` bits, added as a balanced tree."""
+    items = list(items)
+    while len(items) > 1:
+        nxt = [(items[i] + items[i + 1])[:width] for i in range(0, len(items) - 1, 2)]
+        items = nxt + ([items[-1]] if len(items) % 2 else [])
+    return items[0][:width] if items else Const(0, width)

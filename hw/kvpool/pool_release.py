@@ -1,0 +1,176 @@
+"""The scaled pool's release: done in one cycle, its frees carried out behind it.
+
+:func:`release_now` (in ``IDLE`` for a release checked on the port, or in
+``CHECK`` after its waits) does in one cycle all that a result and the next
+operation see: bit ``seq`` cleared in every segment, ``len(seq) = 0``, the
+tree slot's RELEASE issued, and the counts and the result (shown in the
+next cycle): the dead segments' on-chip pages and HBM slots are known
+without reading their PTEs, from each segment's extent and its HBM count
+(:meth:`hw.kvpool.segtable.SegState.dead_counts`), the tree's from its
+slot's node count. The frees themselves are the drain's jobs, in the
+golden model's order: :func:`cut_engine` cuts each dead segment's block
+table in position order (the PTEs streamed out: a page pushed to the free
+FIFO and its page state freed, an HBM slot pushed back), kills the dead
+segments in both TLBs as it passes them, buries them at the end; then the
+tree's stream (:mod:`hw.kvpool.pool_drain`) pushes its pages. While the cut
+runs, only speculative inserts are taken (an allocation that must spill
+waits: the victim search must not meet a dead page still queued), and an
+allocation of a page still to be pushed waits for its push (``pending``).
+"""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
+
+from hw.kvpool.blocktable import BtCmd
+from hw.kvpool.layouts import PoolOp
+from hw.kvpool.pagestate import PsCmd
+from hw.kvpool.pool_drain import slot_count
+from hw.kvpool.treeslots_layouts import TsCmd
+
+__all__ = ["CutRegs", "cut_regs", "fast_release_ok", "release_now", "cut_engine"]
+
+_KILL, _SCAN, _ISSUE, _CUT = 0, 1, 2, 3
+
+
+@dataclass
+class CutRegs:
+    """The cut job's registers."""
+
+    chain: Signal  # the released sequence's segments (their dead ones: seqs = 0 now)
+    ln: Signal  # its length: the positions scanned
+    cur: Signal  # the next position
+    state: Signal  # _KILL, _SCAN, _ISSUE, _CUT
+    t: Signal  # the block table being cut, from index c, n PTEs
+    c: Signal
+    n: Signal
+    hpending: Signal  # HBM slots still to push
+
+
+def cut_regs(m: Module, u) -> CutRegs:
+    """The registers (named ``cut_*``)."""
+    seg = u.seg
+    pb1 = len(seg.len[0])
+    return CutRegs(
+        chain=Signal(seg.n, name="cut_chain"),
+        ln=Signal(pb1, name="cut_len"),
+        cur=Signal(pb1, name="cut_cur"),
+        state=Signal(2, name="cut_state"),
+        t=Signal(seg.gb, name="cut_t"),
+        c=Signal(pb1, name="cut_c"),
+        n=Signal(pb1, name="cut_n"),
+        hpending=Signal(len(u.hbm_used), name="cut_hpending"),
+    )
+
+
+def fast_release_ok(fsm, op, fast: dict) -> Value:
+    """The op on the port is a release that succeeds, with no drain, cut or commit
+    path in flight and no fast insert's stage 2 or 3 (the tree slots' command port,
+    a block tag of the sequence)."""
+    o, f, u, s2 = op.payload, fast["facts"], fsm.u, fsm.s2
+    return (
+        (o.op == PoolOp.RELEASE)
+        & f.seq_ok
+        & ((f.ln != 0) | f.has_tree)
+        & ~u.drain
+        & ~u.cutting
+        & ~u.drain_acc
+        & ~u.ts.busy
+        & ~s2.valid
+        & ~s2.s3
+    )
+
+
+def release_now(fsm, cut: CutRegs, seq: Value, f: dict) -> None:
+    """Release ``seq`` (checked; ``f``: its facts) in this cycle; the result in the next."""
+    m, u, r = fsm.m, fsm.u, fsm.r
+    seg = u.seg
+    dead = seg.only(seq, "rel_dead")
+    chip, hbm = seg.dead_counts(dead, "rel_dead")
+    tree = f["has_tree"]
+    spec = Mux(tree, slot_count(fsm, f["slot"]), 0)
+    m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(seq)]
+    with m.If(tree):
+        fsm.ts(TsCmd.RELEASE, slot=f["slot"])
+    m.d.sync += [
+        r.value.eq(chip + spec),
+        r.value2.eq(hbm),
+        fsm.done_next.eq(1),
+        u.committed_pages.eq(u.committed_pages - chip),
+        u.spec_pages.eq(u.spec_pages - spec),
+        u.hbm_used.eq(u.hbm_used - hbm),
+        u.pending.eq(chip + spec),
+        u.drain.eq(tree),
+        u.cutting.eq(dead.any()),
+        cut.hpending.eq(hbm),
+        cut.chain.eq(f["chain"]),
+        cut.ln.eq(f["ln"]),
+        cut.cur.eq(0),
+        cut.state.eq(_KILL),
+    ]
+
+
+def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
+    """The cut job (outside the FSM): scan the released chain in position order, cut
+    each dead segment's PTEs (streamed, freed one per cycle in which the units are
+    free); bury the dead segments at the end. First (``_KILL``, lookups held), once
+    the lookups taken before the release have filled the TLBs, every dead segment
+    is killed in both, one per cycle: so every later lookup, and the way its fill
+    takes, sees the TLBs as the golden model's release left them."""
+    m, u = fsm.m, fsm.u
+    seg = u.seg
+    dead = Cat(*[cut.chain[g] & ~seg.seqs[g].any() for g in range(seg.n)])
+    here = Cat(
+        *[cut.chain[g] & (seg.start[g] <= cut.cur) & (cut.cur < seg.end[g]) for g in range(seg.n)]
+    )
+    g = seg.index(here, "cut_g")
+    t = seg.pick(here, seg.tab, "cut_tab")
+    start = seg.pick(here, seg.start, "cut_start")
+    end = seg.pick(here, seg.end, "cut_end")
+    tlen = seg.table_len(t, "cut_tlen")
+    c = start - seg.table_base(t, "cut_base")
+    is_dead = (dead >> g)[0]
+    m.d.comb += u.killing.eq(u.cutting & (cut.state == _KILL))
+    with m.If(u.cutting):
+        with m.Switch(cut.state):
+            with m.Case(_KILL):  # lookups held: every dead segment killed in both TLBs
+                with m.If(cut.cur >= cut.ln):
+                    m.d.sync += [cut.cur.eq(0), cut.state.eq(_SCAN)]
+                with m.Elif(~inflight):  # after the fills of the lookups taken before
+                    m.d.sync += cut.cur.eq(end)
+                    for tlb in u.tlbs:
+                        m.d.comb += [tlb.kill_valid.eq(is_dead), tlb.kill_seg.eq(g)]
+            with m.Case(_SCAN):
+                with m.If(cut.cur >= cut.ln):
+                    m.d.comb += [seg.bury_en.eq(1), seg.bury_mask.eq(dead)]
+                    m.d.sync += u.cutting.eq(0)
+                with m.Else():
+                    m.d.sync += cut.cur.eq(end)
+                    with m.If(is_dead & (c < tlen)):
+                        m.d.sync += [cut.t.eq(t), cut.c.eq(c), cut.n.eq(tlen), cut.state.eq(_ISSUE)]
+            with m.Case(_ISSUE):
+                with m.If(units_free):
+                    with m.If(fsm.bt(BtCmd.CUT, cut.t, cut.c, n=cut.n)):
+                        m.d.sync += cut.state.eq(_CUT)
+            with m.Case(_CUT):
+                _cut_beats(fsm, cut, units_free)
+
+
+def _cut_beats(fsm, cut: CutRegs, units_free: Value) -> None:
+    """``_CUT``: one PTE of the stream freed per cycle; the table's length cut at its end."""
+    m, u = fsm.m, fsm.u
+    seg, bt = u.seg, u.bt
+    pte = bt.out.payload.pte
+    take = units_free & u.ps.cmd.ready
+    m.d.comb += bt.out.ready.eq(take)
+    with m.If(bt.out.valid & take):
+        with m.If(pte.loc):
+            m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(pte.addr)]
+            m.d.sync += cut.hpending.eq(cut.hpending - 1)
+        with m.Else():
+            m.d.comb += [u.alloc.push.eq(1), u.alloc.push_page.eq(pte.addr)]
+            fsm.ps(PsCmd.FREE, pte.addr)
+            m.d.sync += u.pending.eq(u.pending - 1)
+    with m.Elif(~bt.out.valid & ~bt.busy):
+        m.d.comb += [seg.cut_en.eq(1), seg.cut_t.eq(cut.t), seg.cut_c.eq(cut.c)]
+        m.d.sync += cut.state.eq(_SCAN)
