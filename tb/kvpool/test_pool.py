@@ -131,6 +131,22 @@ async def _wide_trees(bench: PoolTB, m: dict[str, float]) -> None:
         await bench.run_script({"op": [first, _op(SPILL, n=0)]})
         a = bench.ins[2].accepted[-2:]
         m[f"{name}_to_next"] = a[1] - a[0]
+    # behind a release of a long sequence: a speculative insert (the next step's tree)
+    # goes on at once; a sequential operation (a score) waits for the freed pages' pushes
+    s, n = 0, max(2, min(16, p["PAGES"] // 4))
+    pre = [_op(INS, seq=s, pos=i, committed=1, token=i % (1 << p["TOKEN_BITS"])) for i in range(n)]
+    await bench.run_script({"op": pre})
+    for name, nxt in (
+        ("spec", _op(INS, seq=1, pos=0, owner=0, committed=0)),
+        ("score", _op(SCORE, seq=1, pos=0, s=1)),
+    ):
+        bench.done.clear()
+        await bench.run_script({"op": [_op(REL, seq=s), nxt]})
+        a = bench.ins[2].accepted[-2:]
+        res = [c for st, e, c in bench.done if st == "res"]
+        m[f"release_then_{name}_result"] = res[-1] - a[0]
+        await bench.run_script({"op": pre + [_op(REL, seq=1)]})
+    m["release_then_positions"] = n
 
 
 def limits(p: dict[str, int]) -> dict[str, float]:
