@@ -257,6 +257,8 @@ class ScaledPool(wiring.Component):
             drain_pos=Signal(len(seg.len[0]), name="drain_pos_r"),
             cutting=Signal(name="cutting_r"),
             killing=Signal(name="killing"),
+            scoring=Signal(name="scoring_r"),
+            score_rd=Signal(name="score_rd"),
         )
 
     def _tree_of(self, m: Module, ts, seq, name: str) -> tuple[Signal, Signal]:
@@ -322,7 +324,8 @@ class ScaledPool(wiring.Component):
             "acc_any": acc_any,
             # the FIFO's next page is a pending one, not yet pushed: an allocation waits
             "alloc_wait": (u.alloc.level == 0) & (u.pending != 0),
-            "drain_acc": u.drain_acc | u.cutting,  # only speculative inserts go on
+            # while set, only speculative inserts go on (hw.kvpool.pool_drain)
+            "drain_acc": u.drain_acc | u.cutting | u.scoring,
             "has_own": own1h.any(),
             "own_g": seg.index(own1h, f"{pre}_own_g"),
             "own_t": seg.pick(own1h, seg.tab, f"{pre}_own_t"),
@@ -368,6 +371,7 @@ class ScaledPool(wiring.Component):
                 allow=r.idle
                 & ~hold
                 & ~u.killing
+                & ~(u.score_rd & (k == 0))  # a posted score reads port 0
                 & ~(u.drain_acc & (getattr(self, f"q{k}").payload.seq == u.drain_seq)),
                 seg=u.seg,
                 tlb=u.tlbs[k],

@@ -36,6 +36,13 @@ from hw.kvpool.pool_fast import (
     make_stage2,
 )
 from hw.kvpool.pool_release import cut_engine, cut_regs, fast_release_ok, release_now
+from hw.kvpool.pool_score import (
+    fast_score_accept,
+    fast_score_ok,
+    score_engine,
+    score_regs,
+    score_waits,
+)
 from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
 from hw.kvpool.pool_units import OpRegs, Units
 from hw.kvpool.treeslots import TsCmd, TsOut
@@ -159,8 +166,10 @@ class _Fsm:
         with m.State("IDLE"):
             fast_stage2(self, s2, self.res_fast)
             to_tag = s2.valid & s2.tag
-            m.d.comb += [op.ready.eq(~to_tag), r.idle.eq(1)]
-            with m.If(op.valid & ~to_tag):
+            # a score that would be posted waits for the pending one (not the long way)
+            wait_sc = score_waits(self, op, self.fast)
+            m.d.comb += [op.ready.eq(~to_tag & ~wait_sc), r.idle.eq(1)]
+            with m.If(op.valid & ~to_tag & ~wait_sc):
                 m.d.sync += [
                     o.eq(op.payload),
                     r.code.eq(PoolCode.NONE),
@@ -174,6 +183,8 @@ class _Fsm:
                     fast_commit_accept(self, op, self.fast)
                 with m.Elif(fast_release_ok(self, op, self.fast)):
                     release_now(self, self.cut, op.payload.seq, self.fast)
+                with m.Elif(fast_score_ok(self, op, self.fast)):
+                    fast_score_accept(self, self.fast, op.payload.s)
                 with m.Elif(fast_fork_ok(op, self.fast, s2)):
                     seg = self.u.seg
                     m.d.comb += [
@@ -494,6 +505,7 @@ def op_fsm(
     fsm = _Fsm(m, u, r, p, facts)
     fsm.s2 = s2 = make_stage2(fsm)
     fsm.cut = cut_regs(m, u)
+    fsm.sc = score_regs(m, fsm)
     fsm.crc, fsm.fast_app = crc, Signal(name="fast_app")
     fast_tags(fsm, s2, crc, tags)
     fsm.res_fast = Signal(name="res_fast")
@@ -519,4 +531,5 @@ def op_fsm(
     units_free = Cat(*quiet).any() & ~s2.valid
     drain(fsm, units_free)
     cut_engine(fsm, fsm.cut, units_free, inflight)
+    score_engine(fsm, units_free)
     return fsm.res_fast, fsm.fork_done, fsm.done_next, s2.valid | s2.after

@@ -73,8 +73,7 @@ def fast_release_ok(fsm, op, fast: dict) -> Value:
         & f.seq_ok
         & ((f.ln != 0) | f.has_tree)
         & ~u.drain
-        & ~u.cutting
-        & ~u.drain_acc
+        & ~fast["drain_acc"]
         & ~u.ts.busy
         & ~s2.valid
         & ~s2.s3

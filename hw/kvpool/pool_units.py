@@ -37,6 +37,9 @@ class Units:
     # a release's cut job (hw.kvpool.pool_release) is running
     cutting: Signal
     killing: Signal  # its first pass: the dead segments killed in the TLBs (comb)
+    # a posted score is pending (hw.kvpool.pool_score); it reads port 0 this cycle (comb)
+    scoring: Signal
+    score_rd: Signal
 
 
 @dataclass

@@ -59,6 +59,10 @@ def _op(kind: int, **f: int) -> dict:
     return {"op": kind, **f}
 
 
+#: measurements whose next operation is a spill(0) (a score after a score waits for it)
+SPILL_NEXT = ("release_long", "score_then_op")
+
+
 async def measure(bench: PoolTB) -> dict[str, float]:
     """The directed cycle measurements (module docstring) on a pool fresh from reset."""
     p, m = bench.p, {}
@@ -105,10 +109,11 @@ async def measure(bench: PoolTB) -> dict[str, float]:
         ("release", _op(REL, seq=1)),
         ("spill", _op(SPILL, n=1)),
         ("score", _op(SCORE, seq=0, pos=1, s=1)),
+        ("score_then_op", _op(SCORE, seq=0, pos=2, s=1)),
         ("release_long", _op(REL, seq=0)),
     ):
         await bench.run_script(
-            {"op": [first, score if name != "release_long" else _op(SPILL, n=0)]}
+            {"op": [first, score if name not in SPILL_NEXT else _op(SPILL, n=0)]}
         )
         a = bench.ins[2].accepted[-2:]
         m[f"{name}_to_next"] = a[1] - a[0]
