@@ -35,7 +35,13 @@ from hw.kvpool.pool_fast import (
     fast_tags,
     make_stage2,
 )
-from hw.kvpool.pool_release import cut_engine, cut_regs, fast_release_ok, release_now
+from hw.kvpool.pool_release import (
+    cut_engine,
+    cut_regs,
+    fast_release_ok,
+    release_counts,
+    release_now,
+)
 from hw.kvpool.pool_score import (
     fast_score_accept,
     fast_score_ok,
@@ -182,7 +188,7 @@ class _Fsm:
                 with m.Elif(fast_commit_ok(self, op, self.fast)):
                     fast_commit_accept(self, op, self.fast)
                 with m.Elif(fast_release_ok(self, op, self.fast)):
-                    release_now(self, self.cut, op.payload.seq, self.fast)
+                    release_now(self, self.cut, op.payload.seq, self.fast, self.rel_in)
                 with m.Elif(fast_score_ok(self, op, self.fast)):
                     fast_score_accept(self, self.fast, op.payload.s)
                 with m.Elif(fast_fork_ok(op, self.fast, s2)):
@@ -197,6 +203,9 @@ class _Fsm:
                     m.next = "CHECK"
         with m.State("FC"):
             fast_commit_stage2(self)
+        with m.State("REL"):  # a release that waited: done as the port's would be
+            release_now(self, self.cut, o.seq, f, self.rel_op)
+            m.next = "IDLE"
         with m.State("CHECK"):
             code = op_code(m, o, f["facts"])
             # the lookups taken before, or with, it are done; a fast block tag is in;
@@ -225,8 +234,7 @@ class _Fsm:
                             ]
                             self.finish()
                         with m.Case(PoolOp.RELEASE):
-                            release_now(self, self.cut, o.seq, f)
-                            m.next = "IDLE"
+                            m.next = "REL"
                         with m.Case(PoolOp.SPILL):
                             m.next = "SPL"
                         with m.Case(PoolOp.FILL, PoolOp.SCORE):
@@ -505,6 +513,8 @@ def op_fsm(
     fsm = _Fsm(m, u, r, p, facts)
     fsm.s2 = s2 = make_stage2(fsm)
     fsm.cut = cut_regs(m, u)
+    fsm.rel_in = release_counts(fsm, op.payload.seq, fast, "rel_in")
+    fsm.rel_op = release_counts(fsm, r.o.seq, facts, "rel_op")
     fsm.sc = score_regs(m, fsm)
     fsm.crc, fsm.fast_app = crc, Signal(name="fast_app")
     fast_tags(fsm, s2, crc, tags)

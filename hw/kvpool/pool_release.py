@@ -28,7 +28,14 @@ from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_drain import slot_count
 from hw.kvpool.treeslots_layouts import TsCmd
 
-__all__ = ["CutRegs", "cut_regs", "fast_release_ok", "release_now", "cut_engine"]
+__all__ = [
+    "CutRegs",
+    "cut_regs",
+    "fast_release_ok",
+    "release_counts",
+    "release_now",
+    "cut_engine",
+]
 
 _KILL, _SCAN, _ISSUE, _CUT = 0, 1, 2, 3
 
@@ -80,14 +87,24 @@ def fast_release_ok(fsm, op, fast: dict) -> Value:
     )
 
 
-def release_now(fsm, cut: CutRegs, seq: Value, f: dict) -> None:
-    """Release ``seq`` (checked; ``f``: its facts) in this cycle; the result in the next."""
+def release_counts(fsm, seq: Value, f: dict, name: str) -> dict:
+    """What a release of ``seq`` (``f``: its facts) frees, as nets built outside the FSM
+    (so that no state or check is on their paths): ``dead``, ``chip``, ``hbm``,
+    ``spec`` (the tree's pages)."""
+    seg = fsm.u.seg
+    dead = seg.only(seq, f"{name}_dead")
+    chip, hbm = seg.dead_counts(dead, f"{name}_dead")
+    spec = Mux(f["has_tree"], slot_count(fsm, f["slot"]), 0)
+    return {"dead": dead, "chip": chip, "hbm": hbm, "spec": spec}
+
+
+def release_now(fsm, cut: CutRegs, seq: Value, f: dict, n: dict) -> None:
+    """Release ``seq`` (checked; ``f``: its facts, ``n``: :func:`release_counts`) in
+    this cycle; the result in the next."""
     m, u, r = fsm.m, fsm.u, fsm.r
     seg = u.seg
-    dead = seg.only(seq, "rel_dead")
-    chip, hbm = seg.dead_counts(dead, "rel_dead")
+    dead, chip, hbm, spec = n["dead"], n["chip"], n["hbm"], n["spec"]
     tree = f["has_tree"]
-    spec = Mux(tree, slot_count(fsm, f["slot"]), 0)
     m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(seq)]
     with m.If(tree):
         fsm.ts(TsCmd.RELEASE, slot=f["slot"])
