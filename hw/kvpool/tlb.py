@@ -179,12 +179,13 @@ class TLB(wiring.Component):
     generation; a set invalidation clears one set's ``valid`` flops. In its
     issue cycle a lookup reads its set's word and registers its set's
     ``valid`` bits from the flops, with the way that cycle's fill writes
-    there and cleared by that cycle's set invalidation or flush; in the
-    reply cycle each way compares the word's generation with the current
-    generation of the word's segment (the flops then hold the issue cycle's
-    kill; a ``WAYS x 2**idx_bits(SEGS)``-to-1 multiplexer), and the word's
-    tag and segment with the key, and the lowest hit selects ``loc`` and
-    ``addr``: no path of the reply cycle grows with ``SETS``. The fill's
+    there and cleared by that cycle's set invalidation or flush, and the
+    generation of the key's segment after that cycle's kill (a way matches
+    only if it holds the key's segment, so that is the only generation a
+    match needs); in the reply cycle each way compares the word's tag,
+    segment and generation with those, and the lowest hit selects ``loc``
+    and ``addr``: no path of the reply cycle grows with ``SETS`` or
+    ``SEGS``. The fill's
     victim should each way hit is computed beside the lookup and selected
     with the hit (the PLRU update forwarded without a chain through it).
     Design notes: ``docs/blocks/kvpool_leaves.md``.
@@ -307,7 +308,7 @@ class TLB(wiring.Component):
         f_idx = net(m, set_index(self.fill.seg, self.fill.pos, S), "fill_idx")
         i_idx = net(m, set_index(self.inv.seg, self.inv.pos, S), "inv_idx")
         lk_idx = net(m, set_index(self.lk.seg, self.lk.pos, S), "lk_idx")
-        flush = self._kill(m, st)
+        flush, lk_gen = self._kill(m, st)
 
         # the fill's victim: of its set's PLRU, or, when this cycle's lookup reply hit
         # that set, of the PLRU after the hit (one candidate per way, chosen with the hit)
@@ -321,8 +322,9 @@ class TLB(wiring.Component):
             key=Signal.like(self.lk, name="lk_r_key"),
             idx=Signal(len(lk_idx), name="lk_r_idx"),
             row=Signal(W, name="lk_r_row"),
+            gen=Signal(self.GEN_BITS, name="lk_r_gen"),
         )
-        hit, hit_way, hit_victim = self._reply(m, rd, r, st, after)
+        hit, hit_way, hit_victim = self._reply(m, rd, r, after)
         lk_on, lk_off = plru_masks(hit_way, W)
         same_set = net(m, r.idx == f_idx, "fill_lk_same_set")
         victim = net(
@@ -332,8 +334,8 @@ class TLB(wiring.Component):
         fl_on, fl_off = plru_masks(fill_way, W)
         fill_1h = net(m, Const(1, W) << fill_way, "fill_way_1h")
 
-        # the lookup's issue cycle: its set's word, and its set's valid bits with this
-        # cycle's fill, set invalidation and flush applied (the kill: by the generation)
+        # the lookup's issue cycle: its set's word; its set's valid bits with this cycle's
+        # fill, set invalidation and flush applied; its segment's generation after the kill
         m.d.comb += rd.addr.eq(lk_idx)
         row = mux_tree(st.valid, lk_idx) | Mux(self.fill_valid & (f_idx == lk_idx), fill_1h, 0)
         m.d.sync += [
@@ -341,6 +343,7 @@ class TLB(wiring.Component):
             r.key.eq(self.lk),
             r.idx.eq(lk_idx),
             r.row.eq(Mux((self.inv_valid & (i_idx == lk_idx)) | flush, 0, row)),
+            r.gen.eq(lk_gen),
         ]
 
         c = _Nets(
@@ -359,21 +362,24 @@ class TLB(wiring.Component):
             self._set_next(m, s, st, c)
         return m
 
-    def _kill(self, m: Module, st: "_State") -> Value:
-        """The kill: ``gen[kill_seg]`` incremented; returns the flush (it wraps to 0)."""
+    def _kill(self, m: Module, st: "_State") -> tuple[Value, Value]:
+        """The kill: ``gen[kill_seg]`` incremented. Returns the flush (it wraps to 0)
+        and ``gen[lk.seg]`` after this cycle's kill."""
         old = net(m, mux_tree(st.gen, self.kill_seg), "kill_gen")
         new = _inc(m, old, "kill_gen_inc")
         for g, sig in enumerate(st.gen):
             with m.If(self.kill_valid & (self.kill_seg == g)):
                 m.d.sync += sig.eq(new)
-        return net(m, self.kill_valid & old.all(), "flush", keep=True)
+        lk_gen = mux_tree(st.gen, self.lk.seg)
+        lk_killed = self.kill_valid & (self.kill_seg == self.lk.seg)
+        flush = net(m, self.kill_valid & old.all(), "flush", keep=True)
+        return flush, net(m, Mux(lk_killed, new, lk_gen), "lk_gen")
 
-    def _reply(
-        self, m: Module, rd, r: "_Issued", st: "_State", after: list[Value]
-    ) -> tuple[Value, Value, Value]:
-        """The lookup's reply cycle: each way live (its registered ``valid`` bit, its
-        word's generation that of the word's segment now), its tag and segment
-        compared, the lowest hit's ``loc`` / ``addr`` replied, the counters.
+    def _reply(self, m: Module, rd, r: "_Issued", after: list[Value]) -> tuple[Value, Value, Value]:
+        """The lookup's reply cycle: each way's registered ``valid`` bit, its word's
+        segment, tag and generation compared with the key and the key's segment's
+        generation (a way of another segment does not match whatever its
+        generation), the lowest match's ``loc`` / ``addr`` replied, the counters.
         ``after[w]``: the fill's victim should way ``w`` hit. Returns ``(hit, the hit
         way, after[hit way])``."""
         W = self.WAYS
@@ -384,9 +390,8 @@ class TLB(wiring.Component):
         payload = []
         for w in range(W):
             e = data.View(layout, rd.data[w * ew : (w + 1) * ew])
-            cur = net(m, mux_tree(st.gen, e.seg), f"lk_gen_{w}")
-            live = r.row[w] & (e.gen == cur)
-            match.append(live & (e.seg == r.key.seg) & (e.pos == r.key.pos))
+            key = (e.seg == r.key.seg) & (e.pos == r.key.pos)
+            match.append(r.row[w] & key & (e.gen == r.gen))
             payload.append(Cat(e.loc, e.addr, Const(w, wb), after[w]))
         any_hit, sel = priority_tree(m, Cat(match), payload, highest=False, name="lk_hit")
         hit = net(m, r.valid & any_hit, "lk_hit", keep=True)
@@ -446,13 +451,15 @@ class _State:
 
 @dataclass
 class _Issued:
-    """The lookup's registers, from its issue cycle to its reply: valid, key, set, and
-    the set's ``valid`` bits after that cycle's fill, set invalidation and flush."""
+    """The lookup's registers, from its issue cycle to its reply: valid, key, set, the
+    set's ``valid`` bits after that cycle's fill, set invalidation and flush, and the
+    key's segment's generation after that cycle's kill."""
 
     valid: Signal
     key: Signal
     idx: Signal
     row: Signal
+    gen: Signal
 
 
 @dataclass
