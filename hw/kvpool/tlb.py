@@ -106,6 +106,13 @@ def plru_victim(bits: Value, ways: int) -> Value:
     return Cat(*reversed(way))
 
 
+def _masks(m: Module, way: Value, ways: int, name: str) -> tuple[Value, Value]:
+    """:func:`plru_masks` as nets ``(set, keep)`` (``<name>_on``, ``<name>_keep``):
+    an access to ``way`` makes the bits ``(bits | set) & keep``."""
+    on, off = plru_masks(way, ways)
+    return net(m, on, f"{name}_on"), net(m, ~off, f"{name}_keep")
+
+
 def _inc(m: Module, v: Value, name: str) -> Value:
     """``(v + 1) mod 2**len(v)`` through a prefix adder (``+`` synthesises a ripple)."""
     return prefix_add(m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
@@ -325,14 +332,14 @@ class TLB(wiring.Component):
             gen=Signal(self.GEN_BITS, name="lk_r_gen"),
         )
         hit, hit_way, hit_victim = self._reply(m, rd, r, after)
-        lk_on, lk_off = plru_masks(hit_way, W)
+        lk_on, lk_keep = _masks(m, hit_way, W, "lk_plru")
         same_set = net(m, r.idx == f_idx, "fill_lk_same_set")
         victim = net(
             m, Mux(hit & same_set, hit_victim, plru_victim(old, W)), "fill_victim", keep=True
         )
         fill_way = self._fill(m, st, wr, f_idx, victim)
-        fl_on, fl_off = plru_masks(fill_way, W)
-        fill_1h = net(m, Const(1, W) << fill_way, "fill_way_1h")
+        fl_on, fl_keep = _masks(m, fill_way, W, "fill_plru")
+        fill_1h = net(m, (Const(1, W) << fill_way)[:W], "fill_way_1h")
 
         # the lookup's issue cycle: its set's word; its set's valid bits with this cycle's
         # fill, set invalidation and flush applied; its segment's generation after the kill
@@ -350,11 +357,11 @@ class TLB(wiring.Component):
             hit=hit,
             r_idx=r.idx,
             lk_on=lk_on,
-            lk_off=lk_off,
+            lk_keep=lk_keep,
             f_idx=f_idx,
             fill_1h=fill_1h,
             fl_on=fl_on,
-            fl_off=fl_off,
+            fl_keep=fl_keep,
             i_idx=i_idx,
             flush=flush,
         )
@@ -423,7 +430,7 @@ class TLB(wiring.Component):
         m.d.comb += [
             wr.addr.eq(f_idx),
             wr.data.eq(Cat(*[Cat(f.pos, f.seg, gen, f.loc, f.addr)] * W)),
-            wr.en.eq(Mux(self.fill_valid, Const(1, W) << way, 0)),
+            wr.en.eq(Mux(self.fill_valid, (Const(1, W) << way)[:W], 0)),
         ]
         return way
 
@@ -434,8 +441,9 @@ class TLB(wiring.Component):
         here_f = net(m, self.fill_valid & (c.f_idx == s), f"fill_here_{s}")
         here_i = self.inv_valid & (c.i_idx == s)
         if self.WAYS > 1:
-            b1 = Mux(c.hit & (c.r_idx == s), (plru | c.lk_on) & ~c.lk_off, plru)
-            m.d.sync += plru.eq(Mux(here_f, (b1 | c.fl_on) & ~c.fl_off, b1))
+            hit_here = c.hit & (c.r_idx == s)
+            b1 = net(m, Mux(hit_here, (plru | c.lk_on) & c.lk_keep, plru), f"plru_hit_{s}")
+            m.d.sync += plru.eq(Mux(here_f, (b1 | c.fl_on) & c.fl_keep, b1))
         m.d.sync += valid.eq(Mux(here_i | c.flush, 0, valid | Mux(here_f, c.fill_1h, 0)))
 
 
@@ -470,10 +478,10 @@ class _Nets:
     hit: Value
     r_idx: Value
     lk_on: Value
-    lk_off: Value
+    lk_keep: Value
     f_idx: Value
     fill_1h: Value
     fl_on: Value
-    fl_off: Value
+    fl_keep: Value
     i_idx: Value
     flush: Value
