@@ -4,7 +4,7 @@ Driver: every cycle a lookup (by the idle pattern), a fill, an invalidation
 of a set and a kill of one segment (``kill_valid``, ``kill_seg``), each by
 its rate, and now and then a burst of kills of one segment until its
 generation wraps (a flush; with a lookup of a live entry in the flush's
-cycle, and at least one burst per run): keys come mostly from a
+cycle, and at least two bursts per run): keys come mostly from a
 small hot set that drifts (so sets fill, ways are evicted and lookups hit),
 the fills mostly complete the misses after a walk of 0 - 4 cycles (as the
 pool's walker will), some are random keys (a key filled twice occupies two
@@ -41,7 +41,8 @@ PUBLIC = ("fill_way",)
 #: rates per cycle: fill of a random key, invalidation of a set, a kill of a segment,
 #: the start of a burst of kills of one segment up to its generation's wrap
 RATES = {"fill_random": 0.08, "inv": 0.06, "kill": 0.05, "burst": 0.002}
-#: the cycle by which a run has started a burst (``GEN_BITS <= 8``)
+#: the cycle by which a run has started its first burst, twice that: its second
+#: (``GEN_BITS <= 8``)
 BURST_BY = 1000
 COVER = (
     "hit",
