@@ -192,10 +192,9 @@ class TLB(wiring.Component):
     match needs); in the reply cycle each way compares the word's tag,
     segment and generation with those, and the lowest hit selects ``loc``
     and ``addr``: no path of the reply cycle grows with ``SETS`` or
-    ``SEGS``. The fill's
-    victim should each way hit is computed beside the lookup and selected
-    with the hit (the PLRU update forwarded without a chain through it).
-    Design notes: ``docs/blocks/kvpool_leaves.md``.
+    ``SEGS``. The fill's victim should each way hit is computed beside the
+    lookup and selected with the hit (the PLRU update forwarded without a
+    chain through it). Design notes: ``docs/blocks/kvpool_leaves.md``.
 
     Parameters
     ----------
