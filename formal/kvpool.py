@@ -108,12 +108,13 @@ from pathlib import Path
 from amaranth import Cat, Const, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
+from amaranth.lib import data
 from amaranth.lib.wiring import In
 
 from checks import cli_parser
 from formal.kv_pool import _env
 from formal.kvpool_probes import Pool
-from hw.kvpool.tlb import set_index
+from hw.kvpool.tlb import entry_layout, set_index
 
 __all__ = ["KVPoolScaledFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
@@ -290,19 +291,23 @@ class KVPoolScaledFormal(Elaboratable):
                 m.d.comb += Assert(~(hbm[j] & hbm[k] & same))
 
     def _tlbs(self, m: Module) -> None:
-        """Property 4."""
+        """Property 4 (an entry is live when its ``valid`` flop is set and its word's
+        generation is its segment's current one); and, for every valid entry, the
+        word's generation is at most its segment's (a wrap flushes: none is ahead)."""
         d, u = self.dut, self.dut.u
         seg, bt = u.seg, u.bt
-        pb, gb = d.POS_BITS, seg.gb
+        pb = d.POS_BITS
         for tlb in u.tlbs:
             ab = tlb.ADDR_BITS
-            ew = pb + gb + 1 + ab
+            layout = entry_layout(tlb.SEGS, pb, tlb.GEN_BITS, ab)
+            ew = layout.size
+            gens = Cat(*tlb.st.gen)
             for s in range(tlb.SETS):
                 for w in range(tlb.WAYS):
-                    word = tlb.words[s][w * ew : (w + 1) * ew]
-                    pos, wseg = word[:pb], word[pb : pb + gb]
-                    loc, addr = word[pb + gb], word[pb + gb + 1 :]
-                    g = tlb.st.seg[s][w]
+                    e = data.View(layout, tlb.words[s][w * ew : (w + 1) * ew])
+                    pos, g = e.pos, e.seg
+                    cur = gens.word_select(g, tlb.GEN_BITS)
+                    valid = tlb.st.valid[s][w]
                     gs = Const(1, seg.n) << g
                     used = (seg.used & gs).any()
                     alive = Cat(*[gs[x] & seg.seqs[x].any() for x in range(seg.n)]).any()
@@ -311,15 +316,16 @@ class KVPoolScaledFormal(Elaboratable):
                     tab = seg.pick(gs, seg.tab, f"fv_tlb_tab_{s}_{w}")
                     base = seg.table_base(tab, f"fv_tlb_base_{s}_{w}")
                     pte = bt.pte(m, tab, (pos - base)[:pb])
-                    with m.If(tlb.st.valid[s][w]):
+                    with m.If(valid):
+                        m.d.comb += Assert(e.gen <= cur)
+                    with m.If(valid & (e.gen == cur)):
                         m.d.comb += [
-                            Assert(wseg == g),
                             Assert(set_index(g, pos, tlb.SETS) == s),
                             Assert(g < seg.n),
                             Assert(used & alive),
                             Assert((start <= pos) & (pos < end)),
-                            Assert(pte[0] == loc),
-                            Assert(pte[1 : 1 + ab] == addr),
+                            Assert(pte[0] == e.loc),
+                            Assert(pte[1 : 1 + ab] == e.addr),
                         ]
 
     def _port_hits(self, m: Module) -> list:

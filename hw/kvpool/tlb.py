@@ -1,4 +1,4 @@
-"""One lookup port's TLB (SPEC §4.6 *TLB*): set-associative, tree-PLRU, flops + memory."""
+"""One lookup port's TLB (SPEC §4.6 *TLB*): set-associative, tree-PLRU, segment generations."""
 
 from dataclasses import dataclass
 
@@ -14,6 +14,7 @@ __all__ = [
     "COUNT_BITS",
     "key_layout",
     "fill_layout",
+    "entry_layout",
     "reply_layout",
     "set_index",
     "plru_masks",
@@ -32,6 +33,14 @@ def key_layout(segs: int, pos_bits: int) -> data.StructLayout:
 def fill_layout(segs: int, pos_bits: int, addr_bits: int) -> data.StructLayout:
     """A fill: the key and the walked PTE's ``loc`` (0 chip, 1 HBM) and ``addr``."""
     return data.StructLayout({"seg": idx_bits(segs), "pos": pos_bits, "loc": 1, "addr": addr_bits})
+
+
+def entry_layout(segs: int, pos_bits: int, gen_bits: int, addr_bits: int) -> data.StructLayout:
+    """One way's memory word: ``pos``, ``seg``, ``gen`` (the segment's generation
+    when written), ``loc``, ``addr``, in this order from bit 0."""
+    return data.StructLayout(
+        {"pos": pos_bits, "seg": idx_bits(segs), "gen": gen_bits, "loc": 1, "addr": addr_bits}
+    )
 
 
 def reply_layout(addr_bits: int) -> data.StructLayout:
@@ -97,6 +106,13 @@ def plru_victim(bits: Value, ways: int) -> Value:
     return Cat(*reversed(way))
 
 
+def _masks(m: Module, way: Value, ways: int, name: str) -> tuple[Value, Value]:
+    """:func:`plru_masks` as nets ``(set, keep)`` (``<name>_on``, ``<name>_keep``):
+    an access to ``way`` makes the bits ``(bits | set) & keep``."""
+    on, off = plru_masks(way, ways)
+    return net(m, on, f"{name}_on"), net(m, ~off, f"{name}_keep")
+
+
 def _inc(m: Module, v: Value, name: str) -> Value:
     """``(v + 1) mod 2**len(v)`` through a prefix adder (``+`` synthesises a ripple)."""
     return prefix_add(m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
@@ -105,69 +121,80 @@ def _inc(m: Module, v: Value, name: str) -> Value:
 class TLB(wiring.Component):
     """One lookup port's TLB: ``(segment, pos) -> (loc, addr)``, ``SETS x WAYS``, tree-PLRU.
 
-    SPEC §4.6 *TLB*, bit-exact with ``golden.kvpool.tlb.PortTLB``: set
-    ``(pos XOR (segment << 4)) mod SETS``; a lookup hits when a valid way holds
-    the key (the lowest such way) and updates the set's tree-PLRU; a fill
-    writes the lowest-numbered invalid way, else the tree-PLRU victim, and
-    updates the PLRU as a hit on that way; invalidation clears ``valid``
-    only. Tree-PLRU in heap order (``WAYS - 1`` bits per set, 0 after reset:
-    the first victim of a full set is way 0), as ``golden.kvpool.tlb`` states.
+    SPEC §4.6 *TLB*, bit-exact with ``golden.kvpool.tlb.PortTLB(SETS, WAYS,
+    GEN_BITS)``: set ``(pos XOR (segment << 4)) mod SETS``. Per entry a
+    ``valid`` flag; per segment id a generation ``gen`` (``GEN_BITS`` bits, 0
+    after reset); an entry stores its segment's generation when it is written
+    and is *live* when it is valid and that generation is its segment's
+    current one. A lookup hits when a live way holds the key (the lowest such
+    way) and updates the set's tree-PLRU; a fill writes the lowest way whose
+    ``valid`` flag is 0 (an entry of an older generation is valid: it
+    occupies its way), else the tree-PLRU victim, and updates the PLRU as a
+    hit on that way. Invalidations leave the PLRU bits as they are.
+    Tree-PLRU in heap order (``WAYS - 1`` bits per set, 0 after reset: the
+    first victim of a full set is way 0), as ``golden.kvpool.tlb`` states.
 
     Operations (each may be issued in every cycle, all four in one cycle):
 
     * **lookup** (``lk_valid``, ``lk``): the reply ``rsp`` (``hit``, and the
       entry's ``loc`` and ``addr``, both 0 on a miss) is shown in the next
       cycle, with ``rsp_valid``; ``hits`` or ``misses`` counts it.
-    * **fill** (``fill_valid``, ``fill``): write the key and the PTE.
-    * **invalidate a set** (``inv_valid``, ``inv``): every way of the set of
-      ``(inv.seg, inv.pos)`` whose segment is ``inv.seg`` (a spill or fill of
-      that position).
-    * **invalidate a segment** (``kill_valid``, ``kill_seg``): every entry
-      whose segment id equals ``kill_seg`` (a segment that died or was
-      split), in one cycle; one segment per cycle.
+    * **fill** (``fill_valid``, ``fill``): write the key, the PTE and
+      ``gen[fill.seg]``.
+    * **invalidate a set** (``inv_valid``, ``inv``): clear ``valid`` of every
+      way of the set of ``(inv.seg, inv.pos)``, whatever segment it holds (a
+      spill or fill of that position).
+    * **invalidate a segment** (``kill_valid``, ``kill_seg``): ``gen[kill_seg]
+      += 1`` modulo ``2**GEN_BITS`` (a segment that died or was split: its
+      entries are no longer live); one segment per cycle. When the
+      generation wraps to 0, every ``valid`` flag is cleared in that cycle
+      (a flush), so that an entry of an old generation never becomes live
+      again: from its write to a generation equal to its own, its segment
+      takes ``2**GEN_BITS`` kills, one of which wraps.
 
     **Order within a cycle**: the operations issued in one cycle take effect
     as if performed in the order *fill, invalidate a set, invalidate
     a segment, lookup*, after every operation of the cycles before. So a
     lookup sees a fill and invalidations issued in its own cycle (a fill
-    of ``kill_seg`` in the kill's cycle is killed), and a fill issued in the
+    of ``kill_seg`` in the kill's cycle stores the generation before the
+    kill: it is not live; a flush clears it), and a fill issued in the
     cycle after a lookup chooses its victim with the PLRU as that lookup
     left it. The golden model's order is the same: ``fill``,
     ``invalidate_set``, ``invalidate_segment(kill_seg)`` (when
-    ``kill_valid``), ``lookup``, per cycle. A key filled twice without a lookup in between
-    occupies two ways (the golden model alike); a lookup then hits the
-    lower one.
+    ``kill_valid``), ``lookup``, per cycle. A key filled twice without a
+    lookup in between occupies two ways (the golden model alike); a lookup
+    then hits the lower one.
 
-    Segment ids: ``idx_bits(SEGS)`` bits; an id ``>= SEGS`` (when ``SEGS`` is
-    not a power of two) is a valid key, and a ``kill_seg >= SEGS`` kills the
-    entries of that id like any other (a plain equality compare; the golden
-    ``invalidate_segment`` alike). There is no invalid input.
+    Segment ids: ``idx_bits(SEGS)`` bits; every id has a generation, so an
+    id ``>= SEGS`` (when ``SEGS`` is not a power of two) is a valid key and
+    a ``kill_seg >= SEGS`` kills that id like any other (the golden model
+    alike). There is no invalid input.
 
     Latency: a lookup's reply 1 cycle after it is issued, one lookup per
     cycle sustained; a fill or invalidation takes effect for the lookups of
     its own cycle on. ``hits`` and ``misses`` (``COUNT_BITS = 32`` bits,
     wrapping) count the lookups replied to before the current cycle.
 
-    Implementation (decision 0016 §2, §4): ``valid``, the segment id and the
-    PLRU bits are flip-flops (reset clears ``valid`` and the PLRU; nothing
-    is swept), so that a kill clears every matching entry in one cycle (per
-    entry one equality compare of its segment id with ``kill_seg``) and a
-    fill finds its way at once. The ``pos`` tag, a copy of the segment id, ``loc`` and ``addr``
-    are one ``amaranth.lib.memory.Memory`` of ``SETS`` words of ``WAYS``
-    entries (written per way by a fill, the only writer of a segment id;
-    one synchronous read port, transparent to the write port so that a fill
-    reaches a lookup of the same cycle). In its issue cycle a lookup reads
-    its set's word and registers its set's ``valid`` bits from the flops,
-    with the way that cycle's fill writes there, the set invalidation and
-    the kill; in the reply cycle each way takes those into account (the
-    invalidation and the kill by the word's segment, which is the fill's
-    for the filled way: the read is transparent), compares the word's tag
-    and segment with the key, and the
-    lowest hit selects ``loc`` and ``addr``: no path of the reply cycle
-    grows with ``SETS``. The fill's victim should each way hit is computed
-    beside the lookup and selected with the hit (the PLRU update forwarded
-    without a chain through it). Design notes:
-    ``docs/blocks/kvpool_leaves.md``.
+    Implementation (decision 0017): flip-flops hold ``valid`` (``SETS x
+    WAYS``), the PLRU bits (``SETS x (WAYS - 1)``) and the generations
+    (``2**idx_bits(SEGS) x GEN_BITS``); reset clears them (nothing is swept).
+    Each way's ``pos``, segment id, generation, ``loc`` and ``addr``
+    (:func:`entry_layout`) are in one ``amaranth.lib.memory.Memory`` of
+    ``SETS`` words of ``WAYS`` entries (written per way by a fill; one
+    synchronous read port, transparent to the write port so that a fill
+    reaches a lookup of the same cycle). A kill reads and increments one
+    generation; a set invalidation clears one set's ``valid`` flops. In its
+    issue cycle a lookup reads its set's word and registers its set's
+    ``valid`` bits from the flops, with the way that cycle's fill writes
+    there and cleared by that cycle's set invalidation or flush, and the
+    generation of the key's segment after that cycle's kill (a way matches
+    only if it holds the key's segment, so that is the only generation a
+    match needs); in the reply cycle each way compares the word's tag,
+    segment and generation with those, and the lowest hit selects ``loc``
+    and ``addr``: no path of the reply cycle grows with ``SETS`` or
+    ``SEGS``. The fill's victim should each way hit is computed beside the
+    lookup and selected with the hit (the PLRU update forwarded without a
+    chain through it). Design notes: ``docs/blocks/kvpool_leaves.md``.
 
     Parameters
     ----------
@@ -183,6 +210,9 @@ class TLB(wiring.Component):
         Bits of a position, ``1 .. 20`` (default 17).
     ADDR_BITS : int
         Bits of a PTE's address (a page or an HBM slot), ``1 .. 23`` (default 21).
+    GEN_BITS : int
+        Bits of a segment's generation, ``1 .. 16`` (default 8): a segment's
+        ``2**GEN_BITS``-th kill flushes the TLB.
 
     Members
     -------
@@ -199,11 +229,12 @@ class TLB(wiring.Component):
     fill : In(fill_layout(SEGS, POS_BITS, ADDR_BITS))
         Key, ``loc`` and ``addr`` written.
     inv_valid : In(1)
-        Invalidate the set of ``inv``, the ways of segment ``inv.seg``.
+        Invalidate every way of the set of ``inv``.
     inv : In(key_layout(SEGS, POS_BITS))
         Its key.
     kill_valid : In(1)
-        Invalidate every entry of segment ``kill_seg`` this cycle.
+        Invalidate every entry of segment ``kill_seg`` this cycle (its
+        generation incremented; a flush when it wraps).
     kill_seg : In(idx_bits(SEGS))
         Its segment id.
     hits, misses : Out(32)
@@ -223,6 +254,7 @@ class TLB(wiring.Component):
         "SEGS": Param(default=256, lo=2, hi=1024, small=2),
         "POS_BITS": Param(default=17, lo=1, hi=20, small=5),
         "ADDR_BITS": Param(default=21, lo=1, hi=23, small=2),
+        "GEN_BITS": Param(default=8, lo=1, hi=16, small=2),
     }
     #: parameters that must be powers of two
     POWERS_OF_TWO = ("SETS", "WAYS")
@@ -235,12 +267,13 @@ class TLB(wiring.Component):
         SEGS: int = PARAMS["SEGS"].default,
         POS_BITS: int = PARAMS["POS_BITS"].default,
         ADDR_BITS: int = PARAMS["ADDR_BITS"].default,
+        GEN_BITS: int = PARAMS["GEN_BITS"].default,
     ) -> None:
         given = {"SETS": SETS, "WAYS": WAYS, "SEGS": SEGS, "POS_BITS": POS_BITS}
-        given["ADDR_BITS"] = ADDR_BITS
+        given |= {"ADDR_BITS": ADDR_BITS, "GEN_BITS": GEN_BITS}
         p = check_params(self.PARAMS, given, powers_of_two=self.POWERS_OF_TWO)
         self.SETS, self.WAYS, self.SEGS = p["SETS"], p["WAYS"], p["SEGS"]
-        self.POS_BITS, self.ADDR_BITS = p["POS_BITS"], p["ADDR_BITS"]
+        self.POS_BITS, self.ADDR_BITS, self.GEN_BITS = p["POS_BITS"], p["ADDR_BITS"], p["GEN_BITS"]
         key = key_layout(self.SEGS, self.POS_BITS)
         super().__init__(
             {
@@ -259,17 +292,20 @@ class TLB(wiring.Component):
             }
         )
 
+    def _entry(self) -> data.StructLayout:
+        return entry_layout(self.SEGS, self.POS_BITS, self.GEN_BITS, self.ADDR_BITS)
+
     def elaborate(self, platform) -> Module:
         m = Module()
         S, W = self.SETS, self.WAYS
         gb = idx_bits(self.SEGS)
-        ew = self.POS_BITS + gb + 1 + self.ADDR_BITS  # one way's word: pos, seg, loc, addr
+        ew = self._entry().size
 
-        # state: flops (valid, segment, PLRU) and the memory (pos, a copy of seg, loc, addr)
+        # state: flops (valid, PLRU, generations) and the memory (one entry per way)
         st = _State(
             valid=[Signal(W, name=f"valid_{s}") for s in range(S)],
-            seg=[[Signal(gb, name=f"seg_{s}_{w}") for w in range(W)] for s in range(S)],
             plru=[Signal(max(1, W - 1), name=f"plru_{s}") for s in range(S)],
+            gen=[Signal(self.GEN_BITS, name=f"gen_{g}") for g in range(1 << gb)],
         )
         m.submodules.mem = mem = memory.Memory(shape=W * ew, depth=S, init=[])
         wr = mem.write_port(granularity=ew)
@@ -278,6 +314,7 @@ class TLB(wiring.Component):
         f_idx = net(m, set_index(self.fill.seg, self.fill.pos, S), "fill_idx")
         i_idx = net(m, set_index(self.inv.seg, self.inv.pos, S), "inv_idx")
         lk_idx = net(m, set_index(self.lk.seg, self.lk.pos, S), "lk_idx")
+        flush, lk_gen = self._kill(m, st)
 
         # the fill's victim: of its set's PLRU, or, when this cycle's lookup reply hit
         # that set, of the PLRU after the hit (one candidate per way, chosen with the hit)
@@ -291,76 +328,77 @@ class TLB(wiring.Component):
             key=Signal.like(self.lk, name="lk_r_key"),
             idx=Signal(len(lk_idx), name="lk_r_idx"),
             row=Signal(W, name="lk_r_row"),
-            filled=Signal(W, name="lk_r_filled"),
-            inv=Signal(name="lk_r_inv"),
-            inv_seg=Signal(gb, name="lk_r_inv_seg"),
-            kill=Signal(name="lk_r_kill"),
-            kill_seg=Signal(gb, name="lk_r_kill_seg"),
+            gen=Signal(self.GEN_BITS, name="lk_r_gen"),
         )
         hit, hit_way, hit_victim = self._reply(m, rd, r, after)
-        lk_on, lk_off = plru_masks(hit_way, W)
+        lk_on, lk_keep = _masks(m, hit_way, W, "lk_plru")
         same_set = net(m, r.idx == f_idx, "fill_lk_same_set")
         victim = net(
             m, Mux(hit & same_set, hit_victim, plru_victim(old, W)), "fill_victim", keep=True
         )
         fill_way = self._fill(m, st, wr, f_idx, victim)
-        fl_on, fl_off = plru_masks(fill_way, W)
+        fl_on, fl_keep = _masks(m, fill_way, W, "fill_plru")
+        fill_1h = net(m, (Const(1, W) << fill_way)[:W], "fill_way_1h")
 
-        # the lookup's issue cycle: its set's word and valid bits; this cycle's fill,
-        # set invalidation and kill, applied in the reply cycle by the word's segments
+        # the lookup's issue cycle: its set's word; its set's valid bits with this cycle's
+        # fill, set invalidation and flush applied; its segment's generation after the kill
         m.d.comb += rd.addr.eq(lk_idx)
+        row = mux_tree(st.valid, lk_idx) | Mux(self.fill_valid & (f_idx == lk_idx), fill_1h, 0)
         m.d.sync += [
             r.valid.eq(self.lk_valid),
             r.key.eq(self.lk),
             r.idx.eq(lk_idx),
-            r.row.eq(mux_tree(st.valid, lk_idx)),
-            r.filled.eq(Mux(self.fill_valid & (f_idx == lk_idx), Const(1, W) << fill_way, 0)),
-            r.inv.eq(self.inv_valid & (i_idx == lk_idx)),
-            r.inv_seg.eq(self.inv.seg),
-            r.kill.eq(self.kill_valid),
-            r.kill_seg.eq(self.kill_seg),
+            r.row.eq(Mux((self.inv_valid & (i_idx == lk_idx)) | flush, 0, row)),
+            r.gen.eq(lk_gen),
         ]
 
-        # the filled entry's invalidation in its own cycle: by the set invalidation (its
-        # set and segment) or by the kill (its segment)
-        inv_fill = self.inv_valid & (i_idx == f_idx)
-        f_killed = self.kill_valid & (self.fill.seg == self.kill_seg)
         c = _Nets(
             hit=hit,
             r_idx=r.idx,
             lk_on=lk_on,
-            lk_off=lk_off,
+            lk_keep=lk_keep,
             f_idx=f_idx,
-            fill_1h=net(m, Const(1, W) << fill_way, "fill_way_1h"),
+            fill_1h=fill_1h,
             fl_on=fl_on,
-            fl_off=fl_off,
+            fl_keep=fl_keep,
             i_idx=i_idx,
-            f_gone=net(m, (inv_fill & (self.fill.seg == self.inv.seg)) | f_killed, "fill_gone"),
+            flush=flush,
         )
         for s in range(S):
             self._set_next(m, s, st, c)
         return m
 
+    def _kill(self, m: Module, st: "_State") -> tuple[Value, Value]:
+        """The kill: ``gen[kill_seg]`` incremented. Returns the flush (it wraps to 0)
+        and ``gen[lk.seg]`` after this cycle's kill."""
+        old = net(m, mux_tree(st.gen, self.kill_seg), "kill_gen")
+        new = _inc(m, old, "kill_gen_inc")
+        for g, sig in enumerate(st.gen):
+            with m.If(self.kill_valid & (self.kill_seg == g)):
+                m.d.sync += sig.eq(new)
+        lk_gen = mux_tree(st.gen, self.lk.seg)
+        lk_killed = self.kill_valid & (self.kill_seg == self.lk.seg)
+        flush = net(m, self.kill_valid & old.all(), "flush", keep=True)
+        return flush, net(m, Mux(lk_killed, new, lk_gen), "lk_gen")
+
     def _reply(self, m: Module, rd, r: "_Issued", after: list[Value]) -> tuple[Value, Value, Value]:
-        """The lookup's reply cycle: each way's ``valid`` (the issue cycle's, or 1 for the
-        filled way, cleared by its set invalidation and its kill by the word's segment),
-        tag and segment compared, the lowest hit's ``loc`` / ``addr`` replied, the
-        counters. ``after[w]``: the fill's victim should way ``w`` hit. Returns
-        ``(hit, the hit way, after[hit way])``."""
+        """The lookup's reply cycle: each way's registered ``valid`` bit, its word's
+        segment, tag and generation compared with the key and the key's segment's
+        generation (a way of another segment does not match whatever its
+        generation), the lowest match's ``loc`` / ``addr`` replied, the counters.
+        ``after[w]``: the fill's victim should way ``w`` hit. Returns ``(hit, the hit
+        way, after[hit way])``."""
         W = self.WAYS
         wb = max(1, exact_log2(W))
-        gb = idx_bits(self.SEGS)
-        pb, ab = self.POS_BITS, self.ADDR_BITS
-        ew = pb + gb + 1 + ab
+        layout = self._entry()
+        ew, ab = layout.size, self.ADDR_BITS
         match = []
         payload = []
         for w in range(W):
-            word = rd.data[w * ew : (w + 1) * ew]
-            seg = word[pb : pb + gb]
-            gone = (r.inv & (seg == r.inv_seg)) | (r.kill & (seg == r.kill_seg))
-            valid = (r.filled[w] | r.row[w]) & ~gone
-            match.append(valid & (seg == r.key.seg) & (word[:pb] == r.key.pos))
-            payload.append(Cat(word[pb + gb :], Const(w, wb), after[w]))
+            e = data.View(layout, rd.data[w * ew : (w + 1) * ew])
+            key = (e.seg == r.key.seg) & (e.pos == r.key.pos)
+            match.append(r.row[w] & key & (e.gen == r.gen))
+            payload.append(Cat(e.loc, e.addr, Const(w, wb), after[w]))
         any_hit, sel = priority_tree(m, Cat(match), payload, highest=False, name="lk_hit")
         hit = net(m, r.valid & any_hit, "lk_hit", keep=True)
         m.d.comb += [
@@ -377,8 +415,8 @@ class TLB(wiring.Component):
         return hit, hit_way, net(m, sel[1 + ab + wb :], "lk_hit_victim")
 
     def _fill(self, m: Module, st: "_State", wr, f_idx: Value, victim: Value) -> Value:
-        """The fill's way (the lowest invalid one of set ``f_idx``, else ``victim``) and
-        the memory write; returns the way."""
+        """The fill's way (the lowest of set ``f_idx`` whose ``valid`` flop is 0, else
+        ``victim``) and the memory write (with ``gen[fill.seg]``); returns the way."""
         W = self.WAYS
         wb = max(1, exact_log2(W))
         f = self.fill
@@ -387,73 +425,62 @@ class TLB(wiring.Component):
             m, ~f_valid, [Const(w, wb) for w in range(W)], highest=False, name="fill_inv"
         )
         way = net(m, Mux(any_inv, low_inv, victim), "fill_way")
+        gen = net(m, mux_tree(st.gen, f.seg), "fill_gen")
         m.d.comb += [
             wr.addr.eq(f_idx),
-            wr.data.eq(Cat(*[Cat(f.pos, f.seg, f.loc, f.addr)] * W)),
-            wr.en.eq(Mux(self.fill_valid, Const(1, W) << way, 0)),
+            wr.data.eq(Cat(*[Cat(f.pos, f.seg, gen, f.loc, f.addr)] * W)),
+            wr.en.eq(Mux(self.fill_valid, (Const(1, W) << way)[:W], 0)),
         ]
         return way
 
     def _set_next(self, m: Module, s: int, st: "_State", c: "_Nets") -> None:
-        """Set ``s``'s next state: PLRU touched by the lookup, then the fill; each way
-        filled, then invalidated (its segment compared with ``inv.seg`` and ``kill_seg``)."""
-        valid, seg, plru = st.valid[s], st.seg[s], st.plru[s]
+        """Set ``s``'s next state: PLRU touched by the lookup, then the fill; ``valid``
+        set by the fill, then cleared whole by the set invalidation or a flush."""
+        valid, plru = st.valid[s], st.plru[s]
         here_f = net(m, self.fill_valid & (c.f_idx == s), f"fill_here_{s}")
-        here_i = net(m, self.inv_valid & (c.i_idx == s), f"inv_here_{s}")
+        here_i = self.inv_valid & (c.i_idx == s)
         if self.WAYS > 1:
-            b1 = Mux(c.hit & (c.r_idx == s), (plru | c.lk_on) & ~c.lk_off, plru)
-            m.d.sync += plru.eq(Mux(here_f, (b1 | c.fl_on) & ~c.fl_off, b1))
-        nxt = []
-        for w in range(self.WAYS):
-            filled = here_f & c.fill_1h[w]
-            # both outcomes ready before the fill's way is known (the late signal)
-            killed = self.kill_valid & (seg[w] == self.kill_seg)
-            kept = valid[w] & ~(here_i & (seg[w] == self.inv.seg)) & ~killed
-            nxt.append(Mux(filled, ~c.f_gone, kept))
-            with m.If(filled):
-                m.d.sync += seg[w].eq(self.fill.seg)
-        m.d.sync += valid.eq(Cat(nxt))
+            hit_here = c.hit & (c.r_idx == s)
+            b1 = net(m, Mux(hit_here, (plru | c.lk_on) & c.lk_keep, plru), f"plru_hit_{s}")
+            m.d.sync += plru.eq(Mux(here_f, (b1 | c.fl_on) & c.fl_keep, b1))
+        m.d.sync += valid.eq(Mux(here_i | c.flush, 0, valid | Mux(here_f, c.fill_1h, 0)))
 
 
 @dataclass
 class _State:
-    """The flip-flops: per set ``valid`` (a bit per way), segment ids, PLRU bits."""
+    """The flip-flops: per set ``valid`` (a bit per way) and PLRU bits; per segment id
+    its generation."""
 
     valid: list[Signal]
-    seg: list[list[Signal]]
     plru: list[Signal]
+    gen: list[Signal]
 
 
 @dataclass
 class _Issued:
-    """The lookup's registers, from its issue cycle to its reply: valid, key, set,
-    the set's ``valid`` bits, the way that cycle's fill wrote there (one-hot), the set
-    invalidation and its segment, the kill and its segment."""
+    """The lookup's registers, from its issue cycle to its reply: valid, key, set, the
+    set's ``valid`` bits after that cycle's fill, set invalidation and flush, and the
+    key's segment's generation after that cycle's kill."""
 
     valid: Signal
     key: Signal
     idx: Signal
     row: Signal
-    filled: Signal
-    inv: Signal
-    inv_seg: Signal
-    kill: Signal
-    kill_seg: Signal
+    gen: Signal
 
 
 @dataclass
 class _Nets:
     """What every set's update reads: the lookup's hit, set and PLRU masks; the fill's
-    set, way (one-hot) and masks; the set invalidation's set and whether the filled
-    entry is invalidated in its own cycle (by the set invalidation or the kill)."""
+    set, way (one-hot) and masks; the set invalidation's set; the flush."""
 
     hit: Value
     r_idx: Value
     lk_on: Value
-    lk_off: Value
+    lk_keep: Value
     f_idx: Value
     fill_1h: Value
     fl_on: Value
-    fl_off: Value
+    fl_keep: Value
     i_idx: Value
-    f_gone: Value
+    flush: Value
