@@ -104,13 +104,7 @@ CONFIGS: dict[str, dict[str, int]] = {
     "full": {},
 }
 #: pool parameters a unit is measured at instead of the defaults, and why
-UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {
-    "tlb": (
-        {"SEGS": 64},
-        "at SEGS = 256 the TLB's netlist (4,096 entries, each a 256-to-1 select of the "
-        "kill mask) exhausts the 4 GiB address space of Yosys' WebAssembly build",
-    ),
-}
+UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {}
 #: the ECP5 flow's Fmax target (MHz) for the reduced configuration
 FPGA_MHZ = 50.0
 
