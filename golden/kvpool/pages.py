@@ -54,6 +54,7 @@ class Pages:
         self.hbm_fifo: deque[int] = deque()
         self.hbm_mark = 0
         self.queue: deque[int] = deque()
+        self.pops = 0  # spill-queue pops since reset (the GCLOCK passes; timing only)
         self.spec_pages = 0
         self.committed_pages = 0
         self.hbm_used = 0
@@ -129,6 +130,7 @@ class Pages:
         q, state, c, queued = self.queue, self.state, self.c, self.queued
         while True:
             p = q.popleft()
+            self.pops += 1
             if state[p] != COMMITTED:
                 queued[p] = 0
             elif c[p]:

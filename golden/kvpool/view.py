@@ -145,6 +145,10 @@ class PoolView:
         """The spill queue, head first (stale entries included)."""
         return tuple(self._pg.queue)
 
+    def queue_pops(self) -> int:
+        """Spill-queue pops since construction (each a GCLOCK pass over one page)."""
+        return self._pg.pops
+
     # ------------------------------------------------------------------ TLBs and tags
     def tlb_counts(self, port: int) -> tuple[int, int]:
         """``(hits, misses)`` of port ``port``'s TLB since reset."""

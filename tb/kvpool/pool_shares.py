@@ -127,6 +127,11 @@ class ShareStim:
             return self._share(rng.randrange(S, self.seq_ids))
         if kind == "share_field":
             top = 1 << self.p["POS_BITS"]
+            # over 2**POS_BITS tokens, each taken in a cycle: at long positions, one
+            # such share per run and then one in 500 of those picked
+            if top > LONG_FIELD and getattr(self, "fields", 0) and rng.random() < 0.998:
+                return None
+            self.fields = getattr(self, "fields", 0) + 1
             hi = self.n_max - top if self.n_max <= 1024 and rng.random() < 0.5 else 16
             dst = rng.choice(self._idle() or list(range(S)))
             return self._share(dst, n=top + rng.randint(1, hi))
@@ -136,6 +141,9 @@ class ShareStim:
             return self._share_full()
         return None
 
+
+#: a FIELD share takes more than this many tokens: made rare (see ``_share_error``)
+LONG_FIELD = 4096
 
 #: what a scenario must reach (``share/code/DST_RANGE`` and ``TABLE_FULL`` where reachable)
 SCRIPT_GOALS = ("share/hit", "share/miss", "share/split", "share/rejected",

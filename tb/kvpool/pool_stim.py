@@ -54,6 +54,7 @@ INS, COM, FORK, REL, SPILL, FILL, SCORE, SHARE = (
     + (PoolOp.SPILL, PoolOp.FILL, PoolOp.SCORE, PoolOp.SHARE)
 )
 PRESSURE_PAGES = 4096  # above: NO_PAGE and allocation spills are not asserted (unreachable)
+LEN_CAP = 1023  # above PRESSURE_PAGES: the longest sequence the stimulus grows
 NODE_CAP = 24  # nodes per decode tree at most (N_NODES 1,024 would make slow steps)
 #: phase -> activity weights
 _ACTS = ("tree", "open", "prefill", "fork", "release", "spill", "fill", "score", "share")
@@ -116,6 +117,9 @@ class Stimulus(ShareStim):
         self.p, self.rng, self.sb = p, rng, sb
         self.fmt = sb.fmt
         self.pos_max = (1 << p["POS_BITS"]) - 1
+        # the length sequences grow to: the position range, or LEN_CAP in a pool too
+        # large to fill (its shares, up to a sequence's length, stay short)
+        self.len_cap = self.pos_max if p["PAGES"] <= PRESSURE_PAGES else min(self.pos_max, LEN_CAP)
         self.seq_ids = 1 << idx_bits(p["SEQS"])
         self.owner_ids = 1 << idx_bits(p["N_NODES"])
         self.n_max = (1 << self.fmt.widths["op"]["n"]) - 1
@@ -176,7 +180,7 @@ class Stimulus(ShareStim):
         g = self.g
         return [
             s for s, n in enumerate(self.lens())
-            if s not in self.plans and n <= self.pos_max and g.tree(s) is None
+            if s not in self.plans and n <= self.len_cap and g.tree(s) is None
         ]  # fmt: skip
 
     def _committed_key(self) -> tuple[int, int] | None:
@@ -285,7 +289,7 @@ class Stimulus(ShareStim):
         if len(self.plans) > p["TREES"]:  # one more than the slots: TABLE_FULL now and then
             return None
         cands = [s for s in self._free_for_append() if s not in self.runs]
-        cands = [s for s in cands if self.lens()[s] + p["MAX_DEPTH"] <= self.pos_max + 1]
+        cands = [s for s in cands if self.lens()[s] + p["MAX_DEPTH"] <= self.len_cap + 1]
         if not cands:
             return None
         s = rng.choice(cands)
@@ -313,9 +317,9 @@ class Stimulus(ShareStim):
             self.tokmode[s] = (mode, rng.choice(self._live() or [s]))
         n = self.lens()[s]
         self.runs[s] -= 1
-        if self.runs[s] <= 0 or n >= self.pos_max:
+        if self.runs[s] <= 0 or n >= self.len_cap:
             del self.runs[s]
-        if n > self.pos_max:
+        if n > self.len_cap:
             return None
         if (n + 1) % BLOCK == 0:  # its block's tag is entered: share it soon
             self.fresh = s

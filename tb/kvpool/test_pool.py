@@ -103,6 +103,7 @@ async def measure(bench: PoolTB) -> dict[str, float]:
     m["spec_latency"] = max(lat("lookup/spec"))
     accept = (1 << depth) - 1 if depth < 2 else 3
     score = _op(SCORE, seq=0, pos=0, s=1)
+    pops = {}
     for name, first in (
         ("commit", _op(COM, seq=0, accept=accept)),
         ("fork", _op(FORK, seq=0, dst=1)),
@@ -112,11 +113,14 @@ async def measure(bench: PoolTB) -> dict[str, float]:
         ("score_then_op", _op(SCORE, seq=0, pos=2, s=1)),
         ("release_long", _op(REL, seq=0)),
     ):
+        before = bench.sb.golden.queue_pops()
         await bench.run_script(
             {"op": [first, score if name not in SPILL_NEXT else _op(SPILL, n=0)]}
         )
         a = bench.ins[2].accepted[-2:]
         m[f"{name}_to_next"] = a[1] - a[0]
+        pops[name] = bench.sb.golden.queue_pops() - before
+    m["spill_queue_pops"] = pops["spill"]  # the spill's GCLOCK passes (spec §4.9: + 1 each)
     await _wide_trees(bench, m)
     m["op_latency_max"] = max(c - e.cycle for s, e, c in bench.done if s == "res")
     return m
