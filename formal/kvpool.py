@@ -16,8 +16,10 @@ memory, ``BlockTable`` asynchronous read ports that walk a table's radix
 tree, root, mid and leaf, for the PTE of ``(t, i)``). A PTE ``(t, i)`` is
 *live* when table ``t`` is used and ``i < tlen(t)``; the pool is *idle* when
 ``op.ready`` is high, no allocated page is arriving (``page_valid``: a fast
-insert's second cycle) and the block table, page states and tree slots are
-not busy (every operation taken before has landed). Properties, every cycle after the first reset:
+insert's second cycle), the block table, page states and tree slots are
+not busy and the background engines (the drain, a release's cut, a posted
+score) are done (every operation taken before has landed). Properties,
+every cycle after the first reset:
 
 1. counts: when idle ``free_pages + spec_pages + committed_pages == PAGES``
    and the HBM allocator's free slots plus ``hbm_used`` equal its size;
@@ -229,9 +231,11 @@ class KVPoolScaledFormal(Elaboratable):
 
     def _quiet(self) -> Value:
         """*Idle*: the FSM takes an operation (``op.ready``), no allocated page is
-        arriving (a fast insert's second cycle) and no leaf is busy."""
+        arriving (a fast insert's second cycle), no leaf is busy and no background
+        engine (drain, cut, posted score) has work left."""
         u = self.dut.u
         busy = u.alloc.page_valid | u.bt.busy | u.ps.busy | u.ts.busy
+        busy = busy | u.drain | u.drain_acc | u.cutting | u.scoring
         return self.dut.op.ready & ~busy
 
     def _reached(self, what: str) -> Value:
