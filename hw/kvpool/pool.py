@@ -90,7 +90,7 @@ class ScaledPool(wiring.Component):
         Ways of the dedup tag table, a power of two, 1 .. 8, default 4.
     COMMIT_CYCLES : int
         Cycles from a commit to the next operation on its fast path
-        (:mod:`hw.kvpool.pool_commit`), 1 or 2, default 2: 1 counts the
+        (:mod:`hw.kvpool.pool_commit`), 1 .. 2, default 2: 1 counts the
         accepted nodes (a popcount of ``N_NODES`` bits, about ``2 log1.5(N/2)``
         gate levels) in the commit's own cycle, within the depth budget up
         to about 256 nodes; 2 counts them from the tree slots' registers.

@@ -435,7 +435,7 @@ if cocotb is not None:
         every same-cycle case is reached."""
         bench = await run(dut, idle, bp, sized(CYCLES, 30_000))
         skip = {"stall"} if bp == "none" else set()
-        if bench.p["MAX_DEPTH"] > 16:  # a full path takes long at random: the directed test's
+        if bench.p["MAX_DEPTH"] > 8:  # a full path takes long at random: the directed test's
             skip.add("acc_to_max")
         missing = [k for k, v in bench.cover.items() if not v and k not in skip]
         assert not missing, f"seed {bench.tb.seed}: not reached: {missing}"
