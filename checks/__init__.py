@@ -33,6 +33,7 @@ from checks.arrays import (
 )
 from checks.cli import (
     cli_parser,
+    distinct_choices,
     in_file_arg,
     int_arg,
     option_error,
@@ -56,6 +57,7 @@ __all__ = [
     "int_array",
     "integer",
     "option_error",
+    "distinct_choices",
     "out_dir_arg",
     "out_file_arg",
     "prob_matrix",

@@ -30,6 +30,7 @@ __all__ = [
     "out_file_arg",
     "in_file_arg",
     "option_error",
+    "distinct_choices",
 ]
 
 
@@ -157,6 +158,19 @@ def option_error(
     also = list(dict.fromkeys(o for o in also if o is not None and o != option))
     with_ = f" (with {', '.join(also)})" if also else ""
     ap.error(f"argument {option}{with_}: {text}")
+
+
+def distinct_choices(
+    ap: argparse.ArgumentParser, name: str, values: list[str], choices: tuple[str, ...]
+) -> None:
+    """``ap.error`` unless every one of ``values`` (a positional list, ``name``) is one
+    of ``choices``, each at most once: ``<name> = [...]: each must be one of 'a',
+    'b'`` or ``<name> = [...]: each at most once``."""
+    bad = [v for v in values if v not in choices]
+    if bad:
+        ap.error(f"{name} = {bad!r}: each must be one of {', '.join(map(repr, choices))}")
+    if len(set(values)) != len(values):
+        ap.error(f"{name} = {values!r}: each at most once")
 
 
 class _Parser(argparse.ArgumentParser):

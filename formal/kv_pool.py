@@ -61,7 +61,7 @@ from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 from amaranth.lib.wiring import In
 
-from checks import cli_parser
+from checks import cli_parser, distinct_choices
 from hw.kv_pool import GROUP, KVPool, Op
 from hw.kv_pool.fpga import Replicas
 from hw.kv_pool.state import Table
@@ -381,11 +381,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """
     ap = build_parser()
     args = ap.parse_args(argv)
-    bad = [t for t in args.tasks if t not in TASKS]
-    if bad:
-        ap.error(f"tasks = {bad!r}: each must be 'prove' or 'bmc'")
-    if len(set(args.tasks)) != len(args.tasks):
-        ap.error(f"tasks = {args.tasks!r}: each at most once")
+    distinct_choices(ap, "tasks", args.tasks, tuple(TASKS))
     return args
 
 

@@ -113,7 +113,7 @@ from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 from amaranth.lib.wiring import In
 
-from checks import cli_parser
+from checks import cli_parser, distinct_choices
 from formal.kv_pool import _env
 from formal.kvpool_probes import Pool
 from hw.kvpool.tlb import entry_layout, set_index
@@ -520,11 +520,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """
     ap = build_parser()
     args = ap.parse_args(argv)
-    bad = [t for t in args.checks if t not in CHECKS]
-    if bad:
-        ap.error(f"checks = {bad!r}: each must be one of {', '.join(CHECKS)}")
-    if len(set(args.checks)) != len(args.checks):
-        ap.error(f"checks = {args.checks!r}: each at most once")
+    distinct_choices(ap, "checks", args.checks, tuple(CHECKS))
     return args
 
 

@@ -198,7 +198,7 @@ CLI_CASES = [
     ("flows.verilog", ["LANES=0"], "token_sampler: LANES = 0: must be an integer in 1 .. 16"),
     ("flows.depth", ["bogus"], "argument block: invalid choice: 'bogus'"),
     ("flows.depth", ["kv_pool", "LANES=2"], "no block of kv_pool takes parameter(s) LANES"),
-    ("formal.kv_pool", ["bogus"], "tasks = ['bogus']: each must be 'prove' or 'bmc'"),
+    ("formal.kv_pool", ["bogus"], "tasks = ['bogus']: each must be one of 'prove', 'bmc'"),
     # found by tests/test_fuzz_cli.py and its review (issue 19, item 4); each ran (a
     # decode, a benchmark, make test, Yosys) and then raised a traceback, or ran wrong
     ("flows.report.generate", ["--readme=--"], "argument --readme: expected a value, got '--'"),

@@ -40,6 +40,7 @@ from hw.common.reduce import (
     priority_highest,
     priority_lowest,
     priority_tree,
+    sum_tree,
 )
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "zext",
     "or_tree",
     "and_tree",
+    "sum_tree",
     "mux_tree",
     "priority_tree",
     "priority_lowest",

@@ -15,6 +15,7 @@ from hw.common.params import idx_bits
 __all__ = [
     "or_tree",
     "and_tree",
+    "sum_tree",
     "mux_tree",
     "priority_tree",
     "priority_lowest",
@@ -52,6 +53,14 @@ def and_tree(bits: Value | list[Value]) -> Value:
     """
     items = _items(bits)
     return _tree(items, lambda a, b: a & b) if items else Const(1, 1)
+
+
+def sum_tree(items: list[Value], width: int) -> Value:
+    """The sum of ``items`` in ``width`` bits (each partial sum truncated), added as a
+    balanced tree. An empty list gives ``Const(0, width)``."""
+    if not items:
+        return Const(0, width)
+    return _tree(list(items), lambda a, b: (a + b)[:width])[:width]
 
 
 def mux_tree(items: list[Value], sel: Value) -> Value:

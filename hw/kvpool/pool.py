@@ -324,8 +324,9 @@ class ScaledPool(wiring.Component):
             "acc_any": acc_any,
             # the FIFO's next page is a pending one, not yet pushed: an allocation waits
             "alloc_wait": (u.alloc.level == 0) & (u.pending != 0),
-            # while set, only speculative inserts go on (hw.kvpool.pool_drain)
-            "drain_acc": u.drain_acc | u.cutting | u.scoring,
+            # a commit's path appended, a cut or a posted score in flight: only
+            # speculative inserts are taken (hw.kvpool.pool_drain.drain_wait)
+            "spec_only": u.drain_acc | u.cutting | u.scoring,
             "has_own": own1h.any(),
             "own_g": seg.index(own1h, f"{pre}_own_g"),
             "own_t": seg.pick(own1h, seg.tab, f"{pre}_own_t"),

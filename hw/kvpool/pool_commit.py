@@ -52,7 +52,7 @@ def fast_commit_ok(fsm, op, fast: dict) -> Value:
         & o.accept[0]
         & (f.has_own | f.seg_free | ~f.acc_any)
         & ~u.drain
-        & ~fast["drain_acc"]
+        & ~fast["spec_only"]
         & ~u.ts.busy
         & ~s2.valid
         & ~s2.s3

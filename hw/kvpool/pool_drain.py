@@ -49,7 +49,7 @@ def drain_wait(fsm) -> Value:
     new_tree = spec & ~f["has_tree"]
     # while the drain appends an accepted path, only speculative inserts go on
     busy = u.drain | u.cutting
-    return (busy & (streams | (new_tree & ~f["facts"].tree_free))) | (f["drain_acc"] & ~spec)
+    return (busy & (streams | (new_tree & ~f["facts"].tree_free))) | (f["spec_only"] & ~spec)
 
 
 def hand_over(fsm, rejected: Value) -> None:

@@ -130,7 +130,7 @@ def fast_eligible(m: Module, op, fast: dict) -> Value:
     """The op on the port is an insert the fast path takes (see the module docstring)."""
     o, f = op.payload, fast["facts"]
     # a committed one not while a fast commit's path is appended (same units)
-    committed_ok = (o.pos == f.ln) & (f.has_own | f.seg_free) & ~fast["drain_acc"]
+    committed_ok = (o.pos == f.ln) & (f.has_own | f.seg_free) & ~fast["spec_only"]
     spec_ok = (o.pos >= f.ln) & f.has_tree & f.in_window & ~fast["node_busy"]
     return (
         (o.op == PoolOp.INSERT)
@@ -154,7 +154,7 @@ def fast_fork_ok(op, fast: dict, s2: Stage2) -> Value:
         & (f.ln != 0)
         & (f.ln_dst == 0)
         & ~f.dst_tree
-        & ~fast["drain_acc"]
+        & ~fast["spec_only"]
         & ~s2.valid
         & ~s2.s3
     )

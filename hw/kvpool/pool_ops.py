@@ -155,7 +155,7 @@ class _Fsm:
         m.next = "RESULT"
 
     def read_pte(self, t: Value, i: Value) -> None:
-        """Issue a block-table read on port 0 (the lookups are idle)."""
+        """Issue a block-table read on port 0 (its lookups idle, or held: a posted score)."""
         rd = self.u.bt.rd0
         self.m.d.comb += [rd.valid.eq(1), rd.payload.t.eq(t), rd.payload.i.eq(i), self.rd_own.eq(1)]
 
@@ -257,7 +257,7 @@ class _Fsm:
         (``ALLOC_<then>``, the page in ``page`` / ``fresh``) and go to ``then``."""
         m = self.m
         page_free = self.f["facts"].page_free
-        with m.If(self.f["alloc_wait"] | (~page_free & self.f["drain_acc"])):
+        with m.If(self.f["alloc_wait"] | (~page_free & self.f["spec_only"])):
             pass  # the FIFO's next page is still to be pushed, or a path appended
         with m.Elif(page_free):
             m.next = f"ALLOC_{then}"

@@ -80,7 +80,7 @@ def fast_release_ok(fsm, op, fast: dict) -> Value:
         & f.seq_ok
         & ((f.ln != 0) | f.has_tree)
         & ~u.drain
-        & ~fast["drain_acc"]
+        & ~fast["spec_only"]
         & ~u.ts.busy
         & ~s2.valid
         & ~s2.s3

@@ -16,7 +16,7 @@ the golden model's whenever they are read.
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Signal, Value
+from amaranth.hdl import Module, Signal, Value
 
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -35,13 +35,12 @@ _READ, _WAIT, _APPLY = 1, 2, 3
 
 @dataclass
 class ScoreRegs:
-    """The pending score: its state (0: none), PTE address, ``s``, the read's pipe."""
+    """The pending score: its state (0: none), PTE address, ``s``, the PTE read."""
 
     state: Signal
     t: Signal
     i: Signal
     s: Signal
-    pipe: Signal
     loc: Signal
     page: Signal
 
@@ -54,7 +53,6 @@ def score_regs(m: Module, fsm) -> ScoreRegs:
         t=Signal(seg.gb, name="sc_t"),
         i=Signal(len(seg.len[0]), name="sc_i"),
         s=Signal.like(o.s, name="sc_s"),
-        pipe=Signal(3, name="sc_pipe"),
         loc=Signal(name="sc_loc"),
         page=Signal(fsm.p["page_bits"], name="sc_page"),
     )
@@ -68,7 +66,7 @@ def fast_score_ok(fsm, op, fast: dict) -> Value:
         (o.op == PoolOp.SCORE)
         & f.seq_ok
         & (o.pos < f.ln)
-        & ~fast["drain_acc"]
+        & ~fast["spec_only"]
         & (fsm.sc.state == 0)
     )
 
@@ -97,18 +95,15 @@ def score_engine(fsm, units_free: Value) -> None:
     """The pending score: the PTE read (port 0's lookups held that cycle, no block-table
     command in flight), then the page states' SCORE if the page is on chip."""
     m, u, sc = fsm.m, fsm.u, fsm.sc
-    rd, rsp = u.bt.rd0, u.bt.rd0_rsp
-    issue = Signal(name="sc_issue")
-    m.d.sync += sc.pipe.eq(Cat(issue, sc.pipe[:-1]))
+    rsp = u.bt.rd0_rsp
     m.d.comb += u.score_rd.eq((sc.state == _READ) & ~u.bt.busy)
     with m.Switch(sc.state):
-        with m.Case(_READ):
+        with m.Case(_READ):  # the FSM's own read (it reads nothing while a score waits)
             with m.If(~u.bt.busy):
-                m.d.comb += [issue.eq(1), rd.valid.eq(1), rd.payload.t.eq(sc.t)]
-                m.d.comb += rd.payload.i.eq(sc.i)
+                fsm.read_pte(sc.t, sc.i)
                 m.d.sync += sc.state.eq(_WAIT)
         with m.Case(_WAIT):
-            with m.If(rsp.valid & sc.pipe[-1]):
+            with m.If(fsm.own_rsp()):
                 m.d.sync += [sc.loc.eq(rsp.payload.loc), sc.page.eq(rsp.payload.addr)]
                 m.d.sync += sc.state.eq(_APPLY)
         with m.Case(_APPLY):

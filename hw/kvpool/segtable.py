@@ -30,7 +30,7 @@ block table is used while a used segment names it.
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from hw.common import idx_bits, net, or_tree, priority_lowest
+from hw.common import idx_bits, net, or_tree, priority_lowest, sum_tree
 
 __all__ = ["SegState"]
 
@@ -161,7 +161,10 @@ class SegState:
         w = len(self.end[0]) + max(1, (self.n - 1).bit_length())
         chip = [Mux(dead[g], self.end[g] - self.start[g] - self.hbm[g], 0) for g in range(self.n)]
         hbm = [Mux(dead[g], self.hbm[g], 0) for g in range(self.n)]
-        return net(self.m, _sum(chip, w), f"{name}_chip"), net(self.m, _sum(hbm, w), f"{name}_hbm")
+        return (
+            net(self.m, sum_tree(chip, w), f"{name}_chip"),
+            net(self.m, sum_tree(hbm, w), f"{name}_hbm"),
+        )
 
     def index(self, onehot: Value, name: str) -> Signal:
         """The index of a one-hot vector's set bit (0 if none)."""
@@ -269,12 +272,3 @@ class SegState:
                 m.d.sync += self.tag[s].eq(self.tag_val)
             with m.If(self.share_en & (self.share_dst == s)):
                 m.d.sync += self.len[s].eq(self.share_len)
-
-
-def _sum(items: list[Value], width: int) -> Value:
-    """The sum of ``items`` in ``width`` bits, added as a balanced tree."""
-    items = list(items)
-    while len(items) > 1:
-        nxt = [(items[i] + items[i + 1])[:width] for i in range(0, len(items) - 1, 2)]
-        items = nxt + ([items[-1]] if len(items) % 2 else [])
-    return items[0][:width] if items else Const(0, width)

@@ -218,6 +218,7 @@ class PoolTB:
         self.log_limit = 8
         self.quiet = 0  # consecutive cycles with nothing owed and nothing offered
         self.quiet_checks = 0
+        self.leaks = 0  # quiescent points whose counts break conservation
         self.resets = 0
         self.last_out = 0  # the cycle of the last beat delivered (timeouts)
         self.record = False  # True: keep (stream, Expected, cycle) of each delivery
@@ -324,13 +325,19 @@ class PoolTB:
         )
 
     def check_counters(self) -> None:
-        """Compare the TLB counters and the counts with golden's (at a quiescent point)."""
+        """Compare the TLB counters and the counts with golden's (at a quiescent point),
+        and check the pool's own counts against SPEC §4.8's conservation (a break is a
+        leak: counted in ``leaks`` and failed)."""
         self.quiet_checks += 1
         want = self.sb.tlb_counts() | self.sb.counts()
+        got = {k: int(getattr(self.dut, k).value) for k in COUNTERS + COUNT_FIELDS}
         for k in COUNTERS + COUNT_FIELDS:
-            got = int(getattr(self.dut, k).value)
-            if got != want[k]:
-                self.fail(f"quiescent point {self.quiet_checks}: {k} = {got}, want {want[k]}")
+            if got[k] != want[k]:
+                self.fail(f"quiescent point {self.quiet_checks}: {k} = {got[k]}, want {want[k]}")
+        pages = got["free_pages"] + got["spec_pages"] + got["committed_pages"]
+        if pages != self.p["PAGES"] or got["hbm_used"] > self.p["HBM_PAGES"]:
+            self.leaks += 1
+            self.fail(f"quiescent point {self.quiet_checks}: counts {got} break conservation")
 
     # ------------------------------------------------------------------ control
     async def quiesce(self, timeout: int | None = None) -> None:

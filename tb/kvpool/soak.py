@@ -11,7 +11,8 @@ with golden. Figures, in ``build/reports/kvpool_soak.json``:
 
 * ``leaks``: quiescent points at which the pool's own counts break
   ``free_pages + spec_pages + committed_pages == PAGES`` or ``hbm_used <=
-  HBM_PAGES`` (must be 0; the counts are also compared with golden's);
+  HBM_PAGES`` (must be 0; :meth:`tb.kvpool.pool_tb.PoolTB.check_counters`,
+  which also compares the counts with golden's);
 * ``lost_committed``: committed positions of the sweep that miss or
   differ from golden's PTE (must be 0);
 * ``mismatches``: every scoreboard failure of the run (must be 0).
@@ -45,16 +46,6 @@ async def _sweep(bench) -> tuple[int, int]:
     return len(qs), len(bench.errors) - before
 
 
-def _leaks(bench, counts: list[dict]) -> int:
-    """Quiescent points whose counts break the pool's invariants."""
-    p = bench.p
-    return sum(
-        c["free_pages"] + c["spec_pages"] + c["committed_pages"] != p["PAGES"]
-        or c["hbm_used"] > p["HBM_PAGES"]
-        for c in counts
-    )
-
-
 try:
     import cocotb
 except ImportError:  # pragma: no cover
@@ -65,18 +56,9 @@ if cocotb is not None:
     @cocotb.test()
     async def soak(dut) -> None:
         """The random run, its quiescent counts watched, then the sweep; the report."""
-        from tb.kvpool import pool_tb
         from tb.kvpool.pool_run import random_traffic_run
 
         n = int(os.environ.get("KVPOOL_SOAK_OPS", 1_000_000))
-        counts: list[dict] = []
-        check = pool_tb.PoolTB.check_counters
-
-        def watched(self) -> None:  # every quiescent point's counts, as the pool shows them
-            counts.append({k: int(getattr(self.dut, k).value) for k in pool_tb.COUNT_FIELDS})
-            check(self)
-
-        pool_tb.PoolTB.check_counters = watched
         t0 = time.perf_counter()
         bench = await random_traffic_run(dut, "none", n, reset=False, cover=False)
         seconds = time.perf_counter() - t0
@@ -90,8 +72,8 @@ if cocotb is not None:
             "cycles": tb.cycle,
             "seconds": round(seconds, 1),
             "per_second": round(bench.sb.transactions / seconds),
-            "quiescent_points": len(counts),
-            "leaks": _leaks(bench, counts),
+            "quiescent_points": bench.quiet_checks,
+            "leaks": bench.leaks,
             "sweep_lookups": lookups,
             "lost_committed": lost,
             "mismatches": len(bench.errors),
