@@ -3,9 +3,17 @@
 import json
 import time
 
+import pytest
+
 from tb.common import REPORTS
 
 _START = time.time()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` first (a stable sort): pytest-xdist hands them out before
+    the short ones, so that a run of minutes does not start last and end alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

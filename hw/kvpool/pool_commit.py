@@ -6,20 +6,22 @@ A commit that passes its checks on the port's values (facts ``fast`` of
 issued, the sequence's own segment opened if it has none and something is
 accepted. ``k``, the accepted nodes, is the popcount of ``valid & accept``
 (the accepted path: the sampler gives it as a chain, SPEC §4.8
-``NOT_CHAIN``). Unless the path ends a 16-token block (whose tag the
-sequential commit computes), :func:`_move` then moves everything at once:
+``NOT_CHAIN``). Unless the path ends a 16-token block of a sequence whose
+block buffer is not complete (:mod:`hw.kvpool.pool_blockbuf`: a forked
+sequence's first block; the sequential commit reads that block back for its
+tag), :func:`_move` then moves everything at once:
 the sequence's length (``+ k``), the counts, the result (``freed``: the
 tree's nodes minus ``k``, shown in the next cycle with the counts), and the
 whole stream goes to the drain (:mod:`hw.kvpool.pool_drain`), which appends
 the accepted path and then pushes the rejected pages.
 
 * ``COMMIT_CYCLES = 1``: ``k`` from the tree slots' ``chk_count`` in cycle
-  ``t`` (a commit whose path ends a block is not taken fast); the next
-  operation is taken in ``t + 1``.
+  ``t`` (a commit whose path ends a block without a complete buffer is not
+  taken fast); the next operation is taken in ``t + 1``.
 * ``COMMIT_CYCLES = 2``: ``k`` from ``acc_count`` (the tree slots'
   registers) in ``FC`` (:func:`fast_commit_stage2`, ``t + 1``), where a path
-  that ends a block goes on as a sequential commit (``COM_BEAT``); the next
-  operation is taken in ``t + 2``.
+  that ends a block without a complete buffer goes on as a sequential commit
+  (``COM_BEAT``); the next operation is taken in ``t + 2``.
 """
 
 from amaranth.hdl import Mux, Value
@@ -43,7 +45,7 @@ def _ends_block(ln: Value, k: Value) -> Value:
 def fast_commit_ok(fsm, op, fast: dict) -> Value:
     """The op on the port is a commit that succeeds, with the drain and the tree
     slots' stream idle and no fast insert's stage 2 or 3 in flight (and, with
-    ``COMMIT_CYCLES = 1``, a path that ends no block)."""
+    ``COMMIT_CYCLES = 1``, a path that ends no block or a complete buffer)."""
     o, f, u, s2 = op.payload, fast["facts"], fsm.u, fsm.s2
     ok = (
         (o.op == PoolOp.COMMIT)
@@ -58,7 +60,7 @@ def fast_commit_ok(fsm, op, fast: dict) -> Value:
         & ~s2.s3
     )
     if fsm.p["COMMIT_CYCLES"] == 1:
-        ok = ok & ~_ends_block(fast["ln"], u.ts.chk_count)
+        ok = ok & (fsm.bb.ok_of(o.seq) | ~_ends_block(fast["ln"], u.ts.chk_count))
     return ok
 
 
@@ -85,10 +87,11 @@ def fast_commit_accept(fsm, op, fast: dict) -> None:
 
 def fast_commit_stage2(fsm) -> None:
     """``FC`` (``COMMIT_CYCLES = 2``): ``k`` from the tree slots' registers; a block
-    end goes on as a sequential commit, else everything moves now."""
+    end without a complete buffer goes on as a sequential commit, else everything
+    moves now."""
     m = fsm.m
     k = fsm.u.ts.acc_count
-    with m.If(_ends_block(fsm.ln, k)):
+    with m.If(_ends_block(fsm.ln, k) & ~fsm.bb.ok_of(fsm.r.o.seq)):
         m.next = "COM_BEAT"
     with m.Else():
         _move(fsm, fsm.r.o.seq, k, fsm.left, fsm.g, fsm.t, fsm.ln)

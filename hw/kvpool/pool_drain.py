@@ -7,10 +7,13 @@ nodes, then END) is handed to the drain (:func:`hand_over`). A fast commit
 (:mod:`hw.kvpool.pool_commit`) hands over the whole stream, its length
 already moved: the drain first appends the accepted path (``drain_acc``),
 one node per cycle in which nothing else uses the block tables and page
-states. The rejected pages are pushed to the free FIFO, one per cycle
-(:func:`drain`); they count as free at once (``pending``, added to
-``free_pages``), and an allocation that would take the FIFO's next page
-while it is still pending waits for its push (the facts' ``alloc_wait``).
+states; an append that ends a block has its tag computed from the block
+buffer (:mod:`hw.kvpool.pool_blockbuf`, complete: the commit was taken fast
+only then) and entered in the next cycle (stage 3 of the fast insert). The
+rejected pages are pushed to the free FIFO, one per cycle (:func:`drain`);
+they count as free at once (``pending``, added to ``free_pages``), and an
+allocation that would take the FIFO's next page while it is still pending
+waits for its push (the facts' ``alloc_wait``).
 Waiting in ``CHECK`` (:func:`drain_wait`): an operation that pushes pages
 itself or needs the stream (commit, release, spill); a speculative insert
 that needs a tree slot while only the draining one would be free; while an
@@ -26,6 +29,8 @@ from amaranth.hdl import Value
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
+from hw.kvpool.pool_blockbuf import BLOCK
+from hw.kvpool.pool_fast import block_tag
 from hw.kvpool.treeslots_layouts import TsOut
 
 __all__ = ["drain", "drain_wait", "hand_over", "slot_count"]
@@ -82,6 +87,9 @@ def drain(fsm, units_free: Value) -> None:
             tl = seg.table_len(u.drain_t, "drain_tlen")
             fsm.bt(BtCmd.APPEND, u.drain_t, tl, addr=b.page, token=b.token)
             fsm.ps(PsCmd.COMMIT, b.page, tab=u.drain_t, pos=u.drain_pos)
+            fsm.bb.write(m, u.drain_seq, u.drain_pos, b.token)
+            with m.If(u.drain_pos[:4] == BLOCK - 1):  # a block ends: its buffer is complete
+                block_tag(fsm, u.drain_seq, u.drain_pos, fsm.bb.block(b.token), "drain_prev")
             m.d.comb += [
                 seg.app_en.eq(1),
                 seg.app_g.eq(u.drain_g),

@@ -10,11 +10,11 @@ and done in two cycles, overlapped with the next insert:
   move. So an operation taken at ``t + 1`` is checked against all of it.
 * **cycle ``t + 1``** (stage 2): the page arrives; the block-table append or
   the tree-slot node, and the page state, are written; the result is shown.
-  An append that ends a 16-token block whose other 15 tokens were the last
-  fast appends of its sequence (a token buffer follows them) has its tag
+  An append that ends a 16-token block whose other 15 tokens are in its
+  sequence's block buffer (:mod:`hw.kvpool.pool_blockbuf`) has its tag
   computed in this cycle and entered in the next (stage 3), with no stall;
-  any other block end goes on to the tag states (the port waits for them;
-  their ``RESULT`` shows nothing).
+  any other block end (a forked sequence's first) goes on to the tag states
+  (the port waits for them; their ``RESULT`` shows nothing).
 
 A fork that succeeds is done in its cycle too (flops only) and shows its
 result in the next.
@@ -30,7 +30,7 @@ after it is taken).
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Module, Mux, Signal, Value
 
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
@@ -45,6 +45,7 @@ __all__ = [
     "fast_accept",
     "fast_stage2",
     "fast_tags",
+    "block_tag",
 ]
 
 
@@ -63,13 +64,8 @@ class Stage2:
     slot: Signal
     fresh: Signal
     tag: Signal  # the append ends a block whose tokens are not all buffered
-    tagfast: Signal  # the append ends a block whose 16 tokens are in the buffer
+    tagfast: Signal  # the append ends a block whose other tokens are in the buffer
     after: Signal  # stage 2 was busy last cycle (lookups wait one more)
-    # the token buffer: the last fast appends of one sequence within one block
-    b_seq: Signal
-    b_next: Signal
-    b_n: Signal
-    b_toks: Signal
     # stage 3 of a buffered block: its tag out of the tag step
     s3: Signal
     s3_seq: Signal
@@ -93,10 +89,6 @@ def make_stage2(fsm) -> Stage2:
         tag=Signal(name="s2_tag"),
         tagfast=Signal(name="s2_tagfast"),
         after=Signal(name="s2_after"),
-        b_seq=Signal.like(o.seq, name="buf_seq"),
-        b_next=Signal(len(seg.len[0]), name="buf_next"),
-        b_n=Signal(5, name="buf_n"),
-        b_toks=Signal(16 * p["token_bits"], name="buf_toks"),
         s3=Signal(name="s3_valid"),
         s3_seq=Signal.like(o.seq, name="s3_seq"),
         s3_block=Signal.like(o.pos, name="s3_block"),
@@ -107,8 +99,7 @@ def make_stage2(fsm) -> Stage2:
 
 def fast_tags(fsm, s2: Stage2, crc, tags) -> None:
     """Outside the FSM: stage 3 of a buffered block (its tag into the sequence's
-    register and the tag table), and the buffer forgotten when an append of the
-    sequential path (a commit's, a spilling insert's) moves a length."""
+    register and the tag table; a fast insert's or the drain's)."""
     m, seg = fsm.m, fsm.u.seg
     with m.If(s2.s3):
         c = tags.cmd
@@ -122,8 +113,18 @@ def fast_tags(fsm, s2: Stage2, crc, tags) -> None:
             c.payload.seq.eq(s2.s3_seq),
             c.payload.block.eq(s2.s3_block),
         ]
-    with m.If(seg.app_en & ~fsm.fast_app):
-        m.d.sync += s2.b_n.eq(0)
+
+
+def block_tag(fsm, seq: Value, pos: Value, tokens: Value, name: str) -> None:
+    """The tag step of the block that position ``pos`` of ``seq`` ends (its ``tokens``
+    from the block buffer): the CRC now, stage 3 enters it in the next cycle."""
+    m, s2 = fsm.m, fsm.s2
+    m.d.comb += [
+        fsm.crc.i_valid.eq(1),
+        fsm.crc.i.prev.eq(fsm.u.seg.tag_of(seq, name)),
+        fsm.crc.i.tokens.eq(tokens),
+    ]
+    m.d.sync += [s2.s3.eq(1), s2.s3_seq.eq(seq), s2.s3_block.eq(pos >> 4)]
 
 
 def fast_eligible(m: Module, op, fast: dict) -> Value:
@@ -178,19 +179,10 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
         s2.tagfast.eq(0),
     ]
     with m.If(o.committed):
-        tb = len(o.token)
         ends = (o.pos + 1)[:4] == 0
-        follows = (s2.b_seq == o.seq) & (s2.b_next == o.pos) & (s2.b_n != 0)
-        n_now = Mux(o.pos[:4] == 0, 1, Mux(follows, s2.b_n + 1, 0))
-        m.d.comb += fsm.fast_app.eq(1)
-        m.d.sync += [
-            s2.b_seq.eq(o.seq),
-            s2.b_next.eq(o.pos + 1),
-            s2.b_n.eq(Mux(ends, 0, n_now)),
-            s2.b_toks.eq(Cat(s2.b_toks[tb:], o.token)),
-            s2.tag.eq(ends & (n_now != 16)),
-            s2.tagfast.eq(ends & (n_now == 16)),
-        ]
+        ok = fsm.bb.ok_of(o.seq)
+        fsm.bb.write(m, o.seq, o.pos, o.token)
+        m.d.sync += [s2.tag.eq(ends & ~ok), s2.tagfast.eq(ends & ok)]
         opening = ~fast["has_own"]
         g = Mux(opening, seg.free_g, fast["own_g"])
         t = Mux(opening, seg.free_t, fast["own_t"])
@@ -221,12 +213,7 @@ def fast_stage2(fsm, s2: Stage2, res_fast: Signal) -> None:
             fsm.ts(TsCmd.ADD, slot=s2.slot, node=s2.owner, pos=s2.pos, page=page, token=s2.token)
             fsm.ps(PsCmd.SPEC, page, fresh=s2.fresh)
         with m.If(s2.tagfast):  # the block's tokens are buffered: the tag step now
-            m.d.comb += [
-                fsm.crc.i_valid.eq(1),
-                fsm.crc.i.prev.eq(u.seg.tag_of(s2.seq, "fast_prev")),
-                fsm.crc.i.tokens.eq(s2.b_toks),
-            ]
-            m.d.sync += [s2.s3.eq(1), s2.s3_seq.eq(s2.seq), s2.s3_block.eq(s2.pos >> 4)]
+            block_tag(fsm, s2.seq, s2.pos, fsm.bb.block(s2.token), "fast_prev")
         with m.If(s2.tag):  # the block's tag: the tag states, then a silent RESULT
             m.d.sync += [
                 fsm.tpos.eq(s2.pos + 1 - 16),

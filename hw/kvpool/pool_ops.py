@@ -24,6 +24,7 @@ from hw.common import net
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
+from hw.kvpool.pool_blockbuf import BlockBuf
 from hw.kvpool.pool_checks import fill_code, op_code
 from hw.kvpool.pool_commit import fast_commit_accept, fast_commit_ok, fast_commit_stage2
 from hw.kvpool.pool_drain import drain, drain_wait, hand_over, slot_count
@@ -193,6 +194,7 @@ class _Fsm:
                     fast_score_accept(self, self.fast, op.payload.s)
                 with m.Elif(fast_fork_ok(op, self.fast, s2)):
                     seg = self.u.seg
+                    self.bb.clear(m, op.payload.dst)
                     m.d.comb += [
                         seg.fork_en.eq(1),
                         seg.fork_from.eq(op.payload.seq),
@@ -227,6 +229,7 @@ class _Fsm:
                             m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
                             m.next = "COM"
                         with m.Case(PoolOp.FORK):
+                            self.bb.clear(m, o.dst)
                             m.d.comb += [
                                 seg.fork_en.eq(1),
                                 seg.fork_from.eq(o.seq),
@@ -360,6 +363,7 @@ class _Fsm:
                     seg.app_seq.eq(o.seq),
                 ]
                 m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
+                self.bb.write(m, o.seq, o.pos, o.token)
                 start_tag(self, o.pos + 1, ret_commit=False)
             with m.Else():
                 m.next = "INS_GO"
@@ -423,6 +427,7 @@ class _Fsm:
                 m.d.sync += self.left.eq(self.left - 1)
                 self.bt(BtCmd.APPEND, self.t, tl, addr=b.page, token=b.token)
                 self.ps(PsCmd.COMMIT, b.page, tab=self.t, pos=ln_now)
+                self.bb.write(m, o.seq, ln_now, b.token)
                 m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
                 m.d.sync += [
                     u.committed_pages.eq(u.committed_pages + 1),
@@ -516,7 +521,10 @@ def op_fsm(
     fsm.rel_in = release_counts(fsm, op.payload.seq, fast, "rel_in")
     fsm.rel_op = release_counts(fsm, r.o.seq, facts, "rel_op")
     fsm.sc = score_regs(m, fsm)
-    fsm.crc, fsm.fast_app = crc, Signal(name="fast_app")
+    fsm.crc = crc
+    fsm.bb = BlockBuf(m, p["SEQS"], p["token_bits"], r.o.seq)
+    # the buffer read for the next cycle: the drain's sequence, else the port's op's
+    m.d.comb += fsm.bb.raddr.eq(Mux(u.drain_acc, u.drain_seq, op.payload.seq))
     fast_tags(fsm, s2, crc, tags)
     fsm.res_fast = Signal(name="res_fast")
     o = op.payload

@@ -14,6 +14,7 @@ __all__ = ["PARAM_SETS_PLAIN", "TX", "QUIESCE_EVERY", "COVER_MIN", "random_traff
 #: (issue 20: at least 100,000 per configuration per CI run; ~15 - 25 s each)
 TX = int(os.environ.get("KVPOOL_TX", 100_000))
 QUIESCE_EVERY = 600  # cycles between quiescent points
+PROGRESS_EVERY = 50_000  # transactions between progress lines in the log
 COVER_MIN = 5000  # transactions of a run below which its coverage is not asserted
 #: KVPOOL_KEEP_GOING=1: run every transaction after a mismatch (and count mismatches by kind)
 KEEP_GOING = os.environ.get("KVPOOL_KEEP_GOING", "") == "1"
@@ -32,8 +33,14 @@ async def random_traffic_run(
     bench.random = True
     t0 = time.perf_counter()
     reset_done = not reset
+    shown = 0
     while bench.sb.transactions < n_tx and (KEEP_GOING or not bench.errors):
         await tb.cycles(QUIESCE_EVERY)
+        if bench.sb.transactions - shown >= PROGRESS_EVERY:  # a long run shows progress
+            shown = bench.sb.transactions
+            dt = time.perf_counter() - t0
+            tb.log.info("%d of %d transactions, %.0f s, %.0f per second", shown, n_tx, dt,
+                        shown / dt)  # fmt: skip
         if not reset_done and bench.sb.transactions >= n_tx // 2:
             await bench.reset()  # the traffic in flight
             reset_done = True

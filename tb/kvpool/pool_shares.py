@@ -32,7 +32,7 @@ import random
 from hw.kvpool.layouts import PoolOp
 from tb.kvpool.pool_model import BLOCK, Scoreboard
 
-__all__ = ["ShareStim", "share_script", "SCRIPT_GOALS"]
+__all__ = ["LONG_FIELD", "ShareStim", "share_script", "SCRIPT_GOALS"]
 
 INS, FORK, REL, SHARE = (
     int(o.value) for o in (PoolOp.INSERT, PoolOp.FORK, PoolOp.RELEASE, PoolOp.SHARE)
@@ -127,11 +127,8 @@ class ShareStim:
             return self._share(rng.randrange(S, self.seq_ids))
         if kind == "share_field":
             top = 1 << self.p["POS_BITS"]
-            # over 2**POS_BITS tokens, each taken in a cycle: at long positions, one
-            # such share per run and then one in 500 of those picked
-            if top > LONG_FIELD and getattr(self, "fields", 0) and rng.random() < 0.998:
+            if top > LONG_FIELD:  # over 2**POS_BITS tokens, one a cycle: share_script's
                 return None
-            self.fields = getattr(self, "fields", 0) + 1
             hi = self.n_max - top if self.n_max <= 1024 and rng.random() < 0.5 else 16
             dst = rng.choice(self._idle() or list(range(S)))
             return self._share(dst, n=top + rng.randint(1, hi))
@@ -142,7 +139,8 @@ class ShareStim:
         return None
 
 
-#: a FIELD share takes more than this many tokens: made rare (see ``_share_error``)
+#: a FIELD share takes more than this many tokens (``2**POS_BITS``, each in a cycle): the
+#: random stimulus makes none, the directed scenario (:func:`share_script`) one
 LONG_FIELD = 4096
 
 #: what a scenario must reach (``share/code/DST_RANGE`` and ``TABLE_FULL`` where reachable)

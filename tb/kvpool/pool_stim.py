@@ -44,7 +44,7 @@ from hw.common import idx_bits
 from hw.kvpool.layouts import PoolOp
 from tb.common import random_tree
 from tb.kvpool.pool_model import BLOCK, CODES, PoolFormat, Scoreboard, reachable_codes
-from tb.kvpool.pool_shares import ShareStim
+from tb.kvpool.pool_shares import LONG_FIELD, ShareStim
 
 __all__ = ["Stimulus", "self_check", "coverage_missing"]
 
@@ -510,10 +510,12 @@ def coverage_missing(p: dict[str, int], cover) -> list[str]:
         need += ["spill_victims", "fill", "lookup/hbm", "release_hbm_slots"]
     if "code/SEQ_RANGE" in need:
         need.append("lookup/error")
-    need.append("share/miss")  # rejected, TABLE_FULL: the directed scenario (pool_shares)
+    # rejected, TABLE_FULL (and FIELD past LONG_FIELD): the directed scenario (pool_shares)
+    need.append("share/miss")
     if p["PAGES"] + p["HBM_PAGES"] >= 3 * BLOCK:  # room for a sequence past a block and more
         need += ["share/hit", "share/split"]
-    need += [f"share/code/{c}" for c in SHARE_CODES[:3] if f"code/{c}" in need]
+    codes = SHARE_CODES[:3] if 1 << p["POS_BITS"] <= LONG_FIELD else ("DST_RANGE", "DST_BUSY")
+    need += [f"share/code/{c}" for c in codes if f"code/{c}" in need]
     return [k for k in need if not cover.get(k)]
 
 
