@@ -325,7 +325,8 @@ class ScaledPool(wiring.Component):
             # the FIFO's next page is a pending one, not yet pushed: an allocation waits
             "alloc_wait": (u.alloc.level == 0) & (u.pending != 0),
             # a commit's path appended, a cut or a posted score in flight: only
-            # speculative inserts are taken (hw.kvpool.pool_drain.drain_wait)
+            # speculative inserts (and, behind scores, scores) are taken
+            # (hw.kvpool.pool_drain.drain_wait, hw.kvpool.pool_score)
             "spec_only": u.drain_acc | u.cutting | u.scoring,
             "has_own": own1h.any(),
             "own_g": seg.index(own1h, f"{pre}_own_g"),

@@ -121,6 +121,10 @@ async def measure(bench: PoolTB) -> dict[str, float]:
         m[f"{name}_to_next"] = a[1] - a[0]
         pops[name] = bench.sb.golden.queue_pops() - before
     m["spill_queue_pops"] = pops["spill"]  # the spill's GCLOCK passes (spec §4.9: + 1 each)
+    burst = [_op(SCORE, seq=0, pos=i % n_ins, s=1) for i in range(16)]
+    await bench.run_script({"op": burst + [_op(SPILL, n=0)]})
+    a = bench.ins[2].accepted[-17:]
+    m["score_burst_per_score"] = round((a[15] - a[0]) / 15, 2)  # sustained, the queue full
     await _wide_trees(bench, m)
     m["op_latency_max"] = max(c - e.cycle for s, e, c in bench.done if s == "res")
     return m
