@@ -34,7 +34,7 @@ from tb.common import FULL_ONLY, REPO, TB, params, report
 from tb.kvpool.pool_model import BLOCK, golden_of
 from tb.kvpool.pool_run import PARAM_SETS_PLAIN, TX, random_traffic_run
 from tb.kvpool.pool_shares import SCRIPT_GOALS, share_script
-from tb.kvpool.pool_stim import COM, FORK, INS, REL, SCORE, SPILL
+from tb.kvpool.pool_stim import COM, FORK, INS, REL, SCORE, SHARE, SPILL
 from tb.kvpool.pool_tb import PoolTB
 
 #: the cycle limits asserted by default, the targets met (spec §4.9); the integrator
@@ -184,6 +184,16 @@ async def _block_commit(bench: PoolTB, m: dict[str, float]) -> None:
     await bench.run_script({"op": [_op(COM, seq=s, accept=3), _op(SPILL, n=0)]})
     a = bench.ins[2].accepted[-2:]
     m["commit_block_to_next"] = a[1] - a[0]
+    # a share of 2 blocks' tokens that finds the first (M = 16; spec §4.9: 2 + n/16 + M/64)
+    toks = [(7 * i) % tok for i in range(BLOCK - 2)] + [0, 1]
+    toks += [(3 * i) % tok for i in range(BLOCK)]
+    bench.done.clear()
+    share = {"op": SHARE, "dst": 1, "n": len(toks), "tokens": toks}
+    await bench.run_script({"op": [share, _op(SPILL, n=0)]})
+    a = bench.ins[2].accepted[-2:]
+    m["share_tokens"] = len(toks)
+    m["share_found"] = bench.sb.golden.seq_len(1)
+    m["share_to_next"] = a[1] - a[0]
 
 
 def limits(p: dict[str, int]) -> dict[str, float]:
