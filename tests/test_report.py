@@ -39,14 +39,15 @@ def test_readme_states_no_dates() -> None:
 
 
 def test_committed_status_covers_every_block() -> None:
+    """A row per block of :data:`flows.verilog.BLOCKS`, then the scaled pool's."""
     st = json.loads((RESULTS / "status.json").read_text())
-    assert [b["block"] for b in st["blocks"]] == list(verilog.BLOCKS)
+    assert [b["block"] for b in st["blocks"]] == [*verilog.BLOCKS, status.KVPOOL]
     for b in st["blocks"]:
         for key in ("depth", "fmax_mhz", "cycles", "tests"):
             assert b[key]["source"], (b["block"], key)
 
 
-@pytest.mark.parametrize("block", list(verilog.BLOCKS))
+@pytest.mark.parametrize("block", [*verilog.BLOCKS, status.KVPOOL])
 def test_block_info_names_exist(block: str) -> None:
     """Every golden twin named in the table imports and every testbench path exists."""
     info = status.BLOCK_INFO[block]
@@ -252,12 +253,142 @@ def test_missing_reports_are_said_to_be_missing(tmp_path: Path) -> None:
         assert p.missing and p.missing.startswith("Not measured: run `make "), p.name
         assert f"**{p.missing}.**" in (ctx.out / f"{p.name}.md").read_text()
     assert not list(ctx.out.glob("*.png"))
-    for b in res.status["blocks"]:
+    *blocks, pool = res.status["blocks"]
+    for b in blocks:
         assert b["depth"] == {**b["depth"], "value": None, "missing": True}
         assert b["depth"]["text"] == "Not measured: run `make synth`"
         assert b["fmax_mhz"]["text"] == "Not measured: run `make synth-fpga`"
         assert b["tests"]["text"] == "Not measured: run `make sim`"
-    assert "*Not measured: run `make synth`*" in readme.read_text()
+    assert pool["block"] == status.KVPOOL
+    for key, target in (("depth", "synth-kvpool"), ("fmax_mhz", "synth-kvpool"),
+                        ("cycles", "sim"), ("tests", "sim")):  # fmt: skip
+        assert pool[key] == {**pool[key], "value": None, "missing": True}, key
+        assert pool[key]["text"] == f"Not measured: run `make {target}`", key
+    assert pool["tests"]["leaves"]["missing"]
+    text = readme.read_text()
+    assert "*Not measured: run `make synth`*" in text
+    assert "| `kvpool` | `hw/kvpool/` | `golden.kvpool.KVPool` | `tb/kvpool/` | " in text
+    assert "*Not measured: run `make synth-kvpool`*" in text
+
+
+def _kvpool_cycles(**params: int) -> dict:
+    """A ``kvpool_cycles.json`` record as ``tb/kvpool/test_pool.py`` writes it."""
+    cyc = {"hit_latency": 1, "miss_latency": 3, "insert_per_cycle": 1.0, "fork_to_next": 1,
+           "commit_to_next": 1, "commit_wide_to_next": 1, "commit_block_to_next": 2,
+           "release_to_next": 1, "release_tree_to_next": 1, "release_long_to_next": 1,
+           "spill_to_next": 57, "spill_queue_pops": 36,
+           "share_to_next": 69, "share_tokens": 32, "share_found": 16}  # fmt: skip
+    return {"params": params, "cycles": cyc, "limits": {"hit_latency": 1}}
+
+
+def _fabricate_kvpool(ctx: Context) -> None:
+    """The scaled pool's reports besides ``_fabricate``'s ``pool`` part: leaves, an
+    ECP5 run, cycles at two parameter sets, the pool's and a leaf's testbench records."""
+    path = ctx.reports / "kvpool_synth.json"
+    rep = json.loads(path.read_text())
+    ok = rep["pool"][0]  # a complete synthesis row, as the results page renders it
+    rep["pool"].append({"config": "large", "overrides": {}, "status": "timeout"})
+    unit = {"count": 1, "limit": {}, "leaf_params": {"PAGES": 16}}
+    rep["units"] = [
+        {**ok, **unit, "unit": "alloc", "depth": 20},
+        {**ok, **unit, "unit": "tlb", "count": 2, "depth": 24},
+        {**unit, "unit": "bt", "status": "not run (session time)"},
+    ]
+    seeds = [{"seed": 1, "fmax_mhz": 52.25, "pnr_s": 1}, {"seed": 2, "fmax_mhz": 51.0, "pnr_s": 1}]
+    rep["fpga"] = {"config": "fpga", "overrides": {"PAGES": 1024}, "status": "ok", "seeds": seeds}
+    rep["fpga"] |= {"target_mhz": 50.0, "fmax_mhz": 52.25, "met": True, "lut_mapper": "abc"}
+    rep["fpga"] |= {"resources": {"LUT4": 9}, "synth_s": 1, "pnr_s": 2, "path_signals": ["a"]}
+    rep["measured_at"] = "commit abc"
+    _write(path, rep)
+    medium = {"PAGES": 64, "N_NODES": 64, "COMMIT_CYCLES": 1, "SEQS": 8}
+    small = {"PAGES": 16, "N_NODES": 8, "COMMIT_CYCLES": 2, "SEQS": 4}
+    slow = _kvpool_cycles(**small)
+    slow["cycles"]["hit_latency"] = 9
+    _write(ctx.reports / "kvpool_cycles.json", {"a": slow, "b": _kvpool_cycles(**medium)})
+    for i, bad in enumerate((0, 2)):
+        rec = {"block": "kvpool", "test": f"t{i}", "params": medium, "mismatches": bad}
+        _write(ctx.reports / "sim" / f"kvpool__t{i}.json", rec)
+    rec = {"block": "kvpool_tlb", "test": "t", "params": {"SETS": 2}, "mismatches": 0}
+    _write(ctx.reports / "sim" / "kvpool_tlb__t.json", rec)
+
+
+def test_kvpool_row_from_its_reports(tmp_path: Path) -> None:
+    """The scaled pool's row: every figure from its own reports, the cycles of the
+    ``medium`` parameter set, the leaves' records counted apart."""
+    ctx = _fabricate(tmp_path)
+    _fabricate_kvpool(ctx)
+    readme = _readme(tmp_path)
+    res = report.generate(ctx, readme)
+    b = _by_block(res.status)[status.KVPOOL]
+    assert [r["block"] for r in res.status["blocks"]][-1] == status.KVPOOL
+    names = ("hw/kvpool/", ["golden.kvpool.KVPool"], "tb/kvpool/", "docs/blocks/kvpool.md")
+    assert (b["rtl"], b["golden"], b["testbench"], b["doc"]) == names
+    for name in (b["rtl"], b["testbench"], b["doc"]):
+        assert (REPO / name).exists(), name
+    depth = b["depth"]
+    assert depth["text"] == (
+        "31 (small config); - (large config: timeout); "
+        "leaves at the defaults ≤ 24 (2 of 3 measured)"
+    )
+    assert depth["value"] == {"pool": {"small": 31}, "leaves_max": 24, "leaves_measured": 2}
+    assert depth["source"] == "build/reports/kvpool_synth.json"
+    assert depth["date"] == "2026-01-02 11:00 UTC" and depth["measured_at"] == "commit abc"
+    assert b["fmax_mhz"]["text"] == "52.2 (target 50; fpga config; median of 2 seeds)"
+    assert b["fmax_mhz"]["value"] == 52.25
+    cyc = b["cycles"]
+    assert cyc["text"] == (
+        "lookup hit 1, miss 3 (hit + 2), insert 1/cycle, commit 2, release 1, fork 1, "
+        "share 69 (n 32, M 16), spill(1) 57 over 36 spill-queue passes; "
+        "at PAGES 64, N_NODES 64, COMMIT_CYCLES 1"
+    )  # the medium set's record (not the small one's hit 9); commit: the worst variant
+    assert cyc["value"]["params"]["SEQS"] == 8 and cyc["spec_ref"] == "spec §4.9"
+    assert cyc["source"] == "build/reports/kvpool_cycles.json" and cyc["date"]
+    tests = b["tests"]
+    assert tests["value"] == 2 and tests["leaves"]["value"] == 1
+    assert tests["text"] == "2 runs, 2 mismatches; leaves (`kvpool_*`): 1 runs, bit-exact"
+    assert tests["source"] == "build/reports/sim/kvpool__*.json"
+    text = readme.read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `kvpool` |"))
+    assert row.startswith(
+        "| `kvpool` | `hw/kvpool/` | `golden.kvpool.KVPool` | `tb/kvpool/`: 2 runs, 2 mismatches;"
+    )
+    assert f"{cyc['text']} (spec §4.9: {cyc['spec']}) | [kvpool](docs/blocks/kvpool.md) |" in row
+    assert "| `tree_mask_gen` |" in text and "(SPEC §6: n + at most 2)" in text
+    st = json.loads((ctx.out / "status.json").read_text())
+    assert status.readme_matches(readme, st)
+    assert report.main(["--check", "--out", str(ctx.out), "--readme", str(readme)]) == 0
+
+
+def test_kvpool_row_with_partial_reports(tmp_path: Path) -> None:
+    """Parts of the pool's reports absent or unusable: each figure says so by itself;
+    an ECP5 run that stopped gives its status; cycles without the ``medium`` set
+    come from the record nearest the pool's defaults."""
+    ctx = _fabricate(tmp_path)  # kvpool_synth.json: the pool part only
+    b = _by_block(status.build(ctx))[status.KVPOOL]
+    assert b["depth"]["text"] == "31 (small config)"
+    assert b["fmax_mhz"]["text"] == "Not measured: run `make synth-kvpool`"
+    assert b["cycles"]["text"] == "Not measured: run `make sim`"
+    assert b["tests"]["missing"] and b["tests"]["leaves"]["missing"]
+    rep = json.loads((ctx.reports / "kvpool_synth.json").read_text())
+    rep["fpga"] = {"config": "fpga", "target_mhz": 50.0, "status": "pnr timeout: after 30 min"}
+    rep["units"] = [{"unit": "ts", "count": 1, "limit": {}, "status": "timeout"}]
+    _write(ctx.reports / "kvpool_synth.json", rep)
+    far = _kvpool_cycles(PAGES=16, N_NODES=4, COMMIT_CYCLES=2)
+    near = _kvpool_cycles(PAGES=2**20, N_NODES=1024, COMMIT_CYCLES=1)
+    near["cycles"] = {"hit_latency": 1, "miss_latency": 4}  # an older record: fewer keys
+    _write(ctx.reports / "kvpool_cycles.json", {"far": far, "near": near})
+    b = _by_block(status.build(ctx))[status.KVPOOL]
+    assert b["depth"]["text"] == "31 (small config); leaves: none of 1 measured"
+    assert b["fmax_mhz"] == {**b["fmax_mhz"], "value": None, "missing": False}
+    assert b["fmax_mhz"]["text"] == "- (target 50, fpga config: pnr timeout)"
+    assert b["cycles"]["text"] == (
+        "lookup hit 1, miss 4 (hit + 3); at PAGES 1048576, N_NODES 1024, COMMIT_CYCLES 1"
+    )
+    (ctx.reports / "kvpool_cycles.json").write_text("{not json")
+    (ctx.reports / "kvpool_synth.json").write_text("[]")
+    b = _by_block(status.build(ctx))[status.KVPOOL]
+    assert b["cycles"]["text"] == "Not measured: run `make sim`"
+    assert b["depth"]["text"] == b["fmax_mhz"]["text"] == "Not measured: run `make synth-kvpool`"
 
 
 def test_check_reports_a_stale_readme(tmp_path: Path) -> None:

@@ -1,5 +1,10 @@
 """``docs/results/status.json``: one current figure per block, and the README table.
 
+One row per block of :data:`flows.verilog.BLOCKS`, then the scaled KV pool's
+(:data:`KVPOOL`, ``hw/kvpool/``: not one of those blocks, since its Verilog at
+the defaults is too large for the generic per-block flows; its figures come
+from its own reports, :func:`kvpool_row`).
+
 Each block's row names its RTL (from :data:`flows.verilog.BLOCKS`), golden
 twin, testbench and doc page, and carries four figures, each with its source
 and date or the sentence saying it was not measured:
@@ -18,6 +23,7 @@ README can be checked against the committed file (:func:`readme_matches`).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +39,11 @@ __all__ = [
     "BLOCK_INFO",
     "END",
     "HEADER",
+    "KVPOOL",
+    "KVPOOL_CYCLES_AT",
     "BlockInfo",
     "build",
+    "kvpool_row",
     "readme_matches",
     "render_table",
     "replace_region",
@@ -126,7 +135,21 @@ BLOCK_INFO: dict[str, BlockInfo] = {
         "tb/test_specdecode_top.py",
         "",
     ),
+    # the scaled pool (not in flows.verilog.BLOCKS): spec §4.9's targets, read by kvpool_row
+    "kvpool": BlockInfo(
+        ("golden.kvpool.KVPool",),
+        "tb/kvpool/",
+        "lookup 1, miss at most 4 more, insert 1/cycle, commit/release/fork 1 "
+        "(2 at COMMIT_CYCLES=2), share 2 + ceil(n/16) + M/64, spill 3 + 1 per spill-queue pass",
+    ),
 }
+
+#: the scaled KV pool's row (Verilog module, testbench record block and doc name)
+KVPOOL = "kvpool"
+#: the ``kvpool_cycles.json`` record the row shows: the one whose parameters include
+#: these (the testbench's ``medium`` set: the largest trees it measures, COMMIT_CYCLES 1);
+#: without one, the record nearest the pool's defaults (:func:`_nearest_defaults`)
+KVPOOL_CYCLES_AT: dict[str, int] = {"PAGES": 64, "N_NODES": 64, "COMMIT_CYCLES": 1}
 
 
 def _figure(value: object, text: str, source: str, date: str = "") -> dict[str, object]:
@@ -234,8 +257,183 @@ def _newest(recs: Sequence[Mapping]) -> str:
     return max((file_date(r["_path"]) for r in recs if "_path" in r), default="")
 
 
+# ---------------------------------------------------------------------- the scaled pool
+def _headline(status: object) -> str:
+    """A report's status up to its first ``": "`` (the details are on its results page)."""
+    return str(status).split(": ", 1)[0]
+
+
+def _synth_figure(value: object, text: str, src: str, rep: Mapping) -> dict[str, object]:
+    """A figure of ``kvpool_synth.json``: its date, and its commit and ``measured_at``
+    (which RTL was measured) where the report records them."""
+    fig = _figure(value, text, src, str(rep.get("date", "")))
+    fig |= {k: rep[k] for k in ("commit", "measured_at") if rep.get(k)}
+    return fig
+
+
+def _kvpool_depth(ctx: Context, rep: Mapping) -> dict[str, object]:
+    """The pool's depth at each configuration of ``kvpool_synth.json``'s ``pool`` part,
+    then the deepest leaf of its ``units`` part (leaves at the pool's defaults, or at
+    reduced parameters where the report says so) and how many leaves were measured."""
+    src = rel(ctx, ctx.reports / "kvpool_synth.json")
+    pool = [r for r in rep.get("pool") or [] if isinstance(r, Mapping)]
+    units = [r for r in rep.get("units") or [] if isinstance(r, Mapping)]
+    if not pool and not units:
+        return _missing("make synth-kvpool", src)
+    parts, by_config = [], {}
+    for r in pool:
+        cfg = r.get("config", "?")
+        if r.get("status") == "ok" and isinstance(r.get("depth"), int):
+            by_config[cfg] = r["depth"]
+            parts.append(f"{r['depth']} ({cfg} config)")
+        else:
+            parts.append(f"- ({cfg} config: {_headline(r.get('status'))})")
+    done = [r for r in units if r.get("status") == "ok" and isinstance(r.get("depth"), int)]
+    leaves_max = max((r["depth"] for r in done), default=None)
+    if units:
+        limited = sum(1 for r in done if r.get("limit"))
+        of = f"{len(done)} of {len(units)} measured"
+        if leaves_max is None:
+            parts.append(f"leaves: none of {len(units)} measured")
+        elif limited:
+            parts.append(f"leaves ≤ {leaves_max} ({of}, {limited} at reduced parameters)")
+        else:
+            parts.append(f"leaves at the defaults ≤ {leaves_max} ({of})")
+    value = {"pool": by_config, "leaves_max": leaves_max, "leaves_measured": len(done)}
+    return _synth_figure(value, "; ".join(parts), src, rep)
+
+
+def _kvpool_fmax(ctx: Context, rep: Mapping) -> dict[str, object]:
+    """ECP5 Fmax of ``kvpool_synth.json``'s ``fpga`` part: its configuration, target
+    and seeds, or the status it stopped with."""
+    src = rel(ctx, ctx.reports / "kvpool_synth.json")
+    fp = rep.get("fpga")
+    if not isinstance(fp, Mapping):
+        return _missing("make synth-kvpool", src)
+    extra = []
+    if isinstance(fp.get("target_mhz"), int | float):
+        extra.append(f"target {fp['target_mhz']:g}")
+    extra.append(f"{fp.get('config', 'fpga')} config")
+    f = fp.get("fmax_mhz")
+    if fp.get("status") != "ok" or not isinstance(f, int | float):
+        text = f"- ({', '.join(extra)}: {_headline(fp.get('status', 'no Fmax'))})"
+        return _synth_figure(None, text, src, rep)
+    if len(fp.get("seeds") or []) > 1:
+        extra.append(f"median of {len(fp['seeds'])} seeds")
+    return _synth_figure(f, f"{f:.1f} ({'; '.join(extra)})", src, rep)
+
+
+def _nearest_defaults(records: Sequence[Mapping]) -> Mapping | None:
+    """The record whose ``params`` are nearest :class:`hw.kvpool.pool.ScaledPool`'s
+    defaults (sum of the log2 distances over the parameters it states)."""
+    try:
+        from hw.kvpool.pool import ScaledPool
+
+        defaults = {k: p.default for k, p in ScaledPool.PARAMS.items()}
+    except (ImportError, AttributeError):
+        defaults = {}
+
+    def dist(r: Mapping) -> float:
+        p = r.get("params") or {}
+        return sum(
+            abs(math.log2(max(1, int(p[k]))) - math.log2(max(1, int(v))))
+            for k, v in defaults.items()
+            if isinstance(p.get(k), int)
+        )
+
+    return min(records, key=dist, default=None)
+
+
+#: the cycle figures the row shows: label -> the measurements it is the worst of
+_KVPOOL_CYCLES: dict[str, tuple[str, ...]] = {
+    "lookup hit": ("hit_latency",),
+    "miss": ("miss_latency",),
+    "insert": ("insert_per_cycle",),
+    "commit": ("commit_to_next", "commit_wide_to_next", "commit_block_to_next"),
+    "release": ("release_to_next", "release_tree_to_next", "release_long_to_next"),
+    "fork": ("fork_to_next",),
+    "share": ("share_to_next",),
+    "spill(1)": ("spill_to_next",),
+}
+
+
+def _kvpool_cycles(ctx: Context) -> dict[str, object]:
+    """Spec §4.9's counts from ``kvpool_cycles.json`` (the testbench's ``cycles`` test,
+    one record per parameter set): the record of :data:`KVPOOL_CYCLES_AT`, else the
+    one nearest the defaults; its parameters are named. A commit or release is the
+    worst of its variants (plain, wide tree, block end; short, wide tree, long
+    sequence); the share's tokens (n) and prefix found (M), the spill's spill-queue
+    passes are stated."""
+    path = ctx.reports / "kvpool_cycles.json"
+    src = rel(ctx, path)
+    data = load_json(path)
+    recs = [r for r in (data or {}).values() if isinstance(r, Mapping)]
+    recs = [r for r in recs if isinstance(r.get("cycles"), Mapping)]
+    at = [r for r in recs if KVPOOL_CYCLES_AT.items() <= (r.get("params") or {}).items()]
+    rec = _nearest_defaults(at or recs)
+    if rec is None:
+        return _missing("make sim", src)
+    c, p = rec["cycles"], rec.get("params") or {}
+    vals: dict[str, object] = {}
+    for label, keys in _KVPOOL_CYCLES.items():
+        got = [c[k] for k in keys if isinstance(c.get(k), int | float)]
+        if got:
+            vals[label] = max(got)
+    if not vals:
+        return _missing("make sim", src)
+    parts = {k: f"{k} {v:g}" + ("/cycle" if k == "insert" else "") for k, v in vals.items()}
+    if "miss" in vals and "lookup hit" in vals:  # spec §4.9 counts a miss past a hit
+        parts["miss"] += f" (hit + {vals['miss'] - vals['lookup hit']:g})"
+    if "share" in vals and isinstance(c.get("share_tokens"), int):  # n tokens, M found
+        parts["share"] += f" (n {c['share_tokens']}, M {c.get('share_found', '-')})"
+    if "spill(1)" in vals and isinstance(c.get("spill_queue_pops"), int):
+        parts["spill(1)"] += f" over {c['spill_queue_pops']} spill-queue passes"
+    named = [f"{k} {p[k]}" for k in ("PAGES", "N_NODES", "COMMIT_CYCLES") if k in p]
+    text = ", ".join(parts.values()) + (f"; at {', '.join(named)}" if named else "")
+    value = {**vals, "params": dict(p)}
+    return _figure(value, text, src, file_date(path))
+
+
+def _kvpool_tests(ctx: Context, recs: Sequence[Mapping]) -> dict[str, object]:
+    """The pool's testbench records (block ``kvpool``: ``tb/kvpool/test_pool.py`` against
+    ``golden.kvpool.KVPool``) counted as every row's; the records of its leaves'
+    testbenches in the same folder (blocks ``kvpool_*``, each leaf against its own
+    model) are counted apart, stated after them and kept under ``leaves``."""
+    pool = [r for r in recs if r["block"] == KVPOOL]
+    leaves = [r for r in recs if str(r["block"]).startswith(KVPOOL + "_")]
+    fig = _tests(ctx, pool, KVPOOL)
+    fig["source"] = rel(ctx, ctx.reports / "sim") + f"/{KVPOOL}__*.json"
+    lf = _tests(ctx, leaves, KVPOOL)
+    lf["source"] = rel(ctx, ctx.reports / "sim") + f"/{KVPOOL}_*__*.json"
+    if not fig["missing"] and not lf["missing"]:
+        fig["text"] = f"{fig['text']}; leaves (`{KVPOOL}_*`): {lf['text']}"
+    return {**fig, "leaves": lf}
+
+
+def kvpool_row(ctx: Context, recs: Sequence[Mapping]) -> dict[str, object]:
+    """The scaled KV pool's row: depth and ECP5 Fmax from ``kvpool_synth.json``
+    (``make synth-kvpool``), cycles from ``kvpool_cycles.json`` and runs from the
+    testbench records ``recs`` (``make sim``); each figure says it was not measured
+    when its report is absent."""
+    info = BLOCK_INFO[KVPOOL]
+    rep = load_json(ctx.reports / "kvpool_synth.json")
+    rep = rep if isinstance(rep, Mapping) else {}
+    return {
+        "block": KVPOOL,
+        "rtl": f"hw/{KVPOOL}/",
+        "golden": list(info.golden),
+        "testbench": info.testbench,
+        "doc": f"docs/blocks/{KVPOOL}.md",
+        "depth": _kvpool_depth(ctx, rep),
+        "fmax_mhz": _kvpool_fmax(ctx, rep),
+        "cycles": {**_kvpool_cycles(ctx), "spec": info.spec, "spec_ref": "spec §4.9"},
+        "tests": _kvpool_tests(ctx, recs),
+    }
+
+
 def build(ctx: Context) -> dict[str, object]:
-    """The status of every block of :data:`flows.verilog.BLOCKS` from the reports of ``ctx``."""
+    """The status of every block of :data:`flows.verilog.BLOCKS`, then of the scaled
+    pool (:func:`kvpool_row`), from the reports of ``ctx``."""
     synth = load_json(ctx.reports / "synth.json") or {}
     recs = load_testbench_records(ctx.reports)
     rows = []
@@ -256,6 +454,7 @@ def build(ctx: Context) -> dict[str, object]:
                 "tests": _tests(ctx, mine, block),
             }
         )
+    rows.append(kvpool_row(ctx, recs))
     return {"generated": ctx.env.as_dict(), "columns": list(HEADER), "blocks": rows}
 
 
@@ -274,7 +473,8 @@ def render_table(status: Mapping) -> str:
             tb += f": {_cell(tests)}"
         doc = f"[{b['block']}]({b['doc']})" if b["doc"] else "-"
         cyc = b["cycles"]
-        cycles = _cell(cyc) + (f" (SPEC §6: {cyc['spec']})" if cyc.get("spec") else "")
+        ref = cyc.get("spec_ref", "SPEC §6")
+        cycles = _cell(cyc) + (f" ({ref}: {cyc['spec']})" if cyc.get("spec") else "")
         cells = [f"`{b['block']}`", f"`{b['rtl']}`", golden, tb, _cell(b["depth"])]
         lines.append("| " + " | ".join([*cells, _cell(b["fmax_mhz"]), cycles, doc]) + " |")
     lines += [
