@@ -98,13 +98,15 @@ soak: $(STAMP)
 
 # the flat pool's proofs, then the scaled pool's (formal.kvpool: BMC from reset and a
 # k-induction attempt at a reduced size; its own report, a section of docs/results/formal.md),
-# then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence; rows of the same report)
+# then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence, formal.kvpool_alloc:
+# page conservation; rows of the same report)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
 	$(VPY) -m formal.kvpool
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 	$(VPY) -m formal.kvpool_tlb
+	$(VPY) -m formal.kvpool_alloc
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

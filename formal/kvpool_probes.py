@@ -1,13 +1,16 @@
-"""Probes of the scaled KV pool's state for :mod:`formal.kvpool`, without changing ``hw/``.
+"""Probes of the scaled KV pool's state for the formal checks, without changing ``hw/``.
 
-Subclasses of the leaves that keep what the harness reads: :class:`Pool`
+Subclasses of the leaves that keep what the harnesses read: :class:`Pool`
 builds :class:`hw.kvpool.ScaledPool` with :class:`TLB` and :class:`BlockTable`
 in place of its own (``mock.patch`` of the names in :mod:`hw.kvpool.pool`, for
 its ``_units`` only) and keeps its units (``u``: the segment table, the
-allocators, the counters). What they rely on of ``hw/`` (private names): the
-pool's ``_units``, the TLB's ``_set_next(m, s, st, c)`` and its memory
-``mem``, the block table's ``root`` / ``mid`` / ``leaf`` memories and
-``_root_addr`` / ``_mid_addr`` / ``_leaf_addr``. Were the RTL to expose its
+allocators, the counters) for :mod:`formal.kvpool`; :mod:`formal.kvpool_tlb`
+uses :class:`TLB` alone, :mod:`formal.kvpool_alloc` :class:`Allocator`. What
+they rely on of ``hw/`` (private names): the pool's ``_units``, the TLB's
+``_set_next(m, s, st, c)`` and its memory ``mem``, the block table's ``root``
+/ ``mid`` / ``leaf`` memories and ``_root_addr`` / ``_mid_addr`` /
+``_leaf_addr``, the page allocator's memory ``fifo`` (its read and write
+ports' addresses are its ``head`` and ``tail``). Were the RTL to expose its
 state (a ``state`` attribute per leaf), these would go.
 """
 
@@ -16,11 +19,12 @@ from unittest import mock
 from amaranth import Module, Value
 
 import hw.kvpool.pool as pool_mod
+from hw.kvpool.allocator import PageAllocator as _PageAllocator
 from hw.kvpool.blocktable import BlockTable as _BlockTable
 from hw.kvpool.pool import ScaledPool
 from hw.kvpool.tlb import TLB as _TLB
 
-__all__ = ["Cached", "TLB", "BlockTable", "Pool"]
+__all__ = ["Cached", "TLB", "BlockTable", "Allocator", "Pool"]
 
 
 class Cached:
@@ -70,6 +74,22 @@ class BlockTable(Cached, _BlockTable):
             leaf.addr.eq(self._leaf_addr(mid.data, i)),
         ]
         return leaf.data
+
+
+class Allocator(Cached, _PageAllocator):
+    """The page allocator with its FIFO's pointers (``head``, ``tail``: the addresses of
+    its memory's read and write ports) and an asynchronous read of every FIFO word
+    (``words``)."""
+
+    def _probe(self, m: Module) -> None:
+        mem = m.submodules.fifo
+        self.head = mem.read_ports[0].addr
+        self.tail = mem.write_ports[0].addr
+        self.words = []
+        for j in range(self.PAGES):
+            rp = mem.read_port(domain="comb")
+            m.d.comb += rp.addr.eq(j)
+            self.words.append(rp.data)
 
 
 class Pool(ScaledPool):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from formal import kvpool_tlb, sat
+from formal import kvpool_alloc, kvpool_tlb, sat
 
 
 def test_tlb_coherence_closes_by_induction(tmp_path) -> None:
@@ -44,6 +44,39 @@ def test_tlb_bad_arguments_are_errors() -> None:
         kvpool_tlb.run("cover")
     with pytest.raises(SystemExit):
         kvpool_tlb.parse_args(["prove", "prove"])
+
+
+def test_allocator_conservation_closes_by_induction(tmp_path) -> None:
+    """The slowest of these checks: 26 s alone, up to a minute with both cores busy."""
+    o = kvpool_alloc.run("prove", out=tmp_path)
+    assert o.status == "PASS" and o.steps <= kvpool_alloc.PROVE_DEPTH, o.log
+
+
+def test_allocator_properties_alone_are_not_inductive(tmp_path) -> None:
+    o = kvpool_alloc.run("prove", variant="weak", depth=3, out=tmp_path)
+    assert o.status == "UNKNOWN", o.log
+
+
+@pytest.mark.parametrize("variant", ["negated", "unprotected"])
+def test_allocator_false_property_and_missing_protocol_fail(tmp_path, variant) -> None:
+    o = kvpool_alloc.run("bmc", variant=variant, depth=6, out=tmp_path)
+    assert o.status == "FAIL", o.log
+
+
+@pytest.mark.parametrize("witness", sorted(kvpool_alloc.REACH))
+def test_allocator_witnesses_are_reached(tmp_path, witness) -> None:
+    """A page recycled through the FIFO, and a refusal with every page held."""
+    o = kvpool_alloc.run("bmc", reach=witness, out=tmp_path)
+    assert o.status == "FAIL" and o.steps <= kvpool_alloc.BMC_DEPTH, o.log
+
+
+def test_allocator_bad_arguments_are_errors() -> None:
+    with pytest.raises(ValueError, match="variant"):
+        kvpool_alloc.AllocFormal(variant="moon")
+    with pytest.raises(ValueError, match="reach"):
+        kvpool_alloc.AllocFormal(reach="moon")
+    with pytest.raises(SystemExit):
+        kvpool_alloc.parse_args(["moon"])
 
 
 def test_rows_of_other_modules_are_kept(tmp_path) -> None:
