@@ -64,23 +64,41 @@ about 7 minutes for 8 steps of this design; ``sat`` 46 seconds.
 ``run(..., reach=...)`` asserts that a state of :data:`REACH` never occurs,
 so that its counterexample shows the BMC's depth reaches it.
 
-What is proved: no property is closed by induction. ``sat -tempinduct`` up to
-length ``PROVE_DEPTH`` fails its induction step (``UNKNOWN``) for all six
-together and for each alone (length 2, 30 - 90 s each). The properties hold at
-idle points, and the pool can stay busy for any number of cycles (a share
-waits for its tokens on ``tok``; an operation's result waits for the leaves),
-so a window of ``k`` steps need contain no idle state, and the induction
-starts from any register state: e.g. property 5's counterexample to induction
-holds a TLB hit in the harness's delay registers while the block table's read
-pipeline holds another read, a state no run reaches. Closing it needs
-invariants for every FSM state and every leaf pipeline (the operation FSM's
-registers against the state, the allocators' FIFOs against ``head``,
-``level`` and ``mark``, the block table's read and walk pipelines and node
-free lists, the page-state queue, the tree slots), most of them locals of an
-``elaborate``: the RTL would have to expose them (a ``state`` attribute per
-leaf, the pool's operation registers and fast-insert stage). What runs is a
-BMC from reset of ``BMC_DEPTH`` steps, with the witnesses of :data:`REACH`
-(the step each state first occurs): see ``build/reports/formal_kvpool.json``.
+What is proved: at the pool level no property is closed by induction.
+``sat -tempinduct`` up to length ``PROVE_DEPTH`` fails its induction step
+(``UNKNOWN``) for all six together and for each alone (length 2, 30 - 90 s
+each). The properties hold at idle points, and the pool can stay busy for any
+number of cycles (a share waits for its tokens on ``tok``; an operation's
+result waits for the leaves), so a window of ``k`` steps need contain no idle
+state, and the induction starts from any register state: e.g. property 5's
+counterexample to induction holds a TLB hit in the harness's delay registers
+while the block table's read pipeline holds another read, a state no run
+reaches. Closing it needs invariants for every FSM state and every leaf
+pipeline (the operation FSM's registers against the state, the allocators'
+FIFOs against ``head``, ``level`` and ``mark``, the block table's read and
+walk pipelines and node free lists, the page-state queue, the tree slots),
+most of them locals of an ``elaborate``: the RTL would have to expose them (a
+``state`` attribute per leaf, the pool's operation registers and fast-insert
+stage). What runs here is a BMC from reset of ``BMC_DEPTH`` steps, with the
+witnesses of :data:`REACH` (the step each state first occurs): see
+``build/reports/formal_kvpool.json``.
+
+What closes by induction is at the leaf level, assume-guarantee: two leaves
+are proved for every reachable state at a small size, each against a shadow
+model in its harness under the pool's protocol stated as assumptions, with
+strengthening invariants over the leaf's state (read through
+:mod:`formal.kvpool_probes`). :mod:`formal.kvpool_tlb`: *a TLB entry never
+maps a key differently from the page table* (a hit replies the shadow page
+table's mapping of its key; the protocol: a mapped key changes only in a
+cycle that invalidates its set or kills its segment, a fill carries the
+key's current mapping), 2 x 2 and 4 x 2 TLBs, 2-bit generations (wraps and
+flushes inside the proof), closed at ``k = 1``. :mod:`formal.kvpool_alloc`:
+the page allocator hands out no page twice while it is held, ``free_pages``
+plus the held pages is ``PAGES``, ``error`` stays low (the protocol: only
+held pages are pushed), 16 pages, closed at ``k = 1``. The protocols are
+the pool's side of these contracts and are not proved: the BMC here checks
+their consequences on the whole pool from reset, to its depth (properties
+1-5). Their rows are in the same report.
 
 Measured (2 shared cores, ``make formal`` at commit 92af61f's RTL): the BMC
 passes 12 steps (876 s); the induction up to 3 steps stops with a

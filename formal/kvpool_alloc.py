@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unprotected run and each witness fail), 2 on a bad argument."""
     args = parse_args(argv)
     print(f"page allocator conservation (formal.kvpool_alloc), configuration {CONFIG}", flush=True)
-    return run_checks("formal.kvpool_alloc", CONFIG, args.checks, _check)
+    return run_checks("formal.kvpool_alloc", CONFIG, args.checks, _check, label="alloc:")
 
 
 if __name__ == "__main__":

@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unprotected run and each witness fail), 2 on a bad argument."""
     args = parse_args(argv)
     print(f"TLB coherence (formal.kvpool_tlb), configuration {CONFIG}", flush=True)
-    return run_checks("formal.kvpool_tlb", CONFIG, args.checks, _check)
+    return run_checks("formal.kvpool_tlb", CONFIG, args.checks, _check, label="tlb:")
 
 
 if __name__ == "__main__":

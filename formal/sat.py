@@ -212,11 +212,13 @@ def run_checks(
     names: Sequence[str],
     check: Callable[[str], tuple[Outcome, bool, str]],
     report: Path = REPORT,
+    label: str = "",
 ) -> int:
     """Run ``check(name)`` (``(outcome, as required, what it shows)``) for each of
     ``names``, print a line each (and the log of one not as required), put the rows
-    into ``report`` as ``module``'s (:func:`write_rows`); 0 if every check is as
-    required, else 1."""
+    into ``report`` as ``module``'s (:func:`write_rows`; a row's ``task`` is the
+    name after ``label``, e.g. ``tlb:prove``); 0 if every check is as required, else
+    1."""
     rows = []
     for name in names:
         o, ok, what = check(name)
@@ -225,7 +227,7 @@ def run_checks(
             {
                 "config": "reduced",
                 "params": dict(params),
-                "task": name,
+                "task": label + name,
                 "status": o.status,
                 "ok": ok,
                 "seconds": round(o.seconds, 1),
