@@ -108,9 +108,9 @@ CONFIGS: dict[str, dict[str, int]] = {
 }
 #: pool parameters a unit is measured at instead of the defaults, and why
 UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {
-    "ts": ({"N_NODES": 256}, "at N_NODES = 1,024 Yosys' `proc` alone did not finish in 25 "
-           "minutes (the level rows, 1,024-bit words written bit by bit, are 1,024 one-bit "
-           "write lanes in the Verilog: `proc_prune` / `proc_dff`); N_NODES sets the width "
+    "ts": ({"N_NODES": 512}, "at N_NODES = 1,024 Yosys did not finish in 25 minutes (at 512: "
+           "16; the level rows, written bit by bit, are N_NODES one-bit write lanes in the "
+           "Verilog, which `proc_prune` / `proc_dff` take minutes over); N_NODES sets the width "
            "of the valid masks and level rows (flip-flops and per-node logic linear in it) and "
            "the depth of the lowest-node select and the popcount (log-depth trees)"),
 }  # fmt: skip
