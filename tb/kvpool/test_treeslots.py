@@ -320,7 +320,9 @@ class TSBench(Lockstep):
     def _choose(self) -> dict | None:
         rng, T, p = self.tb.rng, self.T, self.p
         busy = self.stream["slot"] if self.stream else None
-        if busy is not None and busy < T and rng.random() < 0.03:  # ignored by the slots
+        # ignored by the slots: often until the first one, then rarely
+        p_ign = 0.03 if self.cover["ignored"] else 0.5
+        if busy is not None and busy < T and rng.random() < p_ign:
             self.cur_ignored = True
             if rng.random() < 0.5:
                 return {"kind": TsCmd.OPEN.value, "slot": busy, "seq": 0, "pos": 0}
