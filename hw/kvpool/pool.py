@@ -226,6 +226,7 @@ class ScaledPool(wiring.Component):
             PAGE_BITS=page_bits(P),
             TOKEN_BITS=p["TOKEN_BITS"],
             PORTS=2,
+            CHK_COUNT=int(p["COMMIT_CYCLES"] == 1),  # read by the one-cycle commit only
         )
         m.submodules.crc = BlockTag(TOKEN_BITS=p["TOKEN_BITS"])
         m.submodules.tags = TagTable(

@@ -152,7 +152,9 @@ class TreeSlots(wiring.Component):
     OPEN, 0 after reset), ``slot_count`` (its valid nodes); the
     queries ``chk_valid = valid[chk_slot][chk_node]``, ``chk_any =
     valid[chk_slot] & chk_accept != 0`` and ``chk_count``, its popcount
-    (combinational from the inputs; 0 for a slot ``>= TREES``).
+    (combinational from the inputs; 0 for a slot ``>= TREES``; always 0 with
+    ``CHK_COUNT = 0``: a ``N_NODES``-bit popcount from the inputs is about 44
+    gate levels at 512 nodes, built only for a pool that uses it).
 
     Invalid input (the pool never gives it): a slot ``>= TREES`` (when
     ``TREES`` is not a power of two): OPEN / ADD ignored, COMMIT / RELEASE
@@ -202,6 +204,8 @@ class TreeSlots(wiring.Component):
         Bits of a token, ``1 .. 17`` (default 17).
     PORTS : int
         Lookup ports, ``1 .. 2`` (default 2).
+    CHK_COUNT : int
+        ``1``: ``chk_count`` is built; ``0``: it is 0, ``0 .. 1`` (default 1).
 
     Members
     -------
@@ -255,6 +259,7 @@ class TreeSlots(wiring.Component):
         "PAGE_BITS": Param(default=20, lo=1, hi=22, small=3),
         "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=2),
         "PORTS": Param(default=2, lo=1, hi=2, small=2),
+        "CHK_COUNT": Param(default=1, lo=0, hi=1, small=1),
     }
 
     def __init__(
@@ -268,14 +273,15 @@ class TreeSlots(wiring.Component):
         PAGE_BITS: int = PARAMS["PAGE_BITS"].default,
         TOKEN_BITS: int = PARAMS["TOKEN_BITS"].default,
         PORTS: int = PARAMS["PORTS"].default,
+        CHK_COUNT: int = PARAMS["CHK_COUNT"].default,
     ) -> None:
         given = {"TREES": TREES, "N_NODES": N_NODES, "MAX_DEPTH": MAX_DEPTH, "SEQS": SEQS}
         given |= {"POS_BITS": POS_BITS, "PAGE_BITS": PAGE_BITS, "TOKEN_BITS": TOKEN_BITS}
-        given["PORTS"] = PORTS
+        given |= {"PORTS": PORTS, "CHK_COUNT": CHK_COUNT}
         p = self.p = check_params(self.PARAMS, given)
         self.TREES, self.N_NODES, self.MAX_DEPTH = p["TREES"], p["N_NODES"], p["MAX_DEPTH"]
         self.SEQS, self.POS_BITS, self.PAGE_BITS = p["SEQS"], p["POS_BITS"], p["PAGE_BITS"]
-        self.TOKEN_BITS, self.PORTS = p["TOKEN_BITS"], p["PORTS"]
+        self.TOKEN_BITS, self.PORTS, self.CHK_COUNT = p["TOKEN_BITS"], p["PORTS"], p["CHK_COUNT"]
         T = self.TREES
         members = {
             "cmd": In(stream.Signature(cmd_layout(p))),
@@ -358,12 +364,13 @@ class TreeSlots(wiring.Component):
             ),
             self.chk_valid.eq(_bit(m, chk_row, self.chk_node, "chk_bit")),
             self.chk_any.eq(or_tree(net(m, chk_row & self.chk_accept, "chk_acc"))),
-            self.chk_count.eq(popcount(m, chk_row & self.chk_accept, "chk_count")),
             self.slot_seq.eq(Cat(st.seq)),
             self.slot_lo.eq(Cat(st.lo)),
             self.slot_count.eq(Cat(st.count)),
             self.draining.eq(Mux(st.phase != 0, _decode(m, st.cs, T, "draining_dec"), 0)),
         ]
+        if self.CHK_COUNT:
+            m.d.comb += self.chk_count.eq(popcount(m, chk_row & self.chk_accept, "chk_count"))
 
         add = self._commands(m, st, nodes, levels)
         for k in range(self.PORTS):
