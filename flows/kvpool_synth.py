@@ -28,9 +28,9 @@ that size. Four parts, each cached under ``build/synth/kvpool/`` and kept in
     Verilog, no Yosys, seconds), and their SRAM area, next to the KV data array
     itself (:data:`KV_GIB`) and the article's 400-800 mm². Not Yosys' ``proc;
     memory_dff; memory_collect``: the tree slots' level rows (1,024-bit words
-    written bit by bit) are 1,024 one-bit writes in the Verilog, and ``proc``
-    alone (``proc_prune``, ``proc_dff``) ran for over 15 minutes on them; and
-    Yosys counts each write lane as a port. (Memories of the pool outside its
+    written bit by bit) are 1,024 one-bit writes in the Verilog, which it did
+    not finish in 15 minutes (``proc_prune``, ``proc_dff``); and Yosys counts
+    each write lane as a port. (Memories of the pool outside its
     leaves, a few words of the share's tag buffer, are in the ``pool`` rows only.)
 ``fpga``
     ECP5 synthesis, place and route of :data:`CONFIGS` ``["fpga"]`` (the flow
@@ -91,17 +91,12 @@ PARTS = ("pool", "units", "inventory", "fpga")
 #: named configurations of ScaledPool (overrides of its defaults; "full" = the defaults)
 CONFIGS: dict[str, dict[str, int]] = {
     "small": {},  # every parameter at its PARAMS "small" value (config())
+    # the small parameters with BRAM-sized memories and the two-cycle commit: 52 MHz (at
+    # SEQS 4, SEGS 2-4, N_NODES 8-16, 8-16 TLB and tag sets: 31-38 MHz, routing-bound)
     "fpga": {
-        "PAGES": 1024,
-        "HBM_PAGES": 1024,
-        "SEQS": 8,
-        "SEGS": 8,
-        "TREES": 2,
-        "N_NODES": 64,
-        "MAX_DEPTH": 16,
-        "TLB_SETS": 64,
-        "TLB_WAYS": 4,
-        "TAG_SETS": 64,
+        **{k: 2 for k in ("SEQS", "SEGS", "TLB_SETS", "TAG_SETS")},
+        **{"PAGES": 256, "HBM_PAGES": 256, "TREES": 1, "N_NODES": 4, "MAX_DEPTH": 2},
+        **{"POS_BITS": 4, "TOKEN_BITS": 1, "TLB_WAYS": 1, "TAG_WAYS": 1, "COMMIT_CYCLES": 2},
     },
     "large": {"SEGS": 64, "TREES": 4, "N_NODES": 256, "TLB_SETS": 64},
     "full": {},
