@@ -91,12 +91,12 @@ PARTS = ("pool", "units", "inventory", "fpga")
 #: named configurations of ScaledPool (overrides of its defaults; "full" = the defaults)
 CONFIGS: dict[str, dict[str, int]] = {
     "small": {},  # every parameter at its PARAMS "small" value (config())
-    # the small parameters with BRAM-sized memories and the two-cycle commit: 52 MHz (at
+    # the small parameters with BRAM-sized memories: 52 MHz (at
     # SEQS 4, SEGS 2-4, N_NODES 8-16, 8-16 TLB and tag sets: 31-38 MHz, routing-bound)
     "fpga": {
         **{k: 2 for k in ("SEQS", "SEGS", "TLB_SETS", "TAG_SETS")},
         **{"PAGES": 256, "HBM_PAGES": 256, "TREES": 1, "N_NODES": 4, "MAX_DEPTH": 2},
-        **{"POS_BITS": 4, "TOKEN_BITS": 1, "TLB_WAYS": 1, "TAG_WAYS": 1, "COMMIT_CYCLES": 2},
+        **{"POS_BITS": 4, "TOKEN_BITS": 1, "TLB_WAYS": 1, "TAG_WAYS": 1},
     },
     "large": {"SEGS": 64, "TREES": 4, "N_NODES": 256, "TLB_SETS": 64},
     "full": {},
@@ -107,7 +107,7 @@ UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {
            "16; the level rows, written bit by bit, are N_NODES one-bit write lanes in the "
            "Verilog, which `proc_prune` / `proc_dff` take minutes over); N_NODES sets the width "
            "of the valid masks and level rows (flip-flops and per-node logic linear in it) and "
-           "the depth of the lowest-node select and the popcount (log-depth trees)"),
+           "the depth of the lowest-node select (log-depth trees)"),
 }  # fmt: skip
 #: the ECP5 flow's Fmax target (MHz) for the reduced configuration
 FPGA_MHZ = 50.0

@@ -3,11 +3,13 @@
 A harness around :class:`hw.kvpool.ScaledPool` at a reduced size (:data:`CONFIG`:
 16 pages, 16 HBM slots, 2 sequences, 2 segments, 1 tree of 4 nodes, depth 2,
 4 position bits (the fewest the share's token buffer allows), 1 token bit, the
-TLBs 2 x 2, the tag table 2 x 1) whose every input is free. Assumed: only a
-reset in the first cycle (afterwards reset is free too). In particular a
-commit's ``accept`` is *not* assumed to be an ancestor chain (the RTL trusts
-it: SPEC §4.8's deviation), nor ``tok`` to follow a share, nor any operation
-to be valid.
+TLBs 2 x 2, the tag table 2 x 1) whose every input is free. Assumed: a
+reset in the first cycle (afterwards reset is free too), and that a commit
+taken carries its accepted path's length: ``acc_len`` is the popcount of
+its tree's ``valid & accept`` (the sampler gives it; the RTL trusts it:
+SPEC §4.6, decision 0020). A commit's ``accept`` is *not* assumed to be an
+ancestor chain (the RTL trusts it too: SPEC §4.8's deviation), nor ``tok``
+to follow a share, nor any operation to be valid.
 
 The harness reads the pool's state without changing ``hw/``: its leaves are
 built by subclasses (:mod:`formal.kvpool_probes`: ``Pool`` keeps the segment table and the counters,
@@ -135,6 +137,7 @@ from formal.sat import (
     run_checks,
     solve,
 )
+from hw.kvpool.layouts import PoolOp
 from hw.kvpool.tlb import entry_layout, set_index
 
 __all__ = ["KVPoolScaledFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
@@ -211,6 +214,8 @@ class KVPoolScaledFormal(Elaboratable):
         m.submodules.dut = d.elaborate(platform)
         u = d.u
         u.bt.elaborate(platform)
+        u.ts.elaborate(platform)
+        self._acc_len(m)
         for tlb in u.tlbs:
             tlb.elaborate(platform)
         started = Signal(reset_less=True)
@@ -241,6 +246,19 @@ class KVPoolScaledFormal(Elaboratable):
                 if 6 in on:
                     self._segments(m)
         return m
+
+    def _acc_len(self, m: Module) -> None:
+        """Assumed: a commit taken on the port has ``acc_len = |valid & accept|`` of
+        its sequence's tree (the acceptance sampler's ``accepted + 1``)."""
+        d = self.dut
+        st, o = d.u.ts.st, d.op.payload
+        with m.If(d.op.valid & d.op.ready & (o.op == PoolOp.COMMIT)):
+            for r, valid in enumerate(st.valid):
+                mine = st.active[r] & ~d.u.ts.draining[r] & (st.seq[r] == o.seq)
+                acc = valid & o.accept
+                k = sum((acc[j] for j in range(len(acc))), Const(0, len(o.acc_len)))
+                with m.If(mine):
+                    m.d.comb += Assume(o.acc_len == k)
 
     def _quiet(self) -> Value:
         """*Idle*: the FSM takes an operation (``op.ready``), no allocated page is

@@ -1,15 +1,16 @@
 """Probes of the scaled KV pool's state for the formal checks, without changing ``hw/``.
 
 Subclasses of the leaves that keep what the harnesses read: :class:`Pool`
-builds :class:`hw.kvpool.ScaledPool` with :class:`TLB` and :class:`BlockTable`
-in place of its own (``mock.patch`` of the names in :mod:`hw.kvpool.pool`, for
-its ``_units`` only) and keeps its units (``u``: the segment table, the
-allocators, the counters) for :mod:`formal.kvpool`; :mod:`formal.kvpool_tlb`
+builds :class:`hw.kvpool.ScaledPool` with :class:`TLB`, :class:`BlockTable`
+and :class:`TreeSlots` in place of its own (``mock.patch`` of the names in
+:mod:`hw.kvpool.pool`, for its ``_units`` only) and keeps its units (``u``:
+the segment table, the allocators, the counters) for :mod:`formal.kvpool`; :mod:`formal.kvpool_tlb`
 uses :class:`TLB` alone, :mod:`formal.kvpool_alloc` :class:`Allocator`. What
 they rely on of ``hw/`` (private names): the pool's ``_units``, the TLB's
 ``_set_next(m, s, st, c)`` and its memory ``mem``, the block table's ``root``
 / ``mid`` / ``leaf`` memories and ``_root_addr`` / ``_mid_addr`` /
-``_leaf_addr``, the page allocator's memory ``fifo`` (its read and write
+``_leaf_addr``, the tree slots' ``_commands(m, st, ...)``, the page
+allocator's memory ``fifo`` (its read and write
 ports' addresses are its ``head`` and ``tail``). Were the RTL to expose its
 state (a ``state`` attribute per leaf), these would go.
 """
@@ -23,8 +24,9 @@ from hw.kvpool.allocator import PageAllocator as _PageAllocator
 from hw.kvpool.blocktable import BlockTable as _BlockTable
 from hw.kvpool.pool import ScaledPool
 from hw.kvpool.tlb import TLB as _TLB
+from hw.kvpool.treeslots import TreeSlots as _TreeSlots
 
-__all__ = ["Cached", "TLB", "BlockTable", "Allocator", "Pool"]
+__all__ = ["Cached", "TLB", "BlockTable", "Allocator", "TreeSlots", "Pool"]
 
 
 class Cached:
@@ -92,6 +94,17 @@ class Allocator(Cached, _PageAllocator):
             self.words.append(rp.data)
 
 
+class TreeSlots(Cached, _TreeSlots):
+    """The tree slots with their flip-flops kept (``st``: ``active``, ``seq``,
+    ``valid`` per slot)."""
+
+    st = None
+
+    def _commands(self, m: Module, st: object, nodes: object, levels: object) -> object:
+        self.st = st
+        return super()._commands(m, st, nodes, levels)
+
+
 class Pool(ScaledPool):
     """The pool with its units kept (``u``), built from the probed leaves."""
 
@@ -101,6 +114,7 @@ class Pool(ScaledPool):
         with (
             mock.patch.object(pool_mod, "TLB", TLB),
             mock.patch.object(pool_mod, "BlockTable", BlockTable),
+            mock.patch.object(pool_mod, "TreeSlots", TreeSlots),
         ):
             self.u = super()._units(m)
         return self.u

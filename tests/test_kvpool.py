@@ -258,9 +258,11 @@ class Ref:
         tree["nodes"][owner] = (pos, page, token)
         return (page,), spilled
 
-    def commit(self, seq, accept):
+    def commit(self, seq, accept, acc_len=None):
         self._seq("seq", seq)
         self._int("accept", accept, 2 ** self.c["n_nodes"] - 1)
+        if acc_len is not None:
+            self._int("acc_len", acc_len, self.c["n_nodes"])
         tree = self.trees[seq]
         if tree is None:
             raise Bad(E.NO_SPEC)
@@ -271,6 +273,8 @@ class Ref:
         rej = sorted(j for j in nodes if not accept >> j & 1)
         n = len(self.lists[seq])
         if [p for p, _ in acc] != list(range(n, n + len(acc))):
+            raise Bad(E.NOT_CHAIN)
+        if acc_len is not None and acc_len != len(acc):
             raise Bad(E.NOT_CHAIN)
         if acc:
             self.need_group(seq)
@@ -672,7 +676,14 @@ class PoolMachine(RuleBasedStateMachine):
                 pos += 1
         else:
             accept = data.draw(st.integers(0, 2 ** self.cfg["n_nodes"] - 1))
-        self.apply("commit", s, accept)
+        way = data.draw(st.integers(0, 3))  # acc_len: none, |acc| (twice as often), any
+        if way == 0:
+            self.apply("commit", s, accept)
+            return
+        k = sum(accept >> j & 1 for j in tree["nodes"]) if tree is not None else 0
+        if way == 3:
+            k = data.draw(st.integers(-1, self.cfg["n_nodes"] + 1))
+        self.apply("commit", s, accept, k)
 
     @rule(data=st.data())
     def fork(self, data) -> None:
@@ -976,6 +987,12 @@ ERRORS = [
     ({}, [("insert", 0, 1, 1)], ("commit", 0, 0b11), E.NOT_CHAIN, None),
     ({}, [S0, ("insert", 0, 0, 2)], ("commit", 0, 0b111), E.NOT_CHAIN, None),
     ({}, [S0, A0], ("commit", 0, 0b11), E.NOT_CHAIN, None),
+    ({}, [S0], ("commit", 0, 0b11, 2), E.NOT_CHAIN, "acc_len = 2"),
+    ({}, [S0], ("commit", 0, 0b11, 0), E.NOT_CHAIN, "acc_len = 0"),
+    ({}, [S0], ("commit", 0, 1, 1), E.NOT_CHAIN, "acc_len = 1"),
+    ({}, [S0], ("commit", 0, 1, 9), E.FIELD, "acc_len = 9"),
+    ({}, [S0], ("commit", 0, 1, -1), E.FIELD, "acc_len = -1"),
+    ({}, [S0], ("commit", 0, 1, 1.0), E.FIELD, "acc_len = 1.0"),
     ({}, [A0], ("fork", 0, 0), E.SAME_SEQ, None),
     ({}, [A0], ("fork", 1, 0), E.SRC_EMPTY, None),
     ({}, [A0, ("insert", 1, 0, 0, True)], ("fork", 0, 1), E.DST_BUSY, None),

@@ -300,8 +300,8 @@ def _fabricate_kvpool(ctx: Context) -> None:
     rep["fpga"] |= {"resources": {"LUT4": 9}, "synth_s": 1, "pnr_s": 2, "path_signals": ["a"]}
     rep["measured_at"] = "commit abc"
     _write(path, rep)
-    medium = {"PAGES": 64, "N_NODES": 64, "COMMIT_CYCLES": 1, "SEQS": 8}
-    small = {"PAGES": 16, "N_NODES": 8, "COMMIT_CYCLES": 2, "SEQS": 4}
+    medium = {"PAGES": 64, "N_NODES": 64, "SEQS": 8}
+    small = {"PAGES": 16, "N_NODES": 8, "SEQS": 4}
     slow = _kvpool_cycles(**small)
     slow["cycles"]["hit_latency"] = 9
     _write(ctx.reports / "kvpool_cycles.json", {"a": slow, "b": _kvpool_cycles(**medium)})
@@ -339,7 +339,7 @@ def test_kvpool_row_from_its_reports(tmp_path: Path) -> None:
     assert cyc["text"] == (
         "lookup hit 1, miss 3 (hit + 2), insert 1/cycle, commit 2, release 1, fork 1, "
         "share 69 (n 32, M 16), spill(1) 57 over 36 spill-queue passes; "
-        "at PAGES 64, N_NODES 64, COMMIT_CYCLES 1"
+        "at PAGES 64, N_NODES 64"
     )  # the medium set's record (not the small one's hit 9); commit: the worst variant
     assert cyc["value"]["params"]["SEQS"] == 8 and cyc["spec_ref"] == "spec §4.9"
     assert cyc["source"] == "build/reports/kvpool_cycles.json" and cyc["date"]
@@ -373,17 +373,15 @@ def test_kvpool_row_with_partial_reports(tmp_path: Path) -> None:
     rep["fpga"] = {"config": "fpga", "target_mhz": 50.0, "status": "pnr timeout: after 30 min"}
     rep["units"] = [{"unit": "ts", "count": 1, "limit": {}, "status": "timeout"}]
     _write(ctx.reports / "kvpool_synth.json", rep)
-    far = _kvpool_cycles(PAGES=16, N_NODES=4, COMMIT_CYCLES=2)
-    near = _kvpool_cycles(PAGES=2**20, N_NODES=1024, COMMIT_CYCLES=1)
+    far = _kvpool_cycles(PAGES=16, N_NODES=4)
+    near = _kvpool_cycles(PAGES=2**20, N_NODES=1024)
     near["cycles"] = {"hit_latency": 1, "miss_latency": 4}  # an older record: fewer keys
     _write(ctx.reports / "kvpool_cycles.json", {"far": far, "near": near})
     b = _by_block(status.build(ctx))[status.KVPOOL]
     assert b["depth"]["text"] == "31 (small config); leaves: none of 1 measured"
     assert b["fmax_mhz"] == {**b["fmax_mhz"], "value": None, "missing": False}
     assert b["fmax_mhz"]["text"] == "- (target 50, fpga config: pnr timeout)"
-    assert b["cycles"]["text"] == (
-        "lookup hit 1, miss 4 (hit + 3); at PAGES 1048576, N_NODES 1024, COMMIT_CYCLES 1"
-    )
+    assert b["cycles"]["text"] == ("lookup hit 1, miss 4 (hit + 3); at PAGES 1048576, N_NODES 1024")
     (ctx.reports / "kvpool_cycles.json").write_text("{not json")
     (ctx.reports / "kvpool_synth.json").write_text("[]")
     b = _by_block(status.build(ctx))[status.KVPOOL]

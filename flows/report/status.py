@@ -139,17 +139,17 @@ BLOCK_INFO: dict[str, BlockInfo] = {
     "kvpool": BlockInfo(
         ("golden.kvpool.KVPool",),
         "tb/kvpool/",
-        "lookup 1, miss at most 4 more, insert 1/cycle, commit/release/fork 1 "
-        "(2 at COMMIT_CYCLES=2), share 2 + ceil(n/16) + M/64, spill 3 + 1 per spill-queue pass",
+        "lookup 1, miss at most 4 more, insert 1/cycle, commit/release/fork 1, "
+        "share 2 + ceil(n/16) + M/64, spill 3 + 1 per spill-queue pass",
     ),
 }
 
 #: the scaled KV pool's row (Verilog module, testbench record block and doc name)
 KVPOOL = "kvpool"
 #: the ``kvpool_cycles.json`` record the row shows: the one whose parameters include
-#: these (the testbench's ``medium`` set: the largest trees it measures, COMMIT_CYCLES 1);
+#: these (the testbench's ``medium`` set: the largest trees it measures);
 #: without one, the record nearest the pool's defaults (:func:`_nearest_defaults`)
-KVPOOL_CYCLES_AT: dict[str, int] = {"PAGES": 64, "N_NODES": 64, "COMMIT_CYCLES": 1}
+KVPOOL_CYCLES_AT: dict[str, int] = {"PAGES": 64, "N_NODES": 64}
 
 
 def _figure(value: object, text: str, source: str, date: str = "") -> dict[str, object]:
@@ -388,7 +388,7 @@ def _kvpool_cycles(ctx: Context) -> dict[str, object]:
         parts["share"] += f" (n {c['share_tokens']}, M {c.get('share_found', '-')})"
     if "spill(1)" in vals and isinstance(c.get("spill_queue_pops"), int):
         parts["spill(1)"] += f" over {c['spill_queue_pops']} spill-queue passes"
-    named = [f"{k} {p[k]}" for k in ("PAGES", "N_NODES", "COMMIT_CYCLES") if k in p]
+    named = [f"{k} {p[k]}" for k in ("PAGES", "N_NODES") if k in p]
     text = ", ".join(parts.values()) + (f"; at {', '.join(named)}" if named else "")
     value = {**vals, "params": dict(p)}
     return _figure(value, text, src, file_date(path))

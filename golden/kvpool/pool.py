@@ -290,12 +290,15 @@ class KVPool(PoolCore):
         return self._result((page,), spilled)
 
     # ------------------------------------------------------------------ commit
-    def commit(self, seq: int, accept: int) -> Result:
+    def commit(self, seq: int, accept: int, acc_len: int | None = None) -> Result:
         """Commit ``seq``'s tree through ``accept`` (SPEC §4.6).
 
         The valid nodes with their ``accept`` bit (``acc``) are appended in
         increasing ``pos`` with their pages and tokens; the others' pages are
-        freed in increasing node number; the slot becomes free.
+        freed in increasing node number; the slot becomes free. ``acc_len``
+        is ``|acc|`` as the sender gives it (the acceptance sampler's
+        ``accepted + 1``; the RTL's commit port carries it and trusts it);
+        ``None`` here takes ``|acc|``.
 
         Returns
         -------
@@ -305,12 +308,14 @@ class KVPool(PoolCore):
         Raises
         ------
         PoolError
-            ``SEQ_RANGE``, ``FIELD`` (``accept``); ``NO_SPEC``, ``ROOT_CLEAR``,
-            ``NOT_CHAIN`` (``acc``'s positions are not ``len, len + 1, ...``),
-            ``TABLE_FULL``.
+            ``SEQ_RANGE``, ``FIELD`` (``accept``, ``acc_len``: ``0 .. N_NODES``);
+            ``NO_SPEC``, ``ROOT_CLEAR``, ``NOT_CHAIN`` (``acc``'s positions are
+            not ``len, len + 1, ...``, or ``acc_len != |acc|``), ``TABLE_FULL``.
         """
         seq = self._seq("seq", seq)
         accept = self._mask("accept", accept)
+        if acc_len is not None:
+            acc_len = as_int("acc_len", acc_len, 0, self.params.n_nodes)
         tree = self._tr.of_seq[seq]
         if tree is None:
             raise PoolError(f"commit seq = {seq}: seq {seq} has no active tree", PoolErr.NO_SPEC)
@@ -331,6 +336,12 @@ class KVPool(PoolCore):
                     f"{[nodes[k][0] for k in acc]} are not {n}, {n + 1}, ... (len = {n})",
                     PoolErr.NOT_CHAIN,
                 )
+        if acc_len is not None and acc_len != len(acc):
+            raise PoolError(
+                f"acc_len = {acc_len}: the accepted path (seq = {seq}, accept = {accept:#x}) "
+                f"has {len(acc)} valid nodes",
+                PoolErr.NOT_CHAIN,
+            )
         g = self._sg.own(seq)
         if acc and g is None:
             self._need_segment(f"commit seq = {seq}")  # the last check

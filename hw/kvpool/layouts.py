@@ -87,7 +87,8 @@ def pool_op_layout(
     """Operation beat. Fields an opcode does not use are ignored.
 
     ``seq`` is fork's ``src``; ``dst`` is fork's and share's; ``owner``,
-    ``committed``, ``token`` are insert's; ``accept`` commit's; ``n``
+    ``committed``, ``token`` are insert's; ``accept`` and ``acc_len`` (the
+    accepted path's nodes, ``0 .. N_NODES``) commit's; ``n``
     spill's (``0 .. PAGES``) and share's token count (``0 .. 2**POS_BITS``;
     share's tokens follow on the pool's ``tok`` stream), wide enough that a
     value above either is ``FIELD``; ``s`` score's (``0 .. CMAX = 7``).
@@ -103,6 +104,7 @@ def pool_op_layout(
             "committed": 1,
             "token": token_bits,
             "accept": n_nodes,
+            "acc_len": bits_for(n_nodes),
             "n": max(bits_for(pages), pos_bits + 2),
             "s": 3,
         }

@@ -56,8 +56,10 @@ class ScaledPool(wiring.Component):
     transaction order of :mod:`hw.kvpool.layouts` (per cycle: lookup port 0,
     port 1, then the operation). Every result and reply equals the golden
     model's (the commit's ``NOT_CHAIN`` check excepted: the RTL trusts the
-    sampler's ancestor chain, as the flat pool trusts it not to commit two
-    entries at one key).
+    sampler's ancestor chain and its length ``acc_len``, as the flat pool
+    trusts it not to commit two entries at one key). A commit, rollback,
+    release or fork taken on the port is seen by the next operation in the
+    next cycle, for any ``N_NODES`` (decision 0020).
 
     Parameters
     ----------
@@ -88,12 +90,6 @@ class ScaledPool(wiring.Component):
         Sets of the dedup tag table, a power of two, 1 .. 65536, default 1024.
     TAG_WAYS : int
         Ways of the dedup tag table, a power of two, 1 .. 8, default 4.
-    COMMIT_CYCLES : int
-        Cycles from a commit to the next operation on its fast path
-        (:mod:`hw.kvpool.pool_commit`), 1 .. 2, default 2: 1 counts the
-        accepted nodes (a popcount of ``N_NODES`` bits, about ``2 log1.5(N/2)``
-        gate levels) in the commit's own cycle, within the depth budget up
-        to about 256 nodes; 2 counts them from the tree slots' registers.
 
     Members
     -------
@@ -128,7 +124,6 @@ class ScaledPool(wiring.Component):
         "TLB_WAYS": Param(default=4, lo=1, hi=8, small=1),
         "TAG_SETS": Param(default=1024, lo=1, hi=65536, small=2),
         "TAG_WAYS": Param(default=4, lo=1, hi=8, small=1),
-        "COMMIT_CYCLES": Param(default=2, lo=1, hi=2, small=1),
     }
 
     def __init__(
@@ -147,7 +142,6 @@ class ScaledPool(wiring.Component):
         TLB_WAYS: int = PARAMS["TLB_WAYS"].default,
         TAG_SETS: int = PARAMS["TAG_SETS"].default,
         TAG_WAYS: int = PARAMS["TAG_WAYS"].default,
-        COMMIT_CYCLES: int = PARAMS["COMMIT_CYCLES"].default,
     ) -> None:
         given = dict(
             PAGES=PAGES,
@@ -163,7 +157,6 @@ class ScaledPool(wiring.Component):
             TLB_WAYS=TLB_WAYS,
             TAG_SETS=TAG_SETS,
             TAG_WAYS=TAG_WAYS,
-            COMMIT_CYCLES=COMMIT_CYCLES,
         )
         p = check_params(self.PARAMS, given, powers_of_two=_POW2)
         self.p = p
@@ -226,7 +219,6 @@ class ScaledPool(wiring.Component):
             PAGE_BITS=page_bits(P),
             TOKEN_BITS=p["TOKEN_BITS"],
             PORTS=2,
-            CHK_COUNT=int(p["COMMIT_CYCLES"] == 1),  # read by the one-cycle commit only
         )
         m.submodules.crc = BlockTag(TOKEN_BITS=p["TOKEN_BITS"])
         m.submodules.tags = TagTable(

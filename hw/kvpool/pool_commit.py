@@ -1,27 +1,23 @@
-"""The scaled pool's fast commit: checked on the port, done in ``COMMIT_CYCLES``.
+"""The scaled pool's fast commit: checked on the port, done in one cycle.
 
 A commit that passes its checks on the port's values (facts ``fast`` of
 :meth:`hw.kvpool.pool.ScaledPool._facts`) while the drain is idle is taken in
 ``IDLE`` (:func:`fast_commit_accept`, cycle ``t``): the tree slots' COMMIT is
 issued, the sequence's own segment opened if it has none and something is
-accepted. ``k``, the accepted nodes, is the popcount of ``valid & accept``
-(the accepted path: the sampler gives it as a chain, SPEC §4.8
-``NOT_CHAIN``). Unless the path ends a 16-token block of a sequence whose
-block buffer is not complete (:mod:`hw.kvpool.pool_blockbuf`: a forked
-sequence's first block; the sequential commit reads that block back for its
-tag), :func:`_move` then moves everything at once:
-the sequence's length (``+ k``), the counts, the result (``freed``: the
-tree's nodes minus ``k``, shown in the next cycle with the counts), and the
-whole stream goes to the drain (:mod:`hw.kvpool.pool_drain`), which appends
-the accepted path and then pushes the rejected pages.
+accepted, and :func:`_move` moves everything at once: the sequence's length
+(``+ k``), the counts, the result (``freed``: the tree's nodes minus ``k``,
+shown in the next cycle with the counts), and the whole stream goes to the
+drain (:mod:`hw.kvpool.pool_drain`), which appends the accepted path and then
+pushes the rejected pages. The next operation is taken in ``t + 1``.
 
-* ``COMMIT_CYCLES = 1``: ``k`` from the tree slots' ``chk_count`` in cycle
-  ``t`` (a commit whose path ends a block without a complete buffer is not
-  taken fast); the next operation is taken in ``t + 1``.
-* ``COMMIT_CYCLES = 2``: ``k`` from ``acc_count`` (the tree slots'
-  registers) in ``FC`` (:func:`fast_commit_stage2`, ``t + 1``), where a path
-  that ends a block without a complete buffer goes on as a sequential commit
-  (``COM_BEAT``); the next operation is taken in ``t + 2``.
+``k``, the accepted nodes (``valid & accept``), is the op's ``acc_len``: the
+acceptance sampler gives it with the path (its ``accepted + 1``), and the RTL
+trusts it as it trusts the path's chain shape (SPEC §4.8 ``NOT_CHAIN``,
+decision 0020): a popcount of ``N_NODES`` bits in the commit's cycle is
+about 44 gate levels at 512 nodes. A commit whose path ends a 16-token block
+of a sequence whose block buffer is not complete (:mod:`hw.kvpool.pool_blockbuf`:
+a forked sequence's first block; the sequential commit reads that block back
+for its tag) is not taken fast.
 """
 
 from amaranth.hdl import Mux, Value
@@ -31,7 +27,7 @@ from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pool_drain import slot_count
 from hw.kvpool.treeslots_layouts import TsCmd
 
-__all__ = ["fast_commit_ok", "fast_commit_accept", "fast_commit_stage2"]
+__all__ = ["fast_commit_ok", "fast_commit_accept"]
 
 BLOCK = 16  # SPEC §4.6 *Tags*
 
@@ -44,8 +40,8 @@ def _ends_block(ln: Value, k: Value) -> Value:
 
 def fast_commit_ok(fsm, op, fast: dict) -> Value:
     """The op on the port is a commit that succeeds, with the drain and the tree
-    slots' stream idle and no fast insert's stage 2 or 3 in flight (and, with
-    ``COMMIT_CYCLES = 1``, a path that ends no block or a complete buffer)."""
+    slots' stream idle, no fast insert's stage 2 or 3 in flight, and a path that
+    ends no block or a complete buffer."""
     o, f, u, s2 = op.payload, fast["facts"], fsm.u, fsm.s2
     ok = (
         (o.op == PoolOp.COMMIT)
@@ -58,15 +54,14 @@ def fast_commit_ok(fsm, op, fast: dict) -> Value:
         & ~u.ts.busy
         & ~s2.valid
         & ~s2.s3
+        & (fsm.bb.ok_of(o.seq) | ~_ends_block(fast["ln"], o.acc_len))
     )
-    if fsm.p["COMMIT_CYCLES"] == 1:
-        ok = ok & (fsm.bb.ok_of(o.seq) | ~_ends_block(fast["ln"], u.ts.chk_count))
     return ok
 
 
 def fast_commit_accept(fsm, op, fast: dict) -> None:
     """In ``IDLE``, the cycle a fast commit is taken: the tree slots' COMMIT, the own
-    segment opened if needed; then everything (one cycle) or ``FC`` (two)."""
+    segment opened if needed, and everything else (:func:`_move`)."""
     m, u, f = fsm.m, fsm.u, fast["facts"]
     seg, o = u.seg, op.payload
     slot, ln = fast["slot"], fast["ln"]
@@ -76,26 +71,7 @@ def fast_commit_accept(fsm, op, fast: dict) -> None:
         m.d.comb += [seg.open_en.eq(1), seg.open_seq.eq(o.seq), seg.open_len.eq(ln)]
     g = Mux(opening, seg.free_g, fast["own_g"])
     t = Mux(opening, seg.free_t, fast["own_t"])
-    count = slot_count(fsm, slot)
-    if fsm.p["COMMIT_CYCLES"] == 1:
-        _move(fsm, o.seq, u.ts.chk_count, count, g, t, ln)
-    else:
-        m.d.sync += [fsm.g.eq(g), fsm.t.eq(t), fsm.slot.eq(slot), fsm.ln.eq(ln)]
-        m.d.sync += fsm.left.eq(count)
-        m.next = "FC"
-
-
-def fast_commit_stage2(fsm) -> None:
-    """``FC`` (``COMMIT_CYCLES = 2``): ``k`` from the tree slots' registers; a block
-    end without a complete buffer goes on as a sequential commit, else everything
-    moves now."""
-    m = fsm.m
-    k = fsm.u.ts.acc_count
-    with m.If(_ends_block(fsm.ln, k) & ~fsm.bb.ok_of(fsm.r.o.seq)):
-        m.next = "COM_BEAT"
-    with m.Else():
-        _move(fsm, fsm.r.o.seq, k, fsm.left, fsm.g, fsm.t, fsm.ln)
-        m.next = "IDLE"
+    _move(fsm, o.seq, o.acc_len, slot_count(fsm, slot), g, t, ln)
 
 
 def _move(fsm, seq: Value, k: Value, count: Value, g: Value, t: Value, ln: Value) -> None:

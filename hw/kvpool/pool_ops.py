@@ -26,7 +26,7 @@ from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_blockbuf import BlockBuf
 from hw.kvpool.pool_checks import fill_code, op_code
-from hw.kvpool.pool_commit import fast_commit_accept, fast_commit_ok, fast_commit_stage2
+from hw.kvpool.pool_commit import fast_commit_accept, fast_commit_ok
 from hw.kvpool.pool_drain import drain, drain_wait, hand_over, slot_count
 from hw.kvpool.pool_fast import (
     fast_accept,
@@ -203,8 +203,6 @@ class _Fsm:
                     m.d.sync += self.fork_done.eq(1)
                 with m.Else():
                     m.next = "CHECK"
-        with m.State("FC"):
-            fast_commit_stage2(self)
         with m.State("REL"):  # a release that waited: done as the port's would be
             release_now(self, self.cut, o.seq, f, self.rel_op)
             m.next = "IDLE"

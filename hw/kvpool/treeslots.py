@@ -14,7 +14,6 @@ from hw.common import (
     mux_tree,
     net,
     or_tree,
-    popcount,
     prefix_add,
     prefix_or_below,
     zext,
@@ -150,11 +149,11 @@ class TreeSlots(wiring.Component):
     its END transfer), ``free_slot`` (the lowest inactive slot, 0 when none),
     ``has_free``, ``slot_seq`` and ``slot_lo`` (the values of the slot's last
     OPEN, 0 after reset), ``slot_count`` (its valid nodes); the
-    queries ``chk_valid = valid[chk_slot][chk_node]``, ``chk_any =
-    valid[chk_slot] & chk_accept != 0`` and ``chk_count``, its popcount
-    (combinational from the inputs; 0 for a slot ``>= TREES``; always 0 with
-    ``CHK_COUNT = 0``: a ``N_NODES``-bit popcount from the inputs is about 44
-    gate levels at 512 nodes, built only for a pool that uses it).
+    queries ``chk_valid = valid[chk_slot][chk_node]`` and ``chk_any =
+    valid[chk_slot] & chk_accept != 0`` (combinational from the inputs; 0 for
+    a slot ``>= TREES``). No popcount of ``N_NODES`` bits is built (about 44
+    gate levels at 512 nodes): a COMMIT's accepted-path length comes with the
+    pool's commit (decision 0020).
 
     Invalid input (the pool never gives it): a slot ``>= TREES`` (when
     ``TREES`` is not a power of two): OPEN / ADD ignored, COMMIT / RELEASE
@@ -204,8 +203,6 @@ class TreeSlots(wiring.Component):
         Bits of a token, ``1 .. 17`` (default 17).
     PORTS : int
         Lookup ports, ``1 .. 2`` (default 2).
-    CHK_COUNT : int
-        ``1``: ``chk_count`` is built; ``0``: it is 0, ``0 .. 1`` (default 1).
 
     Members
     -------
@@ -233,10 +230,6 @@ class TreeSlots(wiring.Component):
         Each slot's ``lo``, slot ``r`` at bits ``r * POS_BITS`` up.
     slot_count : Out(TREES * bits_for(N_NODES))
         Each slot's valid nodes, slot ``r`` at bits ``r * bits_for(N_NODES)`` up.
-    acc_count : Out(bits_for(N_NODES))
-        From the cycle after a COMMIT is taken until its END transfer: its
-        ``valid & accept`` nodes (the accepted path's length when ``accept``
-        is a chain); 0 otherwise.
     chk_slot, chk_node : In(idx_bits(TREES)), In(idx_bits(N_NODES))
         The ``valid`` bit queried.
     chk_accept : In(N_NODES)
@@ -245,8 +238,6 @@ class TreeSlots(wiring.Component):
         ``valid[chk_slot][chk_node]``.
     chk_any : Out(1)
         ``valid[chk_slot] & chk_accept != 0``.
-    chk_count : Out(bits_for(N_NODES))
-        The set bits of ``valid[chk_slot] & chk_accept``.
     """
 
     #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
@@ -259,7 +250,6 @@ class TreeSlots(wiring.Component):
         "PAGE_BITS": Param(default=20, lo=1, hi=22, small=3),
         "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=2),
         "PORTS": Param(default=2, lo=1, hi=2, small=2),
-        "CHK_COUNT": Param(default=1, lo=0, hi=1, small=1),
     }
 
     def __init__(
@@ -273,15 +263,14 @@ class TreeSlots(wiring.Component):
         PAGE_BITS: int = PARAMS["PAGE_BITS"].default,
         TOKEN_BITS: int = PARAMS["TOKEN_BITS"].default,
         PORTS: int = PARAMS["PORTS"].default,
-        CHK_COUNT: int = PARAMS["CHK_COUNT"].default,
     ) -> None:
         given = {"TREES": TREES, "N_NODES": N_NODES, "MAX_DEPTH": MAX_DEPTH, "SEQS": SEQS}
         given |= {"POS_BITS": POS_BITS, "PAGE_BITS": PAGE_BITS, "TOKEN_BITS": TOKEN_BITS}
-        given |= {"PORTS": PORTS, "CHK_COUNT": CHK_COUNT}
+        given |= {"PORTS": PORTS}
         p = self.p = check_params(self.PARAMS, given)
         self.TREES, self.N_NODES, self.MAX_DEPTH = p["TREES"], p["N_NODES"], p["MAX_DEPTH"]
         self.SEQS, self.POS_BITS, self.PAGE_BITS = p["SEQS"], p["POS_BITS"], p["PAGE_BITS"]
-        self.TOKEN_BITS, self.PORTS, self.CHK_COUNT = p["TOKEN_BITS"], p["PORTS"], p["CHK_COUNT"]
+        self.TOKEN_BITS, self.PORTS = p["TOKEN_BITS"], p["PORTS"]
         T = self.TREES
         members = {
             "cmd": In(stream.Signature(cmd_layout(p))),
@@ -294,13 +283,11 @@ class TreeSlots(wiring.Component):
             "slot_seq": Out(T * idx_bits(self.SEQS)),
             "slot_lo": Out(T * self.POS_BITS),
             "slot_count": Out(T * bits_for(self.N_NODES)),
-            "acc_count": Out(bits_for(self.N_NODES)),
             "chk_slot": In(idx_bits(T)),
             "chk_node": In(idx_bits(self.N_NODES)),
             "chk_accept": In(self.N_NODES),
             "chk_valid": Out(1),
             "chk_any": Out(1),
-            "chk_count": Out(bits_for(self.N_NODES)),
         }
         for k in range(self.PORTS):
             members[f"lk{k}"] = In(stream.Signature(lookup_layout(p), always_ready=True))
@@ -369,8 +356,6 @@ class TreeSlots(wiring.Component):
             self.slot_count.eq(Cat(st.count)),
             self.draining.eq(Mux(st.phase != 0, _decode(m, st.cs, T, "draining_dec"), 0)),
         ]
-        if self.CHK_COUNT:
-            m.d.comb += self.chk_count.eq(popcount(m, chk_row & self.chk_accept, "chk_count"))
 
         add = self._commands(m, st, nodes, levels)
         for k in range(self.PORTS):
@@ -507,7 +492,6 @@ class TreeSlots(wiring.Component):
         found = net(m, (phase == 1) & b_valid & rowbit & a_any, "st_found")
         produce = net(m, adv & ((phase == 1) | (phase == 2)), "st_produce")
         m.d.comb += [snr.addr.eq(Cat(Mux(found, a_idx, r_idx), cs)), snr.en.eq(adv)]
-        m.d.comb += self.acc_count.eq(popcount(m, acc, "acc_count"))  # acc: 0 unless a COMMIT
         a_more = a_d < D
         with m.If(produce):
             m.d.sync += c_valid.eq(1)

@@ -268,7 +268,7 @@ class _History:
                 fills += 1
         self._score(important, HEAVY_SCORE)
         self._score(recent, 1)
-        pool.commit(0, (1 << (ts.accepted + 1)) - 1)
+        pool.commit(0, (1 << (ts.accepted + 1)) - 1, ts.accepted + 1)
         return n, spills, fills, reads
 
 

@@ -263,7 +263,7 @@ class Scoreboard:
         if k == _INS:
             return g.insert(op["seq"], op["pos"], op["owner"], bool(op["committed"]), op["token"])
         if k == _COM:
-            return g.commit(op["seq"], op["accept"])
+            return g.commit(op["seq"], op["accept"], op["acc_len"])
         if k == _FORK:
             return g.fork(op["seq"], op["dst"])
         if k == _REL:
@@ -363,7 +363,7 @@ class Scoreboard:
         k = tx["op"]
         args = {
             _INS: ("seq", "pos", "owner", "committed", "token"),
-            _COM: ("seq", "accept"),
+            _COM: ("seq", "accept", "acc_len"),
             _FORK: ("seq", "dst"),
             _REL: ("seq",),
             _SPILL: ("n",),

@@ -79,13 +79,12 @@ async def random_traffic_run(
 _SMALL = {
     "PAGES": 32, "HBM_PAGES": 16, "SEQS": 4, "SEGS": 6, "TREES": 2, "N_NODES": 8,
     "MAX_DEPTH": 4, "POS_BITS": 7, "TOKEN_BITS": 4, "TLB_SETS": 4, "TLB_WAYS": 2,
-    "TAG_SETS": 2, "TAG_WAYS": 2, "COMMIT_CYCLES": 1,
+    "TAG_SETS": 2, "TAG_WAYS": 2,
 }  # fmt: skip
 #: parameter sets by name (plain dicts: tests/test_kvpool_stimulus.py runs the generator on them)
 PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
     "small": _SMALL,
-    "small16": _SMALL
-    | {"PAGES": 16, "HBM_PAGES": 32, "TLB_SETS": 2, "TLB_WAYS": 4, "COMMIT_CYCLES": 2},
+    "small16": _SMALL | {"PAGES": 16, "HBM_PAGES": 32, "TLB_SETS": 2, "TLB_WAYS": 4},
     "small64": _SMALL | {"PAGES": 64, "HBM_PAGES": 16, "TLB_SETS": 1, "TLB_WAYS": 1},
     # SEQS and N_NODES not powers of two: SEQ_RANGE, DST_RANGE, OWNER_RANGE, lookup errors
     "odd": {
@@ -102,7 +101,6 @@ PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
         "TLB_WAYS": 1,
         "TAG_SETS": 2,
         "TAG_WAYS": 2,
-        "COMMIT_CYCLES": 2,
     },  # fmt: skip
     "medium": {
         "PAGES": 64,
@@ -118,7 +116,23 @@ PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
         "TLB_WAYS": 2,
         "TAG_SETS": 4,
         "TAG_WAYS": 2,
-        "COMMIT_CYCLES": 1,
+    },  # fmt: skip
+    # trees at full size (1,024 nodes: a commit or release of all of them; the tree
+    # slots' masks and level rows at full width), the rest small
+    "wide": {
+        "PAGES": 2048,
+        "HBM_PAGES": 64,
+        "SEQS": 4,
+        "SEGS": 6,
+        "TREES": 2,
+        "N_NODES": 1024,
+        "MAX_DEPTH": 8,
+        "POS_BITS": 10,
+        "TOKEN_BITS": 4,
+        "TLB_SETS": 4,
+        "TLB_WAYS": 2,
+        "TAG_SETS": 2,
+        "TAG_WAYS": 2,
     },  # fmt: skip
     # the memories at full scale (2**20 pages, 2**21 HBM slots, 17-bit positions,
     # 1,024 x 4 TLBs and tag table), the flop tables smaller: the scale run
@@ -136,6 +150,5 @@ PARAM_SETS_PLAIN: dict[str, dict[str, int]] = {
         "TLB_WAYS": 4,
         "TAG_SETS": 1024,
         "TAG_WAYS": 4,
-        "COMMIT_CYCLES": 1,
     },  # fmt: skip
 }

@@ -53,7 +53,7 @@ INS, COM, FORK, REL, SPILL, FILL, SCORE, SHARE = (
     for o in (PoolOp.INSERT, PoolOp.COMMIT, PoolOp.FORK, PoolOp.RELEASE)
     + (PoolOp.SPILL, PoolOp.FILL, PoolOp.SCORE, PoolOp.SHARE)
 )
-PRESSURE_PAGES = 4096  # above: NO_PAGE and allocation spills are not asserted (unreachable)
+PRESSURE_PAGES = 1024  # above: NO_PAGE and allocation spills not asserted (runs do not fill it)
 LEN_CAP = 1023  # above PRESSURE_PAGES: the longest sequence the stimulus grows
 NODE_CAP = 24  # nodes per decode tree at most (N_NODES 1,024 would make slow steps)
 #: phase -> activity weights
@@ -282,7 +282,7 @@ class Stimulus(ShareStim):
         acc = sorted(nodes[j][0] for j in nodes if accept >> j & 1)
         if acc != list(range(n, n + len(acc))):  # not a chain (cannot happen): release
             return self._op(REL, seq=seq)
-        return self._op(COM, seq=seq, accept=accept)
+        return self._op(COM, seq=seq, accept=accept, acc_len=len(acc))
 
     def _do_open(self) -> dict[str, int] | None:
         p, rng = self.p, self.rng
@@ -401,7 +401,8 @@ class Stimulus(ShareStim):
             s = rng.choice(trees)
             _, lo, nodes = g.tree(s)
             if kind == "root_clear":
-                return self._op(COM, seq=s, accept=rng.randrange(1 << p["N_NODES"]) & ~1)
+                acc = rng.randrange(1 << p["N_NODES"]) & ~1
+                return self._op(COM, seq=s, accept=acc, acc_len=rng.randint(0, p["N_NODES"]))
             if kind == "spec_dup":
                 j = rng.choice(list(nodes))
                 return self._insert(s, nodes[j][0], j, 0)
@@ -412,7 +413,8 @@ class Stimulus(ShareStim):
         if kind == "no_spec":
             cands = [s for s in range(S) if s not in trees]
             if cands:
-                return self._op(COM, seq=rng.choice(cands), accept=rng.randrange(1 << p["N_NODES"]))
+                acc, n = rng.randrange(1 << p["N_NODES"]), rng.randint(0, p["N_NODES"])
+                return self._op(COM, seq=rng.choice(cands), accept=acc, acc_len=n)
         if kind == "same_seq":
             s = rng.randrange(S)
             return self._op(FORK, seq=s, dst=s)

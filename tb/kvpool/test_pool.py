@@ -119,7 +119,7 @@ async def measure(bench: PoolTB) -> dict[str, float]:
     score = _op(SCORE, seq=0, pos=0, s=1)
     pops = {}
     for name, first in (
-        ("commit", _op(COM, seq=0, accept=accept)),
+        ("commit", _op(COM, seq=0, accept=accept, acc_len=min(depth, 2))),
         ("fork", _op(FORK, seq=0, dst=1)),
         ("release", _op(REL, seq=1)),
         ("spill", _op(SPILL, n=1)),
@@ -142,15 +142,18 @@ async def measure(bench: PoolTB) -> dict[str, float]:
 
 async def _wide_trees(bench: PoolTB, m: dict[str, float]) -> None:
     """A commit and a release of a wide tree (a root and ``w - 1`` children, two
-    nodes accepted): the cycles to the next operation, against the tree's size."""
+    nodes accepted): the cycles to the next operation, against the tree's size (up to
+    ``N_NODES``, every sequence released first)."""
     p = bench.p
-    w = max(3, min(p["N_NODES"], p["PAGES"] // 4, 32))
+    await bench.run_script({"op": [_op(REL, seq=q) for q in range(p["SEQS"])]})
+    w = max(3, min(p["N_NODES"], p["PAGES"] // 2))
     m["wide_tree_nodes"] = w
     for name, seq in (("commit_wide", min(2, p["SEQS"] - 1)), ("release_tree", p["SEQS"] - 1)):
         tree = [_op(INS, seq=seq, pos=0, owner=0, committed=0)]
         tree += [_op(INS, seq=seq, pos=1, owner=j, committed=0) for j in range(1, w)]
         await bench.run_script({"op": tree})
-        first = _op(COM, seq=seq, accept=3) if name == "commit_wide" else _op(REL, seq=seq)
+        com = _op(COM, seq=seq, accept=3, acc_len=2)
+        first = com if name == "commit_wide" else _op(REL, seq=seq)
         await bench.run_script({"op": [first, _op(SPILL, n=0)]})
         a = bench.ins[2].accepted[-2:]
         m[f"{name}_to_next"] = a[1] - a[0]
@@ -184,7 +187,7 @@ async def _block_commit(bench: PoolTB, m: dict[str, float]) -> None:
     ops += [_op(INS, seq=s, pos=i, committed=1, token=(7 * i) % tok) for i in range(BLOCK - 2)]
     ops += [_op(INS, seq=s, pos=BLOCK - 2 + d, owner=d, committed=0, token=d) for d in (0, 1)]
     await bench.run_script({"op": ops})
-    await bench.run_script({"op": [_op(COM, seq=s, accept=3), _op(SPILL, n=0)]})
+    await bench.run_script({"op": [_op(COM, seq=s, accept=3, acc_len=2), _op(SPILL, n=0)]})
     a = bench.ins[2].accepted[-2:]
     m["commit_block_to_next"] = a[1] - a[0]
     # a share of 2 blocks' tokens that finds the first (M = 16; spec §4.9: 2 + n/16 + M/64)
@@ -218,12 +221,11 @@ async def _fill(bench: PoolTB, m: dict[str, float]) -> None:
 
 
 def limits(p: dict[str, int]) -> dict[str, float]:
-    """:data:`LIMITS` and the set's commit: ``COMMIT_CYCLES`` to the next operation,
-    whatever the tree, also when its path ends a 16-token block (where measured)."""
-    cc = p.get("COMMIT_CYCLES", 2)
-    lim = {"commit_to_next": cc, "commit_wide_to_next": cc}
+    """:data:`LIMITS` and the set's commit: 1 cycle to the next operation, whatever
+    the tree, also when its path ends a 16-token block (where measured)."""
+    lim = {"commit_to_next": 1, "commit_wide_to_next": 1}
     if (1 << p["POS_BITS"]) >= 2 * BLOCK and p["MAX_DEPTH"] >= 2:
-        lim["commit_block_to_next"] = cc
+        lim["commit_block_to_next"] = 1
     return lim | LIMITS
 
 
@@ -325,6 +327,7 @@ PARAM_SETS = [
     pytest.param(PARAM_SETS_PLAIN["small"], id="small"),
     pytest.param(PARAM_SETS_PLAIN["odd"], id="odd"),
     pytest.param(PARAM_SETS_PLAIN["medium"], id="medium"),
+    pytest.param(PARAM_SETS_PLAIN["wide"], id="wide"),
     pytest.param(PARAM_SETS_PLAIN["small16"], id="small16", marks=FULL_ONLY),
     pytest.param(PARAM_SETS_PLAIN["small64"], id="small64", marks=FULL_ONLY),
     # the memories at full scale (2**20 pages, 4,096-entry TLBs): minutes, started first

@@ -17,7 +17,7 @@ Model: ``golden.kvpool.trees.Tree`` per active slot (``find`` answers a
 lookup, ``levels`` / ``nodes`` give a COMMIT's accepted path and rejected
 nodes), plus the flop-level facts the contract states (``seq`` / ``lo`` of
 the last OPEN; ``valid`` kept by a closed slot until its next OPEN; the node
-count its popcount; ``draining`` the streamed slot). The
+count; ``draining`` the streamed slot). The
 stream's timing is the contract's: beat 0 two cycles after the command,
 each next beat in the cycle after a transfer, ``busy`` until the END beat
 is taken. Scoreboard (:class:`tb.kvpool.common.Lockstep`): every output
@@ -119,7 +119,6 @@ class TSBench(Lockstep):
         self.seq_of, self.lo_of = [0] * T, [0] * T
         self.valid = [0] * T  # the valid flops: kept by a closed slot until OPEN
         self.stream: dict | None = None
-        self.acc = 0  # the streamed COMMIT's valid & accept
         self.pipe: list[list] = [[None, None] for _ in range(self.ports)]
         self.plans: dict[int, Plan] = {}
         self.cur: dict | None = None
@@ -145,7 +144,6 @@ class TSBench(Lockstep):
         out["slot_lo"] = sum(v << (r * self.p["POS_BITS"]) for r, v in enumerate(self.lo_of))
         cb = self.N.bit_length()
         out["slot_count"] = sum(v.bit_count() << (r * cb) for r, v in enumerate(self.valid))
-        out["acc_count"] = self.acc.bit_count()
         for k in range(self.ports):
             r = self.pipe[k].pop(0)
             out[f"lk{k}_rsp__valid"] = int(r is not None)
@@ -200,7 +198,6 @@ class TSBench(Lockstep):
                 if s["i"] == len(s["beats"]):
                     self.trees[s["slot"]] = None
                     self.stream = None
-                    self.acc = 0
             else:
                 self.cover["stall"] += 1
         elif s is not None:
@@ -243,8 +240,6 @@ class TSBench(Lockstep):
             self.cover["rej"] += TsOut.REJ.value in kinds
             self.cover["end_only"] += len(beats) == 1
             self.stream = {"slot": slot, "beats": beats, "i": 0, "vis": False}
-            live = slot < self.T and self.trees[slot] is not None
-            self.acc = self.valid[slot] & c["accept"] if commit and live else 0
 
     def _cover_lookup(self, q: dict, r: tuple, add: tuple | None) -> None:
         slot, pos = q["slot"], q["pos"]
@@ -277,7 +272,6 @@ class TSBench(Lockstep):
             s = i["chk_slot"]
             v = self.valid[s] if s < self.T else 0
             want = {"chk_valid": v >> i["chk_node"] & 1, "chk_any": int(bool(v & i["chk_accept"]))}
-            want["chk_count"] = (v & i["chk_accept"]).bit_count()
             kind = self._unpack(self.cmd_l, i["cmd__payload"])["kind"]
             grows = kind in (TsCmd.OPEN.value, TsCmd.ADD.value)
             want["cmd__ready"] = int(self.stream is None or grows)
