@@ -139,8 +139,8 @@ BLOCK_INFO: dict[str, BlockInfo] = {
     "kvpool": BlockInfo(
         ("golden.kvpool.KVPool",),
         "tb/kvpool/",
-        "lookup 1, miss at most 4 more, insert 1/cycle, commit/release/fork 1, "
-        "share 2 + ceil(n/16) + M/64, spill 3 + 1 per spill-queue pass",
+        "lookup 1, miss at most 4 more, insert 1/cycle, commit/release/fork/score 1, "
+        "spill 9 + 12 v + passes, fill 16, share n + 4 p + c + 13",
     ),
 }
 
@@ -352,6 +352,8 @@ _KVPOOL_CYCLES: dict[str, tuple[str, ...]] = {
     "commit": ("commit_to_next", "commit_wide_to_next", "commit_block_to_next"),
     "release": ("release_to_next", "release_tree_to_next", "release_long_to_next"),
     "fork": ("fork_to_next",),
+    "score": ("score_to_next", "score_then_op_to_next"),
+    "fill": ("fill_to_next",),
     "share": ("share_to_next",),
     "spill(1)": ("spill_to_next",),
 }

@@ -123,18 +123,21 @@ async def measure(bench: PoolTB) -> dict[str, float]:
         ("fork", _op(FORK, seq=0, dst=1)),
         ("release", _op(REL, seq=1)),
         ("spill", _op(SPILL, n=1)),
+        ("spill2", _op(SPILL, n=2)),
         ("score", _op(SCORE, seq=0, pos=1, s=1)),
         ("score_then_op", _op(SCORE, seq=0, pos=2, s=1)),
         ("release_long", _op(REL, seq=0)),
     ):
-        before = bench.sb.golden.queue_pops()
+        g = bench.sb.golden
+        before, hbm = g.queue_pops(), g.hbm_used
         await bench.run_script(
             {"op": [first, score if name not in SPILL_NEXT else _op(SPILL, n=0)]}
         )
         a = bench.ins[2].accepted[-2:]
         m[f"{name}_to_next"] = a[1] - a[0]
-        pops[name] = bench.sb.golden.queue_pops() - before
-    m["spill_queue_pops"] = pops["spill"]  # the spill's GCLOCK passes (spec §4.9: + 1 each)
+        pops[name] = g.queue_pops() - before
+        if name.startswith("spill"):  # its GCLOCK passes (spec §4.9) and victims
+            m[f"{name}_queue_pops"], m[f"{name}_victims"] = pops[name], g.hbm_used - hbm
     m["op_latency_max"] = max(c - e.cycle for s, e, c in bench.done if s == "res")
     await _wide_trees(bench, m)
     return m
@@ -200,6 +203,13 @@ async def _block_commit(bench: PoolTB, m: dict[str, float]) -> None:
     m["share_tokens"] = len(toks)
     m["share_found"] = bench.sb.golden.seq_len(1)
     m["share_to_next"] = a[1] - a[0]
+    # the same prefix in 4 blocks: 4 tag probes (3 find nothing), 16 tokens compared
+    toks = toks[:BLOCK] + [(5 * i + 1) % tok for i in range(3 * BLOCK)]
+    share = {"op": SHARE, "dst": 1, "n": len(toks), "tokens": toks}
+    await bench.run_script({"op": [_op(REL, seq=1), share, _op(SPILL, n=0)]})
+    a = bench.ins[2].accepted[-2:]
+    m["share64_found"] = bench.sb.golden.seq_len(1)
+    m["share64_to_next"] = a[1] - a[0]
     await _fill(bench, m)
 
 
@@ -220,18 +230,39 @@ async def _fill(bench: PoolTB, m: dict[str, float]) -> None:
     m["fill_to_next"] = a[1] - a[0]
 
 
-def limits(p: dict[str, int]) -> dict[str, float]:
-    """:data:`LIMITS` and the set's commit: 1 cycle to the next operation, whatever
-    the tree, also when its path ends a 16-token block (where measured)."""
+def limits(p: dict[str, int], m: dict[str, float]) -> dict[str, float]:
+    """:data:`LIMITS`, the set's commit (1 cycle to the next operation, whatever the
+    tree, also when its path ends a 16-token block, where measured), and spec §4.9's
+    sequential operations at what the measurement did (:func:`sequential_limits`)."""
     lim = {"commit_to_next": 1, "commit_wide_to_next": 1}
     if (1 << p["POS_BITS"]) >= 2 * BLOCK and p["MAX_DEPTH"] >= 2:
         lim["commit_block_to_next"] = 1
-    return lim | LIMITS
+    return lim | sequential_limits(m) | LIMITS
+
+
+def sequential_limits(m: dict[str, float]) -> dict[str, float]:
+    """Spec §4.9 (decision 0021): spill ``9 + 12 v + passes`` (``v`` victims), fill 16
+    (no spill), share ``n + 4 p + c + 13`` (``p`` tag probes, ``c`` stored tokens
+    compared: here the found prefix ``M``, probes from block ``n / 16 - 1`` down to
+    ``M / 16 - 1``)."""
+    lim: dict[str, float] = {}
+    for name in ("spill", "spill2"):
+        if f"{name}_victims" in m:
+            v, passes = m[f"{name}_victims"], m[f"{name}_queue_pops"]
+            lim[f"{name}_to_next"] = 9 + 12 * v + passes
+    if "fill_to_next" in m:
+        lim["fill_to_next"] = 16
+    for name, n in (("share", m.get("share_tokens")), ("share64", 64)):
+        found = m.get(f"{name}_found")
+        if n is not None and found is not None:
+            probes = n // BLOCK - (found // BLOCK - 1 if found else 0)
+            lim[f"{name}_to_next"] = n + 4 * probes + found + 13
+    return lim
 
 
 def _check_limits(m: dict[str, float], p: dict[str, int]) -> list[str]:
     bad = []
-    for k, lim in limits(p).items():
+    for k, lim in limits(p, m).items():
         if k not in m:
             bad.append(f"{k}: not measured")
         elif k.endswith("_per_cycle") or "_per_cycle_" in k:
@@ -250,7 +281,7 @@ def _write_cycles(p: dict, m: dict) -> None:
             data = json.load(f)
     except (OSError, ValueError):
         data = {}
-    data[_tag(p)] = {"params": p, "cycles": m, "limits": limits(p)}
+    data[_tag(p)] = {"params": p, "cycles": m, "limits": limits(p, m)}
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(data, f, indent=1, sort_keys=True)
