@@ -107,6 +107,7 @@ formal: $(STAMP)
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 	$(VPY) -m formal.kvpool_tlb
 	$(VPY) -m formal.kvpool_alloc
+	$(VPY) -m formal.kvpool_seg
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

@@ -1,13 +1,13 @@
-"""The scaled pool's leaf proofs (``formal/kvpool_tlb.py``, ``formal/kvpool_alloc.py``)
-in ``make test``: each k-induction closes at its proof size, its false property is
-refuted, its protocol matters (the run without it fails) and its witnesses are
-reached, so that the proof is not vacuous. Each ``sat`` run takes seconds."""
+"""The scaled pool's leaf proofs (``formal/kvpool_tlb.py``, ``formal/kvpool_alloc.py``,
+``formal/kvpool_seg.py``) in ``make test``: each k-induction closes at its proof size,
+its false property is refuted, its protocol matters (the run without it fails) and its
+witnesses are reached, so that the proof is not vacuous. Each ``sat`` run takes seconds."""
 
 import json
 
 import pytest
 
-from formal import kvpool_alloc, kvpool_tlb, sat
+from formal import kvpool_alloc, kvpool_seg, kvpool_tlb, sat
 
 
 def test_tlb_coherence_closes_by_induction(tmp_path) -> None:
@@ -77,6 +77,50 @@ def test_allocator_bad_arguments_are_errors() -> None:
         kvpool_alloc.AllocFormal(reach="moon")
     with pytest.raises(SystemExit):
         kvpool_alloc.parse_args(["moon"])
+
+
+def test_segment_chains_close_by_induction(tmp_path) -> None:
+    """15 - 25 s alone (k = 1)."""
+    o = kvpool_seg.run("prove", out=tmp_path)
+    assert o.status == "PASS" and o.steps <= kvpool_seg.PROVE_DEPTH, o.log
+
+
+def test_segment_cover_alone_is_not_inductive(tmp_path) -> None:
+    o = kvpool_seg.run("prove", variant="only1", depth=3, out=tmp_path)
+    assert o.status == "UNKNOWN", o.log
+
+
+@pytest.mark.parametrize("variant", ["negated", "unprotected"])
+def test_segment_false_property_and_missing_protocol_fail(tmp_path, variant) -> None:
+    o = kvpool_seg.run("bmc", variant=variant, depth=6, out=tmp_path)
+    assert o.status == "FAIL", o.log
+
+
+@pytest.mark.parametrize("assumption", kvpool_seg.PRECONDITIONS)
+def test_segment_each_precondition_matters(tmp_path, assumption) -> None:
+    """Without any one of the operations' preconditions a BMC finds a failure."""
+    o = kvpool_seg.run("bmc", drop=[assumption], out=tmp_path)
+    assert o.status == "FAIL", o.log
+
+
+@pytest.mark.parametrize("witness", sorted(kvpool_seg.REACH))
+def test_segment_witnesses_are_reached(tmp_path, witness) -> None:
+    """Two segments in a chain, a shared segment, a dead one, a split and share, a drain."""
+    o = kvpool_seg.run("bmc", reach=witness, out=tmp_path)
+    assert o.status == "FAIL" and o.steps <= kvpool_seg.BMC_DEPTH, o.log
+
+
+def test_segment_bad_arguments_are_errors() -> None:
+    with pytest.raises(ValueError, match="variant"):
+        kvpool_seg.SegFormal(variant="moon")
+    with pytest.raises(ValueError, match="reach"):
+        kvpool_seg.SegFormal(reach="moon")
+    with pytest.raises(ValueError, match="drop"):
+        kvpool_seg.SegFormal(drop=["A1"])
+    with pytest.raises(ValueError, match="task"):
+        kvpool_seg.run("cover")
+    with pytest.raises(SystemExit):
+        kvpool_seg.parse_args(["prove", "prove"])
 
 
 def test_rows_of_other_modules_are_kept(tmp_path) -> None:
