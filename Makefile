@@ -99,7 +99,7 @@ soak: $(STAMP)
 # the flat pool's proofs, then the scaled pool's (formal.kvpool: BMC from reset and a
 # k-induction attempt at a reduced size; its own report, a section of docs/results/formal.md),
 # then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence, formal.kvpool_alloc:
-# page conservation; rows of the same report)
+# page conservation, formal.kvpool_seg: segment chains; rows of the same report)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json

