@@ -68,11 +68,15 @@ def _append_long(b: "BTBench") -> tuple | None:
 
 #: after the growth phase: CUTs of the long table (past 4,096) to a multiple of 64,
 #: keeping its mid node, then freeing it and keeping a leaf; APPENDs across 4,096 again
-GROWN = [
-    _cut_long(lambda n: (n - 1) // 64 * 64),
-    _cut_long(lambda n: 4097),
-    _cut_long(lambda n: 4096 - 63),
-] + [_append_long] * 80
+GROWN = (
+    [
+        _cut_long(lambda n: (n - 1) // 64 * 64),
+        _cut_long(lambda n: 4097),
+        _cut_long(lambda n: 4096 - 63),
+    ]
+    + [_append_long] * 80
+    + [_cut_long(lambda n: n)]
+)  # the last: a cut of nothing (cut_n)
 
 
 class BTBench(Lockstep):
