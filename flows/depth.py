@@ -33,6 +33,7 @@ __all__ = [
     "CriticalPath",
     "is_ff",
     "longest_path",
+    "over_budget",
     "logic_depth",
     "yosys",
     "build_parser",
@@ -92,28 +93,20 @@ def _names(mod: dict) -> tuple[dict[int, str], dict[int, str]]:
     return public, anyname
 
 
-def longest_path(netlist: dict, top: str) -> CriticalPath:
-    """Longest path through combinational cells of module ``top``.
+@dataclass
+class _Graph:
+    """A netlist's combinational graph, levelled (:func:`_levelled`)."""
 
-    Parameters
-    ----------
-    netlist : dict
-        Yosys ``write_json`` output of a flattened design.
-    top : str
-        Module name.
+    level: dict[int, int]
+    pred: dict[int, int]
+    ff_d: dict[int, int]
+    ff_out: set[int]
+    mod: dict
 
-    Returns
-    -------
-    CriticalPath
-        Levels are edges in the graph whose nodes are net bits and whose
-        edges join each input bit of a combinational cell to each of its
-        output bits; flip-flops and memories have no edges (``ltp -noff``).
 
-    Raises
-    ------
-    ValueError
-        If ``top`` is not in the netlist, or the combinational graph has a loop.
-    """
+def _levelled(netlist: dict, top: str) -> _Graph:
+    """The combinational graph of module ``top`` with each bit's level (``ValueError``
+    if ``top`` is not a module or the graph has a loop)."""
     if top not in netlist.get("modules", {}):
         raise ValueError(f"top = {top!r}: not a module of the netlist")
     mod = netlist["modules"][top]
@@ -169,14 +162,15 @@ def longest_path(netlist: dict, top: str) -> CriticalPath:
                 queue.append(d)
     if seen != len(nodes):
         raise ValueError(f"top = {top!r}: combinational loop ({len(nodes) - seen} bits on loops)")
-    if not nodes:
-        return CriticalPath(0, "", "", [])
-    end = max(level, key=lambda b: (level[b], -b))
+    return _Graph(level, pred, ff_d, ff_out, mod)
+
+
+def _path(g: _Graph, end: int, public: dict[int, str], anyname: dict[int, str]) -> CriticalPath:
+    """The longest path into bit ``end``."""
     chain = [end]
-    while chain[-1] in pred:
-        chain.append(pred[chain[-1]])
+    while chain[-1] in g.pred:
+        chain.append(g.pred[chain[-1]])
     chain.reverse()
-    public, anyname = _names(mod)
 
     def name(b: int) -> str:
         if b in public:
@@ -186,13 +180,68 @@ def longest_path(netlist: dict, top: str) -> CriticalPath:
         return f"<bit {b}>"
 
     s = chain[0]
-    start = name(s) + (" (register)" if s in ff_out else "")
-    if end in ff_d:
-        stop = f"{name(ff_d[end])} (register input)"
+    start = name(s) + (" (register)" if s in g.ff_out else "")
+    if end in g.ff_d:
+        stop = f"{name(g.ff_d[end])} (register input)"
     else:
         stop = name(end)
     nets = [public[b] for b in chain if b in public]
-    return CriticalPath(level[end], start, stop, nets)
+    return CriticalPath(g.level[end], start, stop, nets)
+
+
+def longest_path(netlist: dict, top: str) -> CriticalPath:
+    """Longest path through combinational cells of module ``top``.
+
+    Parameters
+    ----------
+    netlist : dict
+        Yosys ``write_json`` output of a flattened design.
+    top : str
+        Module name.
+
+    Returns
+    -------
+    CriticalPath
+        Levels are edges in the graph whose nodes are net bits and whose
+        edges join each input bit of a combinational cell to each of its
+        output bits; flip-flops and memories have no edges (``ltp -noff``).
+
+    Raises
+    ------
+    ValueError
+        If ``top`` is not in the netlist, or the combinational graph has a loop.
+    """
+    g = _levelled(netlist, top)
+    if not g.level:
+        return CriticalPath(0, "", "", [])
+    end = max(g.level, key=lambda b: (g.level[b], -b))
+    return _path(g, end, *_names(g.mod))
+
+
+def over_budget(netlist: dict, top: str, budget: int = BUDGET) -> list[CriticalPath]:
+    """The longest path into each register (and output port) with a bit deeper than
+    ``budget`` levels, one per register name (bit index dropped), longest first:
+    every path a fix has to cut, not only the worst (:func:`longest_path`)."""
+    g = _levelled(netlist, top)
+    public, anyname = _names(g.mod)
+    outs = {
+        b
+        for port in g.mod.get("ports", {}).values()
+        if port.get("direction") == "output"
+        for b in port["bits"]
+        if isinstance(b, int)
+    }
+    worst: dict[str, int] = {}
+    for b, lv in g.level.items():
+        if lv <= budget or (b not in g.ff_d and b not in outs):
+            continue
+        q = g.ff_d.get(b, b)
+        label = public.get(q, anyname.get(q, ""))
+        key = re.sub(r"\[\d+\]$", "", label) or f"<bit {b}>"
+        if key not in worst or lv > g.level[worst[key]]:
+            worst[key] = b
+    paths = [_path(g, b, public, anyname) for b in worst.values()]
+    return sorted(paths, key=lambda p: -p.levels)
 
 
 def yosys(

@@ -286,9 +286,9 @@ class ScaledPool(wiring.Component):
         lo = self._slot_lo(m, ts, slot, f"{pre}_lo")
         acc_any = ts.chk_any
         in_window = (lo <= o.pos) & (o.pos < lo + p["MAX_DEPTH"])
-        own1h = seg.own(o.seq, ln, f"{pre}_own1h")
+        has_own, own_g = seg.own_of(o.seq, ln, f"{pre}_own")
         find1h = seg.find(o.seq, o.pos, f"{pre}_find1h")
-        find_t = seg.pick(find1h, seg.tab, f"{pre}_find_t")
+        find_t, find_i = seg.locate(find1h, o.pos, f"{pre}_find")
         facts = Facts(
             seq_ok=seq_ok,
             dst_ok=dst_ok,
@@ -301,7 +301,7 @@ class ScaledPool(wiring.Component):
             in_window=in_window,
             tree_free=ts.has_free,
             acc_any=acc_any,
-            has_own=own1h.any(),
+            has_own=has_own,
             seg_free=seg.free_any,
             page_free=(u.alloc.free_pages != 0) | (u.pending != 0),
             can_spill=(u.committed_pages != 0) & (u.hbm_used < p["HBM_PAGES"]),
@@ -321,12 +321,12 @@ class ScaledPool(wiring.Component):
             # speculative inserts (and, behind scores, scores) are taken
             # (hw.kvpool.pool_drain.drain_wait, hw.kvpool.pool_score)
             "spec_only": u.drain_acc | u.cutting | u.scoring,
-            "has_own": own1h.any(),
-            "own_g": seg.index(own1h, f"{pre}_own_g"),
-            "own_t": seg.pick(own1h, seg.tab, f"{pre}_own_t"),
+            "has_own": has_own,
+            "own_g": own_g,
+            "own_t": seg.table_of(own_g, f"{pre}_own_t"),
             "find_g": seg.index(find1h, f"{pre}_find_g"),
             "find_t": find_t,
-            "find_i": o.pos - seg.table_base(find_t, f"{pre}_find_base"),
+            "find_i": find_i,
             "chain": seg.chain(o.seq, f"{pre}_chain"),
             "slot_lo": lambda s: self._slot_lo(m, ts, s, f"{pre}_slot_lo"),
         }

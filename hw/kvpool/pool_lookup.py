@@ -68,8 +68,7 @@ def lookup_port(
     committed = net(m, seq_ok & (qp.pos < ln), f"{p}_committed")
     onehot = seg.find(qp.seq, qp.pos, f"{p}_seg1h")
     g = seg.index(onehot, f"{p}_seg")
-    t = seg.pick(onehot, seg.tab, f"{p}_tab")
-    base = seg.table_base(t, f"{p}_base")
+    t, i = seg.locate(onehot, qp.pos, f"{p}_tab")
     has_tree, slot = tree_of(qp.seq, f"{p}_tree")
 
     # stage registers
@@ -100,7 +99,7 @@ def lookup_port(
         m.d.comb += [
             rd.valid.eq(take & committed),
             rd.payload.t.eq(t),
-            rd.payload.i.eq(qp.pos - base),
+            rd.payload.i.eq(i),
         ]
     kind = net(m, committed.as_unsigned() | ((~committed & has_tree & seq_ok) << 1), f"{p}_kind")
     m.d.sync += [

@@ -78,6 +78,8 @@ class _Fsm:
         self.ln = Signal(pb1, name="fsm_len")
         self.page = Signal(p["page_bits"], name="fsm_page")
         self.fresh = Signal(name="fsm_fresh")
+        self.code = Signal(PoolCode, name="fsm_code")  # CHECK's, for ACT
+        self.opening = Signal(name="fsm_opening")  # no own segment (CHECK's)
         self.ret = Signal(2, name="fsm_ret")
         self.cnt = Signal(len(r.value), name="fsm_cnt")
         self.loc = Signal(name="fsm_loc")
@@ -87,6 +89,7 @@ class _Fsm:
         self.vpage = Signal(p["page_bits"], name="fsm_vpage")
         self.vtab = Signal(seg.gb, name="fsm_vtab")
         self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
+        self.vi = Signal(pb1, name="fsm_vi")  # its PTE index
         self.wait = Signal(4, name="fsm_wait")
         self.left = Signal(len(u.pending), name="fsm_left")  # a commit's nodes not appended
         # dedup tags and share (hw.kvpool.pool_share)
@@ -206,51 +209,61 @@ class _Fsm:
         with m.State("REL"):  # a release that waited: done as the port's would be
             release_now(self, self.cut, o.seq, f, self.rel_op)
             m.next = "IDLE"
-        with m.State("CHECK"):
-            code = op_code(m, o, f["facts"])
+        with m.State("CHECK"):  # the checks and the facts registered
             # the lookups taken before, or with, it are done; a fast block tag is in;
             # the drain is done if the op pushes pages or needs the stream or a slot
             with m.If(~inflight & ~self.s2.s3 & ~drain_wait(self)):
-                seg = self.u.seg
-                m.d.sync += [self.ln.eq(f["ln"]), self.slot.eq(f["slot"]), self.cnt.eq(0)]
-                with m.If(o.op == PoolOp.SHARE):
-                    m.d.sync += self.r.code.eq(code)  # the tokens are taken in any case
-                    m.next = "SH"
-                with m.Elif(code != PoolCode.NONE):
-                    self.finish(code)
-                with m.Else():
-                    with m.Switch(o.op):
-                        with m.Case(PoolOp.INSERT):
-                            m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
-                            m.next = "INS"
-                        with m.Case(PoolOp.COMMIT):
-                            m.d.sync += [self.g.eq(f["own_g"]), self.t.eq(f["own_t"])]
-                            m.next = "COM"
-                        with m.Case(PoolOp.FORK):
-                            self.bb.clear(m, o.dst)
-                            m.d.comb += [
-                                seg.fork_en.eq(1),
-                                seg.fork_from.eq(o.seq),
-                                seg.fork_dst.eq(o.dst),
-                            ]
-                            self.finish()
-                        with m.Case(PoolOp.RELEASE):
-                            m.next = "REL"
-                        with m.Case(PoolOp.SPILL):
-                            m.next = "SPL"
-                        with m.Case(PoolOp.FILL, PoolOp.SCORE):
-                            m.d.sync += [
-                                self.g.eq(f["find_g"]),
-                                self.t.eq(f["find_t"]),
-                                self.i.eq(f["find_i"]),
-                                self.wait.eq(0),
-                            ]
-                            m.next = "PTE"
+                find = (o.op == PoolOp.FILL) | (o.op == PoolOp.SCORE)
+                m.d.sync += [
+                    self.code.eq(op_code(m, o, f["facts"])),
+                    self.ln.eq(f["ln"]),
+                    self.slot.eq(f["slot"]),
+                    self.cnt.eq(0),
+                    self.opening.eq(~f["has_own"]),
+                    self.g.eq(Mux(find, f["find_g"], f["own_g"])),
+                    self.t.eq(Mux(find, f["find_t"], f["own_t"])),
+                    self.i.eq(f["find_i"]),
+                    self.wait.eq(0),
+                ]
+                m.next = "ACT"
+        with m.State("ACT"):
+            self.act()
         with m.State("RESULT"):
             with m.If(~busy):
                 m.d.comb += r.done.eq(~self.quiet)  # quiet: a fast insert's, shown already
                 m.d.sync += self.quiet.eq(0)
                 m.next = "IDLE"
+
+    def act(self) -> None:
+        """``ACT``: the operation's first step, on the facts ``CHECK`` registered."""
+        m, r = self.m, self.r
+        o, code, seg = r.o, self.code, self.u.seg
+        with m.If(o.op == PoolOp.SHARE):
+            m.d.sync += r.code.eq(code)  # the tokens are taken in any case
+            m.next = "SH"
+        with m.Elif(code != PoolCode.NONE):
+            self.finish(code)
+        with m.Else():
+            with m.Switch(o.op):
+                with m.Case(PoolOp.INSERT):
+                    m.d.sync += self.i.eq(seg.table_len(self.t, "ins_tlen"))
+                    m.next = "INS"
+                with m.Case(PoolOp.COMMIT):
+                    m.next = "COM"
+                with m.Case(PoolOp.FORK):
+                    self.bb.clear(m, o.dst)
+                    m.d.comb += [
+                        seg.fork_en.eq(1),
+                        seg.fork_from.eq(o.seq),
+                        seg.fork_dst.eq(o.dst),
+                    ]
+                    self.finish()
+                with m.Case(PoolOp.RELEASE):
+                    m.next = "REL"
+                with m.Case(PoolOp.SPILL):
+                    m.next = "SPL"
+                with m.Case(PoolOp.FILL, PoolOp.SCORE):
+                    m.next = "PTE"
 
     # ------------------------------------------------------------------ allocation
     def allocate(self, ret: int, then: str) -> None:
@@ -292,10 +305,11 @@ class _Fsm:
                     self.vpage.eq(v.page),
                     self.vtab.eq(v.tab),
                     self.vpos.eq(v.pos),
+                    self.vi.eq(v.pos - seg.table_base(v.tab, "sp_base")),
                     self.wait.eq(0),
                 ]
                 m.next = "SP_RD"
-        vi = self.vpos - seg.table_base(self.vtab, "sp_base")
+        vi = self.vi
         with m.State("SP_RD"):
             with m.If(self.wait == 0):
                 self.read_pte(self.vtab, vi)
@@ -345,10 +359,10 @@ class _Fsm:
         seg, bt, ps = u.seg, u.bt, u.ps
         m.d.sync += self.r.value.eq(page)
         with m.If(o.committed):
-            opening = ~f["has_own"]
-            g = Mux(opening, seg.free_g, f["own_g"])
-            t = Mux(opening, seg.free_t, f["own_t"])
-            i = Mux(opening, 0, seg.table_len(f["own_t"], "ins_tlen"))
+            opening = self.opening
+            g = Mux(opening, seg.free_g, self.g)
+            t = Mux(opening, seg.free_t, self.t)
+            i = Mux(opening, 0, self.i)
             with m.If(bt.cmd.ready & ps.cmd.ready):
                 self.bt(BtCmd.APPEND, t, i, addr=page, token=o.token)
                 self.ps(PsCmd.COMMIT, page, tab=t, pos=o.pos, fresh=self.fresh)

@@ -144,7 +144,7 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
     start = seg.pick(here, seg.start, "cut_start")
     end = seg.pick(here, seg.end, "cut_end")
     tlen = seg.table_len(t, "cut_tlen")
-    c = start - seg.table_base(t, "cut_base")
+    c = start - seg.pick(here, seg.sbase, "cut_base")
     is_dead = (dead >> g)[0]
     m.d.comb += u.killing.eq(u.cutting & (cut.state == _KILL))
     with m.If(u.cutting):

@@ -43,9 +43,7 @@ def tag_states(fsm, crc, tags) -> None:
     (``fsm.tpos``: its first position; ``fsm.tret``: 1 = back to ``COM_BEAT``)."""
     m, u, o = fsm.m, fsm.u, fsm.r.o
     seg = u.seg
-    g1h = seg.find(o.seq, fsm.tpos, "tag_seg1h")
-    t = seg.pick(g1h, seg.tab, "tag_t")
-    i = fsm.tpos - seg.table_base(t, "tag_base")
+    t, i = seg.locate(seg.find(o.seq, fsm.tpos, "tag_seg1h"), fsm.tpos, "tag")
     with m.State("TAG_RD"):
         with m.If(~u.bt.busy):
             fsm.read_pte(t, i)
@@ -187,14 +185,17 @@ def _compare(fsm, sh: ShareRegs) -> None:
     m, u = fsm.m, fsm.u
     seg = u.seg
     sr, s, mm, ip, cp, bad = sh.sr, sh.s, sh.mm, sh.ip, sh.cp, sh.bad
-    g1h = seg.find(s, ip, "sh_seg1h")
-    t = seg.pick(g1h, seg.tab, "sh_t")
+    t, i = seg.locate(seg.find(s, ip, "sh_seg1h"), ip, "sh")
     rsp = u.bt.rd0_rsp
     # the segment holding mm - 1 (split at mm if it goes on): its positions' HBM count
-    last_start = seg.pick(seg.find(s, mm - 1, "sh_cmp_last1h"), seg.start, "sh_cmp_last_start")
+    # registered: s and mm are set as SH_CMP starts, its first answer comes 3 cycles on
+    last_start = Signal.like(seg.start[0], name="sh_cmp_last_start_r")
+    m.d.sync += last_start.eq(
+        seg.pick(seg.find(s, mm - 1, "sh_cmp_last1h"), seg.start, "sh_cmp_last_start")
+    )
     with m.State("SH_CMP"):
         with m.If((ip < mm) & ~bad):
-            fsm.read_pte(t, ip - seg.table_base(t, "sh_base"))
+            fsm.read_pte(t, i)
             m.d.sync += ip.eq(ip + 1)
         with m.If(fsm.own_rsp()):
             m.d.sync += cp.eq(cp + 1)
@@ -206,16 +207,20 @@ def _compare(fsm, sh: ShareRegs) -> None:
             with m.If(bad):
                 m.next = "SH_NEXT"
             with m.Else():
-                m.next = "SH_APPLY"
+                m.next = "SH_LAST"
 
 
 def _apply(fsm, s, mm, tk, hb) -> None:
-    """``SH_APPLY``, ``SH_BITS``: split the straddling segment, set ``dst``'s bits."""
+    """``SH_LAST`` (the segment holding ``mm - 1`` found, registered), ``SH_APPLY``
+    (split there if it goes on), ``SH_BITS`` (``dst``'s bits set below ``mm``)."""
     m, u, o = fsm.m, fsm.u, fsm.r.o
     seg = u.seg
     g1h = seg.find(s, mm - 1, "sh_last1h")
-    g = seg.index(g1h, "sh_last")
-    end = seg.pick(g1h, seg.end, "sh_last_end")
+    g = Signal(seg.gb, name="sh_last_g")
+    end = Signal.like(seg.end[0], name="sh_last_end")
+    with m.State("SH_LAST"):
+        m.d.sync += [g.eq(seg.index(g1h, "sh_last")), end.eq(seg.pick(g1h, seg.end, "sh_end"))]
+        m.next = "SH_APPLY"
     with m.State("SH_APPLY"):
         with m.If(end > mm):
             with m.If(~seg.free_any):
@@ -236,6 +241,7 @@ def _apply(fsm, s, mm, tk, hb) -> None:
             seg.share_mask.eq(below),
             seg.share_dst.eq(o.dst),
             seg.share_len.eq(mm),
+            seg.share_last.eq(g),  # after the split, its lower part
             seg.tag_en.eq(1),
             seg.tag_seq.eq(o.dst),
             seg.tag_val.eq(tk),

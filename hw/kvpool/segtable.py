@@ -62,6 +62,10 @@ class SegState:
         self.len = [Signal(pb1, name=f"seq{s}_len") for s in range(seqs)]
         self.tag = [Signal(64, name=f"seq{s}_tag") for s in range(seqs)]
         self.hbm = [Signal(pb1, name=f"seg{g}_hbm") for g in range(segs)]
+        # derived state, kept in step by the controls (so that no query searches)
+        self.last = [Signal(self.gb, name=f"seq{s}_last") for s in range(seqs)]
+        self.excl = Signal(segs, name="seg_excl")
+        self.sbase = [Signal(pb1, name=f"seg{g}_base") for g in range(segs)]  # tbase[tab[g]]
         # controls (driven by the FSM)
         self.open_en = Signal()
         self.open_seq = Signal(self.sb)
@@ -98,6 +102,7 @@ class SegState:
         self.share_mask = Signal(segs)
         self.share_dst = Signal(self.sb)
         self.share_len = Signal(pb1)
+        self.share_last = Signal(self.gb)  # the segment that ends at share_len
         self.free_any, self.free_g = priority_lowest(m, ~self.used)
         self.tfree_any, self.free_t = priority_lowest(m, ~self.tused)
         self._update()
@@ -121,12 +126,24 @@ class SegState:
 
     def own(self, seq: Value, length: Value, name: str) -> Signal:
         """One-hot: ``seq``'s own segment (seen by ``seq`` alone, ending at ``length
-        = len(seq)``), if any."""
+        = len(seq)``), if any: the definition, a search over every segment (the
+        proofs compare :meth:`own_of` with it)."""
         one = net(self.m, Const(1, self.s) << seq, f"{name}_bit")
         bits = [
             self.used[g] & (self.seqs[g] == one) & (self.end[g] == length) for g in range(self.n)
         ]
         return net(self.m, Mux(length == 0, 0, Cat(*bits)), name)
+
+    def own_of(self, seq: Value, length: Value, name: str) -> tuple[Signal, Signal]:
+        """``(has, g)``: ``seq``'s own segment, from the registers: its last segment
+        ``last[seq]`` (the one ending at ``len(seq)``) if only ``seq`` sees it
+        (``excl``) and ``length = len(seq)`` is not 0. Equal to :meth:`own` outside
+        a fast commit's drain of ``seq`` (whose length runs ahead of its segment's
+        end; then it is the segment the drain appends to)."""
+        pad = [Const(0, self.gb)] * ((1 << len(seq)) - self.s)
+        g = net(self.m, Cat(*self.last, *pad).word_select(seq, self.gb), f"{name}_g")
+        has = net(self.m, (length != 0) & self.excl.bit_select(g, 1), f"{name}_has")
+        return has, g
 
     def of_table(self, t: Value, pos: Value, name: str) -> Signal:
         """One-hot: the alive segment of block table ``t`` holding ``pos``."""
@@ -140,6 +157,14 @@ class SegState:
         ]
         return net(self.m, Cat(*bits), name)
 
+    def locate(self, onehot: Value, pos: Value, name: str) -> tuple[Signal, Signal]:
+        """``(t, i)``: the block table and PTE index of ``pos`` in the segment of one-hot
+        ``onehot`` (``i = pos - base``, the base from the segment's own copy
+        ``sbase``, picked beside the table rather than read by it)."""
+        t = self.pick(onehot, self.tab, f"{name}_t")
+        base = self.pick(onehot, self.sbase, f"{name}_base")
+        return t, net(self.m, (pos - base)[: len(base)], f"{name}_i")
+
     def chain(self, seq: Value, name: str) -> Signal:
         """The used segments seen by ``seq``."""
         return net(
@@ -150,9 +175,10 @@ class SegState:
 
     def only(self, seq: Value, name: str) -> Signal:
         """The used segments seen by ``seq`` alone (those its release kills)."""
-        one = net(self.m, Const(1, self.s) << seq, f"{name}_bit")
         return net(
-            self.m, Cat(*[self.used[g] & (self.seqs[g] == one) for g in range(self.n)]), name
+            self.m,
+            Cat(*[self.excl[g] & self.seqs[g].bit_select(seq, 1) for g in range(self.n)]),
+            name,
         )
 
     def dead_counts(self, dead: Value, name: str) -> tuple[Signal, Signal]:
@@ -174,6 +200,10 @@ class SegState:
         """``items[g]`` for the one-hot vector's set bit ``g`` (0 if none)."""
         w = max(len(v) for v in items)
         return net(self.m, or_tree([Mux(onehot[g], items[g], 0) for g in range(self.n)]), name)[:w]
+
+    def table_of(self, g: Value, name: str) -> Signal:
+        """``tab`` of segment ``g``."""
+        return net(self.m, Cat(*self.tab).word_select(g, self.gb), name)
 
     def tag_of(self, seq: Value, name: str) -> Signal:
         """``tag(seq)``: the running dedup tag."""
@@ -207,6 +237,7 @@ class SegState:
         split_end = self.pick(split1h, self.end, "seg_split_end")
         split_tab = self.pick(split1h, self.tab, "seg_split_tab")
         split_hbm = self.pick(split1h, self.hbm, "seg_split_hbm")
+        split_base = self.pick(split1h, self.sbase, "seg_split_base")
         for g in range(self.n):
             is_open = self.open_en & (self.free_g == g)
             with m.If(is_open):
@@ -216,6 +247,7 @@ class SegState:
                     self.start[g].eq(self.open_len),
                     self.end[g].eq(self.open_len),
                     self.tab[g].eq(self.free_t),
+                    self.sbase[g].eq(self.open_len),
                     self.hbm[g].eq(0),
                 ]
             inc = self.hbm_inc & (self.hbm_inc_g == g)
@@ -241,8 +273,10 @@ class SegState:
                     self.start[g].eq(self.split_m),
                     self.end[g].eq(split_end),
                     self.tab[g].eq(split_tab),
+                    self.sbase[g].eq(split_base),
                     self.hbm[g].eq(split_hbm - self.split_hbm),
                 ]
+        self._update_derived(split1h)
         for t in range(self.n):
             t_open = self.open_en & (self.free_t == t)
             with m.If(t_open):
@@ -272,3 +306,50 @@ class SegState:
                 m.d.sync += self.tag[s].eq(self.tag_val)
             with m.If(self.share_en & (self.share_dst == s)):
                 m.d.sync += self.len[s].eq(self.share_len)
+
+    def _update_derived(self, split1h: Value) -> None:
+        """``excl`` (a segment seen by exactly one sequence) and ``last`` (a sequence's
+        segment ending at its length), moved by the same controls as the registers
+        they summarise (the proofs check them against their definitions)."""
+        m = self.m
+        s_bits = Const(1, self.s)
+        rel_keep = ~(s_bits << self.rel_seq)
+        split_excl = or_tree([split1h[g] & self.excl[g] for g in range(self.n)])
+        for g in range(self.n):
+            with m.If(self.open_en & (self.free_g == g)):
+                m.d.sync += self.excl[g].eq(1)
+            with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_from, 1)):
+                m.d.sync += self.excl[g].eq(0)
+            with m.If(self.rel_en):
+                m.d.sync += self.excl[g].eq(_single(self.seqs[g] & rel_keep))
+            with m.If(self.bury_en & self.bury_mask[g]):
+                m.d.sync += self.excl[g].eq(0)
+            with m.If(self.share_en & self.share_mask[g]):
+                m.d.sync += self.excl[g].eq(0)
+            with m.If(self.split_en & (self.free_g == g)):
+                m.d.sync += self.excl[g].eq(split_excl)
+        fork_last = Cat(*self.last).word_select(self.fork_from, self.gb)
+        for s in range(self.s):
+            with m.If(self.split_en & (self.last[s] == self.split_g)):
+                m.d.sync += self.last[s].eq(self.free_g)
+            with m.If(self.open_en & (self.open_seq == s)):
+                m.d.sync += self.last[s].eq(self.free_g)
+            with m.If(self.fork_en & (self.fork_dst == s)):
+                m.d.sync += self.last[s].eq(fork_last)
+            with m.If(self.share_en & (self.share_dst == s)):
+                m.d.sync += self.last[s].eq(self.share_last)
+
+
+def _single(v: Value) -> Value:
+    """Exactly one bit of ``v`` is set: a balanced tree of (any, more than one)."""
+    items = [(v[k], Const(0, 1)) for k in range(len(v))]
+    while len(items) > 1:
+        nxt = []
+        for k in range(0, len(items) - 1, 2):
+            (a1, m1), (a2, m2) = items[k], items[k + 1]
+            nxt.append((a1 | a2, m1 | m2 | (a1 & a2)))
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    any_, many = items[0]
+    return any_ & ~many

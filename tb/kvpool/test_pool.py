@@ -241,22 +241,22 @@ def limits(p: dict[str, int], m: dict[str, float]) -> dict[str, float]:
 
 
 def sequential_limits(m: dict[str, float]) -> dict[str, float]:
-    """Spec §4.9 (decision 0021): spill ``9 + 12 v + passes`` (``v`` victims), fill 16
-    (no spill), share ``n + 4 p + c + 13`` (``p`` tag probes, ``c`` stored tokens
+    """Spec §4.9 (decisions 0021, 0022): spill ``10 + 12 v + passes`` (``v`` victims),
+    fill 17 (no spill), share ``n + 4 p + c + 15`` (``p`` tag probes, ``c`` stored tokens
     compared: here the found prefix ``M``, probes from block ``n / 16 - 1`` down to
     ``M / 16 - 1``)."""
     lim: dict[str, float] = {}
     for name in ("spill", "spill2"):
         if f"{name}_victims" in m:
             v, passes = m[f"{name}_victims"], m[f"{name}_queue_pops"]
-            lim[f"{name}_to_next"] = 9 + 12 * v + passes
+            lim[f"{name}_to_next"] = 10 + 12 * v + passes
     if "fill_to_next" in m:
-        lim["fill_to_next"] = 16
+        lim["fill_to_next"] = 17
     for name, n in (("share", m.get("share_tokens")), ("share64", 64)):
         found = m.get(f"{name}_found")
         if n is not None and found is not None:
             probes = n // BLOCK - (found // BLOCK - 1 if found else 0)
-            lim[f"{name}_to_next"] = n + 4 * probes + found + 13
+            lim[f"{name}_to_next"] = n + 4 * probes + found + 15
     return lim
 
 
