@@ -20,7 +20,7 @@ victim from the page states, its PTE read, an HBM slot, the PTE rewritten
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
-from hw.common import net
+from hw.common import net, or_tree
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -90,6 +90,8 @@ class _Fsm:
         self.vtab = Signal(seg.gb, name="fsm_vtab")
         self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
         self.vi = Signal(pb1, name="fsm_vi")  # its PTE index
+        self.vx = Signal(seg.sb, name="fsm_vx")  # the sequence that alone sees it
+        self.vxv = Signal(name="fsm_vxv")  # (one does)
         self.wait = Signal(4, name="fsm_wait")
         self.left = Signal(len(u.pending), name="fsm_left")  # a commit's nodes not appended
         # dedup tags and share (hw.kvpool.pool_share)
@@ -336,10 +338,16 @@ class _Fsm:
                         tlb.inv.pos.eq(self.vpos),
                     ]
                 m.d.comb += [seg.hbm_inc.eq(1), seg.hbm_inc_g.eq(gidx)]
+                m.d.sync += [  # the counters of the sequence that alone sees it, if one does
+                    self.vx.eq(seg.owner(g1h, "sp_owner")),
+                    self.vxv.eq(or_tree([g1h[g] & seg.excl[g] for g in range(seg.n)])),
+                ]
                 m.next = "SP_FREE"
         with m.State("SP_FREE"):
             with m.If(self.ps(PsCmd.FREE, self.vpage)):
                 self.push(self.vpage)
+                m.d.comb += [seg.adj_en.eq(self.vxv), seg.adj_seq.eq(self.vx)]
+                m.d.comb += [seg.adj_chip.eq(-1), seg.adj_hbm.eq(1)]
                 m.d.sync += [
                     u.committed_pages.eq(u.committed_pages - 1),
                     u.hbm_used.eq(u.hbm_used + 1),
@@ -498,6 +506,12 @@ class _Fsm:
                 for tlb in u.tlbs:
                     m.d.comb += [tlb.inv_valid.eq(1), tlb.inv.seg.eq(self.g), tlb.inv.pos.eq(o.pos)]
                 m.d.comb += [u.seg.hbm_dec.eq(1), u.seg.hbm_dec_g.eq(self.g)]
+                m.d.comb += [
+                    u.seg.adj_en.eq(u.seg.excl.bit_select(self.g, 1)),
+                    u.seg.adj_seq.eq(o.seq),
+                    u.seg.adj_chip.eq(1),
+                    u.seg.adj_hbm.eq(-1),
+                ]
                 m.d.sync += self.r.value.eq(self.page)
                 m.next = "FILL_PSC"
         with m.State("FILL_PSC"):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
+from hw.common import or_tree
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -52,6 +53,10 @@ class CutRegs:
     c: Signal
     n: Signal
     hpending: Signal  # HBM slots still to push
+    gv: Signal  # a counter gain to apply (gx: the sequence, gc / gh: on chip / in HBM)
+    gx: Signal
+    gc: Signal
+    gh: Signal
 
 
 def cut_regs(m: Module, u) -> CutRegs:
@@ -67,6 +72,10 @@ def cut_regs(m: Module, u) -> CutRegs:
         c=Signal(pb1, name="cut_c"),
         n=Signal(pb1, name="cut_n"),
         hpending=Signal(len(u.hbm_used), name="cut_hpending"),
+        gv=Signal(name="cut_gv"),
+        gx=Signal(seg.sb, name="cut_gx"),
+        gc=Signal(pb1, name="cut_gc"),
+        gh=Signal(pb1, name="cut_gh"),
     )
 
 
@@ -93,7 +102,7 @@ def release_counts(fsm, seq: Value, f: dict, name: str) -> dict:
     ``spec`` (the tree's pages)."""
     seg = fsm.u.seg
     dead = seg.only(seq, f"{name}_dead")
-    chip, hbm = seg.dead_counts(dead, f"{name}_dead")
+    chip, hbm = seg.excl_counts(seq, f"{name}_dead")
     spec = Mux(f["has_tree"], slot_count(fsm, f["slot"]), 0)
     return {"dead": dead, "chip": chip, "hbm": hbm, "spec": spec}
 
@@ -117,7 +126,9 @@ def release_now(fsm, cut: CutRegs, seq: Value, f: dict, n: dict) -> None:
         u.hbm_used.eq(u.hbm_used - hbm),
         u.pending.eq(chip + spec),
         u.drain.eq(tree),
-        u.cutting.eq(dead.any()),
+        # the cut's walk: dead segments to cut, or segments left to one other sequence
+        # whose counters gain them (the walk blocks what would read them)
+        u.cutting.eq(dead.any() | (f["chain"] & seg.rel_gain).any()),
         cut.hpending.eq(hbm),
         cut.chain.eq(f["chain"]),
         cut.ln.eq(f["ln"]),
@@ -147,6 +158,14 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
     c = start - seg.pick(here, seg.sbase, "cut_base")
     is_dead = (dead >> g)[0]
     m.d.comb += u.killing.eq(u.cutting & (cut.state == _KILL))
+    m.d.sync += cut.gv.eq(0)
+    with m.If(cut.gv):  # a gain of the walk's last step
+        m.d.comb += [
+            seg.adj_en.eq(1),
+            seg.adj_seq.eq(cut.gx),
+            seg.adj_chip.eq(cut.gc),
+            seg.adj_hbm.eq(cut.gh),
+        ]
     with m.If(u.cutting):
         with m.Switch(cut.state):
             with m.Case(_KILL):  # lookups held: every dead segment killed in both TLBs
@@ -156,6 +175,7 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
                     m.d.sync += cut.cur.eq(end)
                     for tlb in u.tlbs:
                         m.d.comb += [tlb.kill_valid.eq(is_dead), tlb.kill_seg.eq(g)]
+                    _gain(fsm, cut, here, start, end)
             with m.Case(_SCAN):
                 with m.If(cut.cur >= cut.ln):
                     m.d.comb += [seg.bury_en.eq(1), seg.bury_mask.eq(dead)]
@@ -170,6 +190,19 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
                         m.d.sync += cut.state.eq(_CUT)
             with m.Case(_CUT):
                 _cut_beats(fsm, cut, units_free)
+
+
+def _gain(fsm, cut: CutRegs, here: Value, start: Value, end: Value) -> None:
+    """The walk passes segment ``here``: if the release left it to one sequence, that
+    sequence's counters gain its positions (registered, applied in the next cycle)."""
+    m, seg = fsm.m, fsm.u.seg
+    hbm = seg.pick(here, seg.hbm, "cut_gain_hbm")
+    m.d.sync += [
+        cut.gv.eq(or_tree([here[g] & seg.excl[g] for g in range(seg.n)])),
+        cut.gx.eq(seg.owner(here, "cut_gain_seq")),
+        cut.gc.eq(end - start - hbm),
+        cut.gh.eq(hbm),
+    ]
 
 
 def _cut_beats(fsm, cut: CutRegs, units_free: Value) -> None:

@@ -20,6 +20,7 @@ straddling segment is split and ``dst`` set in the chain below ``M``.
 from amaranth.hdl import Cat, Signal
 from amaranth.lib import memory
 
+from hw.common import or_tree
 from hw.kvpool.crc64 import BLOCK
 from hw.kvpool.layouts import PoolCode
 
@@ -121,6 +122,13 @@ class ShareRegs:
         self.tk = Signal(64, name="sh_tk")
         self.hb = Signal(pb + 1, name="sh_hb")  # HBM positions of the split's lower part
         self.crc_go = Signal(name="sh_crc_go")
+        # positions of s's exclusive segments compared, on chip / in HBM (what its
+        # counters lose when dst shares them); xp: a read's exclusive bit, in flight
+        self.xc = Signal(pb + 1, name="sh_xc")
+        self.xh = Signal(pb + 1, name="sh_xh")
+        self.xbit = Signal(name="sh_xbit")
+        self.xp = Signal(len(fsm.rd_pipe), name="sh_xp")
+        m.d.sync += self.xp.eq(Cat(self.xbit, self.xp[:-1]))
         d1, d2 = Signal(pb + 1, name="sh_d1"), Signal(pb + 1, name="sh_d2")
         m.d.sync += [self.crc_go.eq(0), d1.eq(self.ip), d2.eq(d1)]
         m.d.comb += self.sr.addr.eq(d2)
@@ -172,12 +180,13 @@ def share_states(fsm, sh: ShareRegs, crc, tags, tok) -> None:
             need = (k + 1) << 4
             ok = e.found & (e.block == k) & (ln >= need)
             m.d.sync += [s.eq(e.seq), mm.eq(need), ip.eq(0), cp.eq(0), bad.eq(0), sh.hb.eq(0)]
+            m.d.sync += [sh.xc.eq(0), sh.xh.eq(0)]
             with m.If(ok):
                 m.next = "SH_CMP"
             with m.Else():
                 m.next = "SH_NEXT"
     _compare(fsm, sh)
-    _apply(fsm, s, mm, tk, sh.hb)
+    _apply(fsm, sh)
 
 
 def _compare(fsm, sh: ShareRegs) -> None:
@@ -185,7 +194,8 @@ def _compare(fsm, sh: ShareRegs) -> None:
     m, u = fsm.m, fsm.u
     seg = u.seg
     sr, s, mm, ip, cp, bad = sh.sr, sh.s, sh.mm, sh.ip, sh.cp, sh.bad
-    t, i = seg.locate(seg.find(s, ip, "sh_seg1h"), ip, "sh")
+    g1h = seg.find(s, ip, "sh_seg1h")
+    t, i = seg.locate(g1h, ip, "sh")
     rsp = u.bt.rd0_rsp
     # the segment holding mm - 1 (split at mm if it goes on): its positions' HBM count
     # registered: s and mm are set as SH_CMP starts, its first answer comes 3 cycles on
@@ -196,9 +206,14 @@ def _compare(fsm, sh: ShareRegs) -> None:
     with m.State("SH_CMP"):
         with m.If((ip < mm) & ~bad):
             fsm.read_pte(t, i)
+            m.d.comb += sh.xbit.eq(or_tree([g1h[g] & seg.excl[g] for g in range(seg.n)]))
             m.d.sync += ip.eq(ip + 1)
         with m.If(fsm.own_rsp()):
             m.d.sync += cp.eq(cp + 1)
+            with m.If(sh.xp[-1] & rsp.payload.loc):
+                m.d.sync += sh.xh.eq(sh.xh + 1)
+            with m.If(sh.xp[-1] & ~rsp.payload.loc):
+                m.d.sync += sh.xc.eq(sh.xc + 1)
             with m.If(rsp.payload.loc & (cp >= last_start)):
                 m.d.sync += sh.hb.eq(sh.hb + 1)
             with m.If(rsp.payload.token != sr.data):
@@ -210,11 +225,12 @@ def _compare(fsm, sh: ShareRegs) -> None:
                 m.next = "SH_LAST"
 
 
-def _apply(fsm, s, mm, tk, hb) -> None:
+def _apply(fsm, sh: ShareRegs) -> None:
     """``SH_LAST`` (the segment holding ``mm - 1`` found, registered), ``SH_APPLY``
     (split there if it goes on), ``SH_BITS`` (``dst``'s bits set below ``mm``)."""
     m, u, o = fsm.m, fsm.u, fsm.r.o
     seg = u.seg
+    s, mm, tk, hb = sh.s, sh.mm, sh.tk, sh.hb
     g1h = seg.find(s, mm - 1, "sh_last1h")
     g = Signal(seg.gb, name="sh_last_g")
     end = Signal.like(seg.end[0], name="sh_last_end")
@@ -245,6 +261,10 @@ def _apply(fsm, s, mm, tk, hb) -> None:
             seg.tag_en.eq(1),
             seg.tag_seq.eq(o.dst),
             seg.tag_val.eq(tk),
+            seg.adj_en.eq(1),  # s's exclusive positions below mm are shared now
+            seg.adj_seq.eq(s),
+            seg.adj_chip.eq(-sh.xc),
+            seg.adj_hbm.eq(-sh.xh),
         ]
         m.d.sync += fsm.r.value.eq(mm)
         fsm.finish()

@@ -66,6 +66,9 @@ class SegState:
         self.last = [Signal(self.gb, name=f"seq{s}_last") for s in range(seqs)]
         self.excl = Signal(segs, name="seg_excl")
         self.sbase = [Signal(pb1, name=f"seg{g}_base") for g in range(segs)]  # tbase[tab[g]]
+        # per sequence, its exclusive segments' positions on chip and in HBM
+        self.xchip = [Signal(pb1, name=f"seq{s}_xchip") for s in range(seqs)]
+        self.xhbm = [Signal(pb1, name=f"seq{s}_xhbm") for s in range(seqs)]
         # controls (driven by the FSM)
         self.open_en = Signal()
         self.open_seq = Signal(self.sb)
@@ -103,6 +106,10 @@ class SegState:
         self.share_dst = Signal(self.sb)
         self.share_len = Signal(pb1)
         self.share_last = Signal(self.gb)  # the segment that ends at share_len
+        self.adj_en = Signal()  # xchip[adj_seq] += adj_chip, xhbm[adj_seq] += adj_hbm
+        self.adj_seq = Signal(self.sb)
+        self.adj_chip = Signal(pb1)  # two's complement
+        self.adj_hbm = Signal(pb1)
         self.free_any, self.free_g = priority_lowest(m, ~self.used)
         self.tfree_any, self.free_t = priority_lowest(m, ~self.tused)
         self._update()
@@ -180,6 +187,22 @@ class SegState:
             Cat(*[self.excl[g] & self.seqs[g].bit_select(seq, 1) for g in range(self.n)]),
             name,
         )
+
+    def excl_counts(self, seq: Value, name: str) -> tuple[Signal, Signal]:
+        """``(on_chip, in_hbm)``: the positions of the segments ``seq`` alone sees (what
+        its release frees), from the per-sequence counters."""
+        w = len(self.xchip[0])
+        pad = [Const(0, w)] * ((1 << len(seq)) - self.s)
+        return (
+            net(self.m, Cat(*self.xchip, *pad).word_select(seq, w), f"{name}_chip"),
+            net(self.m, Cat(*self.xhbm, *pad).word_select(seq, w), f"{name}_hbm"),
+        )
+
+    def owner(self, onehot: Value, name: str) -> Signal:
+        """The index of the lowest sequence that sees the segment of one-hot ``onehot``
+        (its only one when ``excl``)."""
+        seqs = self.pick(onehot, self.seqs, f"{name}_seqs")
+        return net(self.m, or_tree([Mux(seqs[s], s, 0) for s in range(self.s)]), name)[: self.sb]
 
     def dead_counts(self, dead: Value, name: str) -> tuple[Signal, Signal]:
         """``(on_chip, in_hbm)``: the positions of the segments of mask ``dead`` whose
@@ -315,19 +338,24 @@ class SegState:
         s_bits = Const(1, self.s)
         rel_keep = ~(s_bits << self.rel_seq)
         split_excl = or_tree([split1h[g] & self.excl[g] for g in range(self.n)])
+        gain = []
         for g in range(self.n):
             with m.If(self.open_en & (self.free_g == g)):
                 m.d.sync += self.excl[g].eq(1)
             with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_from, 1)):
                 m.d.sync += self.excl[g].eq(0)
+            single = _single(self.seqs[g] & rel_keep)
+            gain.append(self.seqs[g].bit_select(self.rel_seq, 1) & single)
             with m.If(self.rel_en):
-                m.d.sync += self.excl[g].eq(_single(self.seqs[g] & rel_keep))
+                m.d.sync += self.excl[g].eq(single)
             with m.If(self.bury_en & self.bury_mask[g]):
                 m.d.sync += self.excl[g].eq(0)
             with m.If(self.share_en & self.share_mask[g]):
                 m.d.sync += self.excl[g].eq(0)
             with m.If(self.split_en & (self.free_g == g)):
                 m.d.sync += self.excl[g].eq(split_excl)
+        #: the segments a release of rel_seq leaves to exactly one other sequence
+        self.rel_gain = net(m, Cat(*gain), "seg_rel_gain")
         fork_last = Cat(*self.last).word_select(self.fork_from, self.gb)
         for s in range(self.s):
             with m.If(self.split_en & (self.last[s] == self.split_g)):
@@ -338,6 +366,16 @@ class SegState:
                 m.d.sync += self.last[s].eq(fork_last)
             with m.If(self.share_en & (self.share_dst == s)):
                 m.d.sync += self.last[s].eq(self.share_last)
+            inc = self.app_en & (self.app_seq == s)
+            adj = self.adj_en & (self.adj_seq == s)
+            with m.If(inc | adj):
+                m.d.sync += [
+                    self.xchip[s].eq(self.xchip[s] + inc + Mux(adj, self.adj_chip, 0)),
+                    self.xhbm[s].eq(self.xhbm[s] + Mux(adj, self.adj_hbm, 0)),
+                ]
+            gone = (self.fork_en & (self.fork_from == s)) | (self.rel_en & (self.rel_seq == s))
+            with m.If(gone):  # its segments shared, or dead
+                m.d.sync += [self.xchip[s].eq(0), self.xhbm[s].eq(0)]
 
 
 def _single(v: Value) -> Value:

@@ -206,7 +206,8 @@ async def _block_commit(bench: PoolTB, m: dict[str, float]) -> None:
     # the same prefix in 4 blocks: 4 tag probes (3 find nothing), 16 tokens compared
     toks = toks[:BLOCK] + [(5 * i + 1) % tok for i in range(3 * BLOCK)]
     share = {"op": SHARE, "dst": 1, "n": len(toks), "tokens": toks}
-    await bench.run_script({"op": [_op(REL, seq=1), share, _op(SPILL, n=0)]})
+    # (the spill(0) waits for the release's walk: its counters' gains, decision 0022)
+    await bench.run_script({"op": [_op(REL, seq=1), _op(SPILL, n=0), share, _op(SPILL, n=0)]})
     a = bench.ins[2].accepted[-2:]
     m["share64_found"] = bench.sb.golden.seq_len(1)
     m["share64_to_next"] = a[1] - a[0]
