@@ -189,25 +189,36 @@ class _Fsm:
                     r.value2.eq(0),
                     r.spilled.eq(0),
                 ]
-                with m.If(fast_eligible(m, op, self.fast)):
-                    fast_accept(self, op, self.fast, s2)
-                with m.Elif(fast_commit_ok(self, op, self.fast)):
-                    fast_commit_accept(self, op, self.fast)
-                with m.Elif(fast_release_ok(self, op, self.fast)):
-                    release_now(self, self.cut, op.payload.seq, self.fast, self.rel_in)
-                with m.Elif(fast_score_ok(self, op, self.fast)):
-                    fast_score_accept(self, self.fast, op.payload.s)
-                with m.Elif(fast_fork_ok(op, self.fast, s2)):
-                    seg = self.u.seg
-                    self.bb.clear(m, op.payload.dst)
-                    m.d.comb += [
-                        seg.fork_en.eq(1),
-                        seg.fork_from.eq(op.payload.seq),
-                        seg.fork_dst.eq(op.payload.dst),
-                    ]
-                    m.d.sync += self.fork_done.eq(1)
-                with m.Else():
-                    m.next = "CHECK"
+                # one fast path per opcode (no priority chain across them)
+                with m.Switch(op.payload.op):
+                    with m.Case(PoolOp.INSERT):
+                        with m.If(fast_eligible(m, op, self.fast)):
+                            fast_accept(self, op, self.fast, s2)
+                        with m.Else():
+                            m.next = "CHECK"
+                    with m.Case(PoolOp.COMMIT):
+                        with m.If(fast_commit_ok(self, op, self.fast)):
+                            fast_commit_accept(self, op, self.fast)
+                        with m.Else():
+                            m.next = "CHECK"
+                    with m.Case(PoolOp.RELEASE):
+                        with m.If(fast_release_ok(self, op, self.fast)):
+                            release_now(self, self.cut, op.payload.seq, self.fast, self.rel_in)
+                        with m.Else():
+                            m.next = "CHECK"
+                    with m.Case(PoolOp.SCORE):
+                        with m.If(fast_score_ok(self, op, self.fast)):
+                            fast_score_accept(self, self.fast, op.payload.s)
+                        with m.Else():
+                            m.next = "CHECK"
+                    with m.Case(PoolOp.FORK):
+                        with m.If(fast_fork_ok(op, self.fast, s2)):
+                            self._fork(op.payload.seq, op.payload.dst)
+                            m.d.sync += self.fork_done.eq(1)
+                        with m.Else():
+                            m.next = "CHECK"
+                    with m.Default():
+                        m.next = "CHECK"
         with m.State("REL"):  # a release that waited: done as the port's would be
             release_now(self, self.cut, o.seq, f, self.rel_op)
             m.next = "IDLE"
@@ -236,6 +247,12 @@ class _Fsm:
                 m.d.sync += self.quiet.eq(0)
                 m.next = "IDLE"
 
+    def _fork(self, src: Value, dst: Value) -> None:
+        """A checked fork, in this cycle (flops only)."""
+        seg = self.u.seg
+        self.bb.clear(self.m, dst)
+        self.m.d.comb += [seg.fork_en.eq(1), seg.fork_from.eq(src), seg.fork_dst.eq(dst)]
+
     def act(self) -> None:
         """``ACT``: the operation's first step, on the facts ``CHECK`` registered."""
         m, r = self.m, self.r
@@ -253,12 +270,7 @@ class _Fsm:
                 with m.Case(PoolOp.COMMIT):
                     m.next = "COM"
                 with m.Case(PoolOp.FORK):
-                    self.bb.clear(m, o.dst)
-                    m.d.comb += [
-                        seg.fork_en.eq(1),
-                        seg.fork_from.eq(o.seq),
-                        seg.fork_dst.eq(o.dst),
-                    ]
+                    self._fork(o.seq, o.dst)
                     self.finish()
                 with m.Case(PoolOp.RELEASE):
                     m.next = "REL"

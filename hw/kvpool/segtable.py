@@ -30,7 +30,7 @@ block table is used while a used segment names it.
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from hw.common import idx_bits, net, or_tree, priority_lowest, sum_tree
+from hw.common import idx_bits, net, or_tree, prefix_add, priority_lowest, sum_tree
 
 __all__ = ["SegState"]
 
@@ -241,6 +241,15 @@ class SegState:
         return net(self.m, Cat(*self.tlen).word_select(t, len(self.tlen[0])), name)
 
     # ------------------------------------------------------------------ updates
+    def _inc(self, v: Value, name: str) -> Signal:
+        """``v + 1`` as a prefix adder (no ``$add`` cell that synthesis could share
+        with another behind a multiplexer of the controls)."""
+        return prefix_add(self.m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1))
+
+    def _dec(self, v: Value, name: str) -> Signal:
+        """``v - 1`` (``v + 2**w - 1``) as a prefix adder."""
+        return prefix_add(self.m, v, Const(-1, len(v)), len(v), name)
+
     def _update(self) -> None:
         m = self.m
         s_bits = Const(1, self.s)
@@ -261,6 +270,11 @@ class SegState:
         split_tab = self.pick(split1h, self.tab, "seg_split_tab")
         split_hbm = self.pick(split1h, self.hbm, "seg_split_hbm")
         split_base = self.pick(split1h, self.sbase, "seg_split_base")
+        w = len(split_hbm)
+        split_upper_hbm = prefix_add(
+            m, split_hbm, ~self.split_hbm, w, "seg_split_up", cin=Const(1, 1)
+        )
+        open_inc = self._inc(self.open_len, "seg_open_inc")
         for g in range(self.n):
             is_open = self.open_en & (self.free_g == g)
             with m.If(is_open):
@@ -276,9 +290,17 @@ class SegState:
             inc = self.hbm_inc & (self.hbm_inc_g == g)
             dec = self.hbm_dec & (self.hbm_dec_g == g)
             with m.If(inc | dec):
-                m.d.sync += self.hbm[g].eq(self.hbm[g] + inc - dec)
+                m.d.sync += self.hbm[g].eq(
+                    Mux(
+                        inc,
+                        self._inc(self.hbm[g], f"seg{g}_hbm_up"),
+                        self._dec(self.hbm[g], f"seg{g}_hbm_dn"),
+                    )
+                )
             with m.If(self.app_en & (self.app_g == g)):  # an open's first append too
-                m.d.sync += self.end[g].eq(Mux(is_open, self.open_len, self.end[g]) + 1)
+                m.d.sync += self.end[g].eq(
+                    Mux(is_open, open_inc, self._inc(self.end[g], f"seg{g}_end_inc"))
+                )
             with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_from, 1)):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] | dst_bit)
             with m.If(self.rel_en):
@@ -297,7 +319,7 @@ class SegState:
                     self.end[g].eq(split_end),
                     self.tab[g].eq(split_tab),
                     self.sbase[g].eq(split_base),
-                    self.hbm[g].eq(split_hbm - self.split_hbm),
+                    self.hbm[g].eq(split_upper_hbm),
                 ]
         self._update_derived(split1h)
         for t in range(self.n):
@@ -309,7 +331,9 @@ class SegState:
                     self.tlen[t].eq(0),
                 ]
             with m.If(self.app_en & (app_t == t)):
-                m.d.sync += self.tlen[t].eq(Mux(t_open, 0, self.tlen[t]) + 1)
+                m.d.sync += self.tlen[t].eq(
+                    Mux(t_open, 1, self._inc(self.tlen[t], f"tab{t}_len_inc"))
+                )
             with m.If(self.cut_en & (self.cut_t == t)):
                 m.d.sync += self.tlen[t].eq(self.cut_c)
                 with m.If(self.cut_c == 0):
@@ -318,9 +342,11 @@ class SegState:
         fork_tag = net(m, Cat(*self.tag).word_select(self.fork_from, 64), "seg_fork_tag")
         for s in range(self.s):
             with m.If(self.app_en & ~self.app_keep_len & (self.app_seq == s)):
-                m.d.sync += self.len[s].eq(self.len[s] + 1)
+                m.d.sync += self.len[s].eq(self._inc(self.len[s], f"seq{s}_len_inc"))
             with m.If(self.len_add & (self.len_seq == s)):
-                m.d.sync += self.len[s].eq(self.len[s] + self.len_k)
+                m.d.sync += self.len[s].eq(
+                    prefix_add(m, self.len[s], self.len_k, len(self.len[s]), f"seq{s}_len_add")
+                )
             with m.If(self.fork_en & (self.fork_dst == s)):
                 m.d.sync += [self.len[s].eq(fork_len), self.tag[s].eq(fork_tag)]
             with m.If(self.rel_en & (self.rel_seq == s)):
@@ -369,9 +395,21 @@ class SegState:
             inc = self.app_en & (self.app_seq == s)
             adj = self.adj_en & (self.adj_seq == s)
             with m.If(inc | adj):
+                w = len(self.xchip[s])
                 m.d.sync += [
-                    self.xchip[s].eq(self.xchip[s] + inc + Mux(adj, self.adj_chip, 0)),
-                    self.xhbm[s].eq(self.xhbm[s] + Mux(adj, self.adj_hbm, 0)),
+                    self.xchip[s].eq(
+                        prefix_add(
+                            m,
+                            self.xchip[s],
+                            Mux(adj, self.adj_chip, 0),
+                            w,
+                            f"seq{s}_xchip",
+                            cin=inc,
+                        )
+                    ),
+                    self.xhbm[s].eq(
+                        prefix_add(m, self.xhbm[s], Mux(adj, self.adj_hbm, 0), w, f"seq{s}_xhbm")
+                    ),
                 ]
             gone = (self.fork_en & (self.fork_from == s)) | (self.rel_en & (self.rel_seq == s))
             with m.If(gone):  # its segments shared, or dead
