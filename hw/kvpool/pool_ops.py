@@ -90,6 +90,7 @@ class _Fsm:
         self.vtab = Signal(seg.gb, name="fsm_vtab")
         self.vpos = Signal(p["pos_bits"], name="fsm_vpos")
         self.vi = Signal(pb1, name="fsm_vi")  # its PTE index
+        self.vg = Signal(seg.gb, name="fsm_vg")  # its segment
         self.vx = Signal(seg.sb, name="fsm_vx")  # the sequence that alone sees it
         self.vxv = Signal(name="fsm_vxv")  # (one does)
         self.wait = Signal(4, name="fsm_wait")
@@ -330,6 +331,14 @@ class _Fsm:
             m.d.sync += self.wait.eq(self.wait + 1)
             with m.If(self.wait == 2):
                 m.next = "SP_RDW"
+            # its segment, and the sequence that alone sees it if one does (registered
+            # while the read is in flight: no segment changes during a spill)
+            g1h = seg.of_table(self.vtab, self.vpos, "sp_seg1h")
+            m.d.sync += [
+                self.vg.eq(seg.index(g1h, "sp_seg")),
+                self.vx.eq(seg.owner(g1h, "sp_owner")),
+                self.vxv.eq(or_tree([g1h[g] & seg.excl[g] for g in range(seg.n)])),
+            ]
         with m.State("SP_RDW"):
             rsp = u.bt.rd0_rsp
             m.d.sync += self.vtoken.eq(rsp.payload.token)
@@ -340,24 +349,19 @@ class _Fsm:
             m.next = "SP_WR"
         with m.State("SP_WR"):
             ok = self.bt(BtCmd.WRITE, self.vtab, vi, loc=1, addr=self.addr, token=self.vtoken)
-            g1h = seg.of_table(self.vtab, self.vpos, "sp_seg1h")
-            gidx = seg.index(g1h, "sp_seg")
             with m.If(ok):
                 for tlb in u.tlbs:
                     m.d.comb += [
                         tlb.inv_valid.eq(1),
-                        tlb.inv.seg.eq(gidx),
+                        tlb.inv.seg.eq(self.vg),
                         tlb.inv.pos.eq(self.vpos),
                     ]
-                m.d.comb += [seg.hbm_inc.eq(1), seg.hbm_inc_g.eq(gidx)]
-                m.d.sync += [  # the counters of the sequence that alone sees it, if one does
-                    self.vx.eq(seg.owner(g1h, "sp_owner")),
-                    self.vxv.eq(or_tree([g1h[g] & seg.excl[g] for g in range(seg.n)])),
-                ]
                 m.next = "SP_FREE"
         with m.State("SP_FREE"):
             with m.If(self.ps(PsCmd.FREE, self.vpage)):
                 self.push(self.vpage)
+                # the segment's HBM count, and the counters of its only sequence
+                m.d.comb += [seg.hbm_inc.eq(1), seg.hbm_inc_g.eq(self.vg)]
                 m.d.comb += [seg.adj_en.eq(self.vxv), seg.adj_seq.eq(self.vx)]
                 m.d.comb += [seg.adj_chip.eq(-1), seg.adj_hbm.eq(1)]
                 m.d.sync += [
