@@ -11,6 +11,7 @@ import hw.common
 from hw.common import (
     and_tree,
     carry_out,
+    less_than,
     carry_save,
     check_param,
     csa_levels,
@@ -151,14 +152,15 @@ def test_and_tree_zext(n: int) -> None:
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.parametrize("width", [1, 2, 5, 8, 32, 33])
 def test_prefix_add(width: int, keep: bool) -> None:
-    """``prefix_add`` with and without a carry-in and narrower operands; ``carry_out``
-    and ``sign_of_sum`` on the same operands."""
+    """``prefix_add`` with and without a carry-in and narrower operands; ``carry_out``,
+    ``sign_of_sum`` and ``less_than`` (both ways) on the same operands."""
     m = Module()
     a, b, cin = Signal(width), Signal(max(1, width - 1)), Signal()
     plain = prefix_add(m, a, b, width, "p", keep=keep)
     with_cin = prefix_add(m, a, b, width, "c", cin=cin, keep=keep)
     co = carry_out(m, a, b, width, "co")
     sign = sign_of_sum(m, a, b, width, "sg")
+    lt, gt = less_than(m, a, b, "lt"), less_than(m, b, a, "gt")
     rng = random.Random(width)
     top = (1 << width) - 1
 
@@ -174,6 +176,7 @@ def test_prefix_add(width: int, keep: bool) -> None:
                 assert ctx.get(with_cin) == (x + y + c) & top, (x, y, c)
                 assert ctx.get(co) == (x + y) >> width, (x, y)
                 assert ctx.get(sign) == ((x + y) >> (width - 1)) & 1, (x, y)
+                assert (ctx.get(lt), ctx.get(gt)) == (x < y, y < x), (x, y)
 
     _run(m, bench)
 

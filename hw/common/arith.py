@@ -6,7 +6,7 @@ instead, every intermediate result a named net (see :func:`hw.common.net`):
 
 * :func:`prefix_add`, :func:`carry_out`, :func:`sign_of_sum`: a sum, or just
   its top carry / top bit, through a Kogge-Stone prefix network,
-  ``O(log width)`` levels;
+  ``O(log width)`` levels; :func:`less_than`, an unsigned comparison so built;
 * :func:`carry_save`, :func:`csa_rows`: many operands reduced to two rows by
   full adders, ``O(log n)`` levels and no carry chain;
 * :func:`popcount`: a column-wise carry-save tree of the bits, then
@@ -25,6 +25,7 @@ __all__ = [
     "full_adder",
     "prefix_add",
     "carry_out",
+    "less_than",
     "sign_of_sum",
     "carry_save",
     "csa_rows",
@@ -105,6 +106,15 @@ def carry_out(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
     """
     g, p = _generate_propagate(m, a, b, width, name, None, False)
     return net(m, _prefix_carries(m, g, p, name, False)[width - 1], f"{name}_co")
+
+
+def less_than(m: Module, a: Value, b: Value, name: str) -> Signal:
+    """Unsigned ``a < b`` as the carry out of ``~a + b`` (``2**w - 1 - a + b >= 2**w``
+    exactly when ``b > a``; ``w`` the wider operand's width): a single-output prefix
+    tree, ``O(log w)`` levels, where synthesis maps ``<`` to a carry chain. The result
+    is the net ``<name>_co``."""
+    w = max(len(a), len(b))
+    return carry_out(m, ~zext(a.as_unsigned(), w), b, w, name)
 
 
 def sign_of_sum(m: Module, a: Value, b: Value, width: int, name: str) -> Value:

@@ -14,7 +14,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import Param, check_params, idx_bits, net, or_tree
+from hw.common import Param, check_params, idx_bits, less_than, net, or_tree, prefix_add
 from hw.kvpool.allocator import PageAllocator, page_bits
 from hw.kvpool.blocktable import BlockTable
 from hw.kvpool.crc64 import BlockTag
@@ -285,7 +285,8 @@ class ScaledPool(wiring.Component):
         dst_tree, _ = self._tree_of(m, ts, o.dst, f"{pre}_dst_tree")
         lo = self._slot_lo(m, ts, slot, f"{pre}_lo")
         acc_any = ts.chk_any
-        in_window = (lo <= o.pos) & (o.pos < lo + p["MAX_DEPTH"])
+        hi = prefix_add(m, lo, Const(p["MAX_DEPTH"]), len(lo) + 1, f"{pre}_hi", keep=True)
+        in_window = ~less_than(m, o.pos, lo, f"{pre}_wlo") & less_than(m, o.pos, hi, f"{pre}_whi")
         has_own, own_g = seg.own_of(o.seq, ln, f"{pre}_own")
         find1h = seg.find(o.seq, o.pos, f"{pre}_find1h")
         find_t, find_i = seg.locate(find1h, o.pos, f"{pre}_find")
@@ -294,6 +295,8 @@ class ScaledPool(wiring.Component):
             dst_ok=dst_ok,
             owner_ok=owner_ok,
             ln=ln,
+            pos_lt_len=less_than(m, o.pos, ln, f"{pre}_pos_lt_len"),
+            pos_gt_len=less_than(m, ln, o.pos, f"{pre}_pos_gt_len"),
             ln_dst=ln_dst,
             has_tree=has_tree,
             dst_tree=dst_tree,

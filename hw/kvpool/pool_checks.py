@@ -46,6 +46,8 @@ class Facts:
     dst_ok: Value
     owner_ok: Value
     ln: Value  # len(seq)
+    pos_lt_len: Value  # pos < len(seq) (a prefix comparator)
+    pos_gt_len: Value  # pos > len(seq)
     ln_dst: Value  # len(dst)
     has_tree: Value
     dst_tree: Value
@@ -77,7 +79,7 @@ def op_code(m: Module, o: Value, f: Facts) -> Signal:
     C = PoolCode
     no_page = ~f.page_free & ~f.can_spill
     committed_insert = [
-        (o.pos > f.ln, C.POS_GAP),
+        (f.pos_gt_len, C.POS_GAP),
         (~f.has_own & ~f.seg_free, C.TABLE_FULL),
     ]
     spec_insert = [
@@ -89,7 +91,7 @@ def op_code(m: Module, o: Value, f: Facts) -> Signal:
         PoolOp.INSERT: [
             (~f.seq_ok, C.SEQ_RANGE),
             (~f.owner_ok, C.OWNER_RANGE),
-            (o.pos < f.ln, C.SEEN_COMMITTED),
+            (f.pos_lt_len, C.SEEN_COMMITTED),
             *[(o.committed & c, k) for c, k in committed_insert],
             *[(~o.committed & c, k) for c, k in spec_insert],
             (no_page, C.NO_PAGE),
@@ -112,8 +114,8 @@ def op_code(m: Module, o: Value, f: Facts) -> Signal:
             ((f.ln == 0) & ~f.has_tree, C.NOTHING_SEEN),
         ],
         PoolOp.SPILL: [(~f.n_ok, C.FIELD)],
-        PoolOp.FILL: [(~f.seq_ok, C.SEQ_RANGE), (o.pos >= f.ln, C.NOT_COMMITTED)],
-        PoolOp.SCORE: [(~f.seq_ok, C.SEQ_RANGE), (o.pos >= f.ln, C.NOT_COMMITTED)],
+        PoolOp.FILL: [(~f.seq_ok, C.SEQ_RANGE), (~f.pos_lt_len, C.NOT_COMMITTED)],
+        PoolOp.SCORE: [(~f.seq_ok, C.SEQ_RANGE), (~f.pos_lt_len, C.NOT_COMMITTED)],
         PoolOp.SHARE: [
             (~f.dst_ok, C.DST_RANGE),
             (~f.ntok_ok, C.FIELD),

@@ -132,7 +132,7 @@ def fast_eligible(m: Module, op, fast: dict) -> Value:
     o, f = op.payload, fast["facts"]
     # a committed one not while a fast commit's path is appended (same units)
     committed_ok = (o.pos == f.ln) & (f.has_own | f.seg_free) & ~fast["spec_only"]
-    spec_ok = (o.pos >= f.ln) & f.has_tree & f.in_window & ~fast["node_busy"]
+    spec_ok = ~f.pos_lt_len & f.has_tree & f.in_window & ~fast["node_busy"]
     return (
         (o.op == PoolOp.INSERT)
         & f.seq_ok

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from amaranth.hdl import Const, Module, Signal, Value
 from amaranth.lib import wiring
 
-from hw.common import net, or_tree
+from hw.common import less_than, net, or_tree
 from hw.kvpool.segtable import SegState
 
 __all__ = ["LookupPort", "lookup_port"]
@@ -65,7 +65,7 @@ def lookup_port(
     qp = q.payload
     seq_ok = net(m, qp.seq < seqs if seqs < (1 << len(qp.seq)) else Const(1), f"{p}_seq_ok")
     ln = seg.len_of(qp.seq, f"{p}_len")
-    committed = net(m, seq_ok & (qp.pos < ln), f"{p}_committed")
+    committed = net(m, seq_ok & less_than(m, qp.pos, ln, f"{p}_lt"), f"{p}_committed")
     onehot = seg.find(qp.seq, qp.pos, f"{p}_seg1h")
     g = seg.index(onehot, f"{p}_seg")
     t, i = seg.locate(onehot, qp.pos, f"{p}_tab")

@@ -147,9 +147,7 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
     m, u = fsm.m, fsm.u
     seg = u.seg
     dead = Cat(*[cut.chain[g] & ~seg.seqs[g].any() for g in range(seg.n)])
-    here = Cat(
-        *[cut.chain[g] & (seg.start[g] <= cut.cur) & (cut.cur < seg.end[g]) for g in range(seg.n)]
-    )
+    here = Cat(*[cut.chain[g] & seg.holds(g, cut.cur, f"cut_here{g}") for g in range(seg.n)])
     g = seg.index(here, "cut_g")
     t = seg.pick(here, seg.tab, "cut_tab")
     start = seg.pick(here, seg.start, "cut_start")

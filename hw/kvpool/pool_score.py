@@ -79,7 +79,7 @@ def score_regs(m: Module, fsm) -> ScoreRegs:
 
 def _checked(op, fast: dict) -> Value:
     o, f = op.payload, fast["facts"]
-    return (o.op == PoolOp.SCORE) & f.seq_ok & (o.pos < f.ln)
+    return (o.op == PoolOp.SCORE) & f.seq_ok & f.pos_lt_len
 
 
 def fast_score_ok(fsm, op, fast: dict) -> Value:

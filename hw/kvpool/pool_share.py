@@ -20,7 +20,7 @@ straddling segment is split and ``dst`` set in the chain below ``M``.
 from amaranth.hdl import Cat, Signal
 from amaranth.lib import memory
 
-from hw.common import or_tree
+from hw.common import less_than, or_tree
 from hw.kvpool.crc64 import BLOCK
 from hw.kvpool.layouts import PoolCode
 
@@ -251,7 +251,9 @@ def _apply(fsm, sh: ShareRegs) -> None:
             m.next = "SH_BITS"
     with m.State("SH_BITS"):
         chain = seg.chain(s, "sh_chain")
-        below = Cat(*[chain[h] & (seg.start[h] < mm) for h in range(seg.n)])
+        below = Cat(
+            *[chain[h] & less_than(m, seg.start[h], mm, f"sh_below{h}") for h in range(seg.n)]
+        )
         m.d.comb += [
             seg.share_en.eq(1),
             seg.share_mask.eq(below),

@@ -30,7 +30,15 @@ block table is used while a used segment names it.
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from hw.common import idx_bits, net, or_tree, prefix_add, priority_lowest, sum_tree
+from hw.common import (
+    idx_bits,
+    less_than,
+    net,
+    or_tree,
+    prefix_add,
+    priority_lowest,
+    sum_tree,
+)
 
 __all__ = ["SegState"]
 
@@ -114,22 +122,42 @@ class SegState:
         self.tfree_any, self.free_t = priority_lowest(m, ~self.tused)
         self._update()
 
+    # ------------------------------------------------------------------ decoders
+    def dec(self, sel: Value, n: int, name: str) -> Signal:
+        """One-hot of ``sel`` over ``n`` (``==`` per value: no shift, which synthesis
+        could share with another behind a multiplexer of the controls)."""
+        return net(self.m, Cat(*[sel == k for k in range(n)]), name)
+
+    def sel(self, items: list[Value], sel: Value, name: str, n: int | None = None) -> Signal:
+        """``items[sel]`` (0 for ``sel >= len(items)``), an AND-OR over its one-hot."""
+        one = self.dec(sel, len(items), f"{name}_1h")
+        w = max(len(v) for v in items)
+        return net(self.m, or_tree([Mux(one[k], items[k], 0) for k in range(len(items))]), name)[:w]
+
+    def bit(self, vec: Value, one: Value) -> Value:
+        """The bit of ``vec`` that one-hot ``one`` names."""
+        return (vec & one).any()
+
     # ------------------------------------------------------------------ queries
     def len_of(self, seq: Value, name: str) -> Signal:
         """``len(seq)`` (a mux over the sequences; 0 for ``seq >= SEQS``)."""
-        items = [*self.len, *([Const(0, len(self.len[0]))] * ((1 << len(seq)) - self.s))]
-        return net(self.m, Cat(*items).word_select(seq, len(self.len[0])), name)
+        return self.sel(self.len, seq, name)
 
     def find(self, seq: Value, pos: Value, name: str) -> Signal:
         """One-hot: the used segment seen by ``seq`` with ``start <= pos < end``."""
+        one = self.dec(seq, self.s, f"{name}_seq")
         bits = [
-            self.used[g]
-            & self.seqs[g].bit_select(seq, 1)
-            & (self.start[g] <= pos)
-            & (pos < self.end[g])
+            self.used[g] & self.bit(self.seqs[g], one) & self.holds(g, pos, f"{name}{g}")
             for g in range(self.n)
         ]
         return net(self.m, Cat(*bits), name)
+
+    def holds(self, g: int, pos: Value, name: str) -> Value:
+        """``start[g] <= pos < end[g]`` (prefix comparators, not carry chains)."""
+        m = self.m
+        return ~less_than(m, pos, self.start[g], f"{name}_lo") & less_than(
+            m, pos, self.end[g], f"{name}_hi"
+        )
 
     def own(self, seq: Value, length: Value, name: str) -> Signal:
         """One-hot: ``seq``'s own segment (seen by ``seq`` alone, ending at ``length
@@ -147,9 +175,9 @@ class SegState:
         (``excl``) and ``length = len(seq)`` is not 0. Equal to :meth:`own` outside
         a fast commit's drain of ``seq`` (whose length runs ahead of its segment's
         end; then it is the segment the drain appends to)."""
-        pad = [Const(0, self.gb)] * ((1 << len(seq)) - self.s)
-        g = net(self.m, Cat(*self.last, *pad).word_select(seq, self.gb), f"{name}_g")
-        has = net(self.m, (length != 0) & self.excl.bit_select(g, 1), f"{name}_has")
+        g = self.sel(self.last, seq, f"{name}_g")
+        excl = self.bit(self.excl, self.dec(g, self.n, f"{name}_g1h"))
+        has = net(self.m, (length != 0) & excl, f"{name}_has")
         return has, g
 
     def of_table(self, t: Value, pos: Value, name: str) -> Signal:
@@ -158,8 +186,7 @@ class SegState:
             self.used[g]
             & self.seqs[g].any()
             & (self.tab[g] == t)
-            & (self.start[g] <= pos)
-            & (pos < self.end[g])
+            & self.holds(g, pos, f"{name}{g}")
             for g in range(self.n)
         ]
         return net(self.m, Cat(*bits), name)
@@ -174,29 +201,26 @@ class SegState:
 
     def chain(self, seq: Value, name: str) -> Signal:
         """The used segments seen by ``seq``."""
+        one = self.dec(seq, self.s, f"{name}_seq")
         return net(
             self.m,
-            Cat(*[self.used[g] & self.seqs[g].bit_select(seq, 1) for g in range(self.n)]),
+            Cat(*[self.used[g] & self.bit(self.seqs[g], one) for g in range(self.n)]),
             name,
         )
 
     def only(self, seq: Value, name: str) -> Signal:
         """The used segments seen by ``seq`` alone (those its release kills)."""
+        one = self.dec(seq, self.s, f"{name}_seq")
         return net(
             self.m,
-            Cat(*[self.excl[g] & self.seqs[g].bit_select(seq, 1) for g in range(self.n)]),
+            Cat(*[self.excl[g] & self.bit(self.seqs[g], one) for g in range(self.n)]),
             name,
         )
 
     def excl_counts(self, seq: Value, name: str) -> tuple[Signal, Signal]:
         """``(on_chip, in_hbm)``: the positions of the segments ``seq`` alone sees (what
         its release frees), from the per-sequence counters."""
-        w = len(self.xchip[0])
-        pad = [Const(0, w)] * ((1 << len(seq)) - self.s)
-        return (
-            net(self.m, Cat(*self.xchip, *pad).word_select(seq, w), f"{name}_chip"),
-            net(self.m, Cat(*self.xhbm, *pad).word_select(seq, w), f"{name}_hbm"),
-        )
+        return self.sel(self.xchip, seq, f"{name}_chip"), self.sel(self.xhbm, seq, f"{name}_hbm")
 
     def owner(self, onehot: Value, name: str) -> Signal:
         """The index of the lowest sequence that sees the segment of one-hot ``onehot``
@@ -226,45 +250,64 @@ class SegState:
 
     def table_of(self, g: Value, name: str) -> Signal:
         """``tab`` of segment ``g``."""
-        return net(self.m, Cat(*self.tab).word_select(g, self.gb), name)
+        return self.sel(self.tab, g, name)
 
     def tag_of(self, seq: Value, name: str) -> Signal:
         """``tag(seq)``: the running dedup tag."""
-        return net(self.m, Cat(*self.tag).word_select(seq, 64), name)
+        return self.sel(self.tag, seq, name)
 
     def table_base(self, t: Value, name: str) -> Signal:
         """``base`` of block table ``t``."""
-        return net(self.m, Cat(*self.tbase).word_select(t, len(self.tbase[0])), name)
+        return self.sel(self.tbase, t, name)
 
     def table_len(self, t: Value, name: str) -> Signal:
         """``tlen`` of block table ``t``."""
-        return net(self.m, Cat(*self.tlen).word_select(t, len(self.tlen[0])), name)
+        return self.sel(self.tlen, t, name)
 
     # ------------------------------------------------------------------ updates
     def _inc(self, v: Value, name: str) -> Signal:
         """``v + 1`` as a prefix adder (no ``$add`` cell that synthesis could share
         with another behind a multiplexer of the controls)."""
-        return prefix_add(self.m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1))
+        return prefix_add(self.m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
 
     def _dec(self, v: Value, name: str) -> Signal:
         """``v - 1`` (``v + 2**w - 1``) as a prefix adder."""
-        return prefix_add(self.m, v, Const(-1, len(v)), len(v), name)
+        return prefix_add(self.m, v, Const(-1, len(v)), len(v), name, keep=True)
 
     def _update(self) -> None:
         m = self.m
-        s_bits = Const(1, self.s)
-        rel_keep = ~(s_bits << self.rel_seq)
-        dst_bit = s_bits << self.fork_dst
+        S, G = self.s, self.n
+        self.ctl = c = {  # every control's one-hot, decoded once
+            "open": self.dec(self.open_seq, S, "seg_open_1h"),
+            "rel": self.dec(self.rel_seq, S, "seg_rel_1h"),
+            "from": self.dec(self.fork_from, S, "seg_from_1h"),
+            "dst": self.dec(self.fork_dst, S, "seg_dst_1h"),
+            "share": self.dec(self.share_dst, S, "seg_share_1h"),
+            "app_seq": self.dec(self.app_seq, S, "seg_app_seq_1h"),
+            "len": self.dec(self.len_seq, S, "seg_len_1h"),
+            "tag": self.dec(self.tag_seq, S, "seg_tag_1h"),
+            "adj": self.dec(self.adj_seq, S, "seg_adj_1h"),
+            "free": self.dec(self.free_g, G, "seg_free_1h"),
+            "free_t": self.dec(self.free_t, G, "seg_free_t_1h"),
+            "app": self.dec(self.app_g, G, "seg_app_1h"),
+            "split": self.dec(self.split_g, G, "seg_split_1h"),
+            "inc": self.dec(self.hbm_inc_g, G, "seg_inc_1h"),
+            "dec": self.dec(self.hbm_dec_g, G, "seg_dec_1h"),
+            "cut": self.dec(self.cut_t, G, "seg_cut_1h"),
+        }
+        rel_keep = ~c["rel"]
+        dst_bit = c["dst"]
         app_t = net(
             m,
             Mux(
                 self.open_en & (self.app_g == self.free_g),
                 self.free_t,
-                self.pick(Const(1, self.n) << self.app_g, self.tab, "seg_app_tab"),
+                self.pick(c["app"], self.tab, "seg_app_tab"),
             ),
             "seg_app_t",
         )
-        split1h = Const(1, self.n) << self.split_g
+        app_t1h = self.dec(app_t, G, "seg_app_t_1h")
+        split1h = c["split"]
         split_seqs = self.pick(split1h, self.seqs, "seg_split_seqs")
         split_end = self.pick(split1h, self.end, "seg_split_end")
         split_tab = self.pick(split1h, self.tab, "seg_split_tab")
@@ -272,23 +315,23 @@ class SegState:
         split_base = self.pick(split1h, self.sbase, "seg_split_base")
         w = len(split_hbm)
         split_upper_hbm = prefix_add(
-            m, split_hbm, ~self.split_hbm, w, "seg_split_up", cin=Const(1, 1)
+            m, split_hbm, ~self.split_hbm, w, "seg_split_up", cin=Const(1, 1), keep=True
         )
         open_inc = self._inc(self.open_len, "seg_open_inc")
         for g in range(self.n):
-            is_open = self.open_en & (self.free_g == g)
+            is_open = self.open_en & c["free"][g]
             with m.If(is_open):
                 m.d.sync += [
                     self.used[g].eq(1),
-                    self.seqs[g].eq(s_bits << self.open_seq),
+                    self.seqs[g].eq(c["open"]),
                     self.start[g].eq(self.open_len),
                     self.end[g].eq(self.open_len),
                     self.tab[g].eq(self.free_t),
                     self.sbase[g].eq(self.open_len),
                     self.hbm[g].eq(0),
                 ]
-            inc = self.hbm_inc & (self.hbm_inc_g == g)
-            dec = self.hbm_dec & (self.hbm_dec_g == g)
+            inc = self.hbm_inc & c["inc"][g]
+            dec = self.hbm_dec & c["dec"][g]
             with m.If(inc | dec):
                 m.d.sync += self.hbm[g].eq(
                     Mux(
@@ -297,21 +340,21 @@ class SegState:
                         self._dec(self.hbm[g], f"seg{g}_hbm_dn"),
                     )
                 )
-            with m.If(self.app_en & (self.app_g == g)):  # an open's first append too
+            with m.If(self.app_en & c["app"][g]):  # an open's first append too
                 m.d.sync += self.end[g].eq(
                     Mux(is_open, open_inc, self._inc(self.end[g], f"seg{g}_end_inc"))
                 )
-            with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_from, 1)):
+            with m.If(self.fork_en & self.bit(self.seqs[g], c["from"])):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] | dst_bit)
             with m.If(self.rel_en):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] & rel_keep)
             with m.If(self.bury_en & self.bury_mask[g]):
                 m.d.sync += [self.used[g].eq(0), self.seqs[g].eq(0)]
             with m.If(self.share_en & self.share_mask[g]):
-                m.d.sync += self.seqs[g].eq(self.seqs[g] | (s_bits << self.share_dst))
-            with m.If(self.split_en & (self.split_g == g)):
+                m.d.sync += self.seqs[g].eq(self.seqs[g] | c["share"])
+            with m.If(self.split_en & c["split"][g]):
                 m.d.sync += [self.end[g].eq(self.split_m), self.hbm[g].eq(self.split_hbm)]
-            with m.If(self.split_en & (self.free_g == g)):
+            with m.If(self.split_en & c["free"][g]):
                 m.d.sync += [
                     self.used[g].eq(1),
                     self.seqs[g].eq(split_seqs),
@@ -323,77 +366,78 @@ class SegState:
                 ]
         self._update_derived(split1h)
         for t in range(self.n):
-            t_open = self.open_en & (self.free_t == t)
+            t_open = self.open_en & c["free_t"][t]
             with m.If(t_open):
                 m.d.sync += [
                     self.tused[t].eq(1),
                     self.tbase[t].eq(self.open_len),
                     self.tlen[t].eq(0),
                 ]
-            with m.If(self.app_en & (app_t == t)):
+            with m.If(self.app_en & app_t1h[t]):
                 m.d.sync += self.tlen[t].eq(
                     Mux(t_open, 1, self._inc(self.tlen[t], f"tab{t}_len_inc"))
                 )
-            with m.If(self.cut_en & (self.cut_t == t)):
+            with m.If(self.cut_en & c["cut"][t]):
                 m.d.sync += self.tlen[t].eq(self.cut_c)
                 with m.If(self.cut_c == 0):
                     m.d.sync += self.tused[t].eq(0)
         fork_len = self.len_of(self.fork_from, "seg_fork_len")
-        fork_tag = net(m, Cat(*self.tag).word_select(self.fork_from, 64), "seg_fork_tag")
+        fork_tag = self.sel(self.tag, self.fork_from, "seg_fork_tag")
         for s in range(self.s):
-            with m.If(self.app_en & ~self.app_keep_len & (self.app_seq == s)):
+            with m.If(self.app_en & ~self.app_keep_len & c["app_seq"][s]):
                 m.d.sync += self.len[s].eq(self._inc(self.len[s], f"seq{s}_len_inc"))
-            with m.If(self.len_add & (self.len_seq == s)):
+            with m.If(self.len_add & c["len"][s]):
                 m.d.sync += self.len[s].eq(
-                    prefix_add(m, self.len[s], self.len_k, len(self.len[s]), f"seq{s}_len_add")
+                    prefix_add(
+                        m, self.len[s], self.len_k, len(self.len[s]), f"seq{s}_len_add", keep=True
+                    )
                 )
-            with m.If(self.fork_en & (self.fork_dst == s)):
+            with m.If(self.fork_en & c["dst"][s]):
                 m.d.sync += [self.len[s].eq(fork_len), self.tag[s].eq(fork_tag)]
-            with m.If(self.rel_en & (self.rel_seq == s)):
+            with m.If(self.rel_en & c["rel"][s]):
                 m.d.sync += [self.len[s].eq(0), self.tag[s].eq(0)]
-            with m.If(self.tag_en & (self.tag_seq == s)):
+            with m.If(self.tag_en & c["tag"][s]):
                 m.d.sync += self.tag[s].eq(self.tag_val)
-            with m.If(self.share_en & (self.share_dst == s)):
+            with m.If(self.share_en & c["share"][s]):
                 m.d.sync += self.len[s].eq(self.share_len)
 
     def _update_derived(self, split1h: Value) -> None:
         """``excl`` (a segment seen by exactly one sequence) and ``last`` (a sequence's
         segment ending at its length), moved by the same controls as the registers
         they summarise (the proofs check them against their definitions)."""
-        m = self.m
-        s_bits = Const(1, self.s)
-        rel_keep = ~(s_bits << self.rel_seq)
+        m, c = self.m, self.ctl
+        rel_keep = ~c["rel"]
         split_excl = or_tree([split1h[g] & self.excl[g] for g in range(self.n)])
         gain = []
         for g in range(self.n):
-            with m.If(self.open_en & (self.free_g == g)):
+            with m.If(self.open_en & c["free"][g]):
                 m.d.sync += self.excl[g].eq(1)
-            with m.If(self.fork_en & self.seqs[g].bit_select(self.fork_from, 1)):
+            with m.If(self.fork_en & self.bit(self.seqs[g], c["from"])):
                 m.d.sync += self.excl[g].eq(0)
             single = _single(self.seqs[g] & rel_keep)
-            gain.append(self.seqs[g].bit_select(self.rel_seq, 1) & single)
+            gain.append(self.bit(self.seqs[g], c["rel"]) & single)
             with m.If(self.rel_en):
                 m.d.sync += self.excl[g].eq(single)
             with m.If(self.bury_en & self.bury_mask[g]):
                 m.d.sync += self.excl[g].eq(0)
             with m.If(self.share_en & self.share_mask[g]):
                 m.d.sync += self.excl[g].eq(0)
-            with m.If(self.split_en & (self.free_g == g)):
+            with m.If(self.split_en & c["free"][g]):
                 m.d.sync += self.excl[g].eq(split_excl)
         #: the segments a release of rel_seq leaves to exactly one other sequence
         self.rel_gain = net(m, Cat(*gain), "seg_rel_gain")
-        fork_last = Cat(*self.last).word_select(self.fork_from, self.gb)
+        fork_last = self.sel(self.last, self.fork_from, "seg_fork_last")
         for s in range(self.s):
             with m.If(self.split_en & (self.last[s] == self.split_g)):
                 m.d.sync += self.last[s].eq(self.free_g)
-            with m.If(self.open_en & (self.open_seq == s)):
+            with m.If(self.open_en & c["open"][s]):
                 m.d.sync += self.last[s].eq(self.free_g)
-            with m.If(self.fork_en & (self.fork_dst == s)):
+            with m.If(self.fork_en & c["dst"][s]):
                 m.d.sync += self.last[s].eq(fork_last)
-            with m.If(self.share_en & (self.share_dst == s)):
+            with m.If(self.share_en & c["share"][s]):
                 m.d.sync += self.last[s].eq(self.share_last)
-            inc = self.app_en & (self.app_seq == s)
-            adj = self.adj_en & (self.adj_seq == s)
+            inc = self.app_en & c["app_seq"][s]
+            adj = self.adj_en & c["adj"][s]
             with m.If(inc | adj):
                 w = len(self.xchip[s])
                 m.d.sync += [
@@ -405,13 +449,16 @@ class SegState:
                             w,
                             f"seq{s}_xchip",
                             cin=inc,
+                            keep=True,
                         )
                     ),
                     self.xhbm[s].eq(
-                        prefix_add(m, self.xhbm[s], Mux(adj, self.adj_hbm, 0), w, f"seq{s}_xhbm")
+                        prefix_add(
+                            m, self.xhbm[s], Mux(adj, self.adj_hbm, 0), w, f"seq{s}_xhbm", keep=True
+                        )
                     ),
                 ]
-            gone = (self.fork_en & (self.fork_from == s)) | (self.rel_en & (self.rel_seq == s))
+            gone = (self.fork_en & c["from"][s]) | (self.rel_en & c["rel"][s])
             with m.If(gone):  # its segments shared, or dead
                 m.d.sync += [self.xchip[s].eq(0), self.xhbm[s].eq(0)]
 
