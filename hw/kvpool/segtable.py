@@ -56,6 +56,11 @@ class SegState:
 
     def __init__(self, m: Module, *, segs: int, seqs: int, pos_bits: int) -> None:
         self.m = m
+        # the queries' logic: a module of its own, so that a query made inside an FSM
+        # state or an If builds the same unconditional nets (a net assigned inside
+        # one would depend on its test)
+        self.q = Module()
+        m.submodules.seg_q = self.q
         self.n, self.s = segs, seqs
         pb1 = pos_bits + 1
         self.gb, self.sb = idx_bits(segs), idx_bits(seqs)
@@ -126,13 +131,13 @@ class SegState:
     def dec(self, sel: Value, n: int, name: str) -> Signal:
         """One-hot of ``sel`` over ``n`` (``==`` per value: no shift, which synthesis
         could share with another behind a multiplexer of the controls)."""
-        return net(self.m, Cat(*[sel == k for k in range(n)]), name)
+        return net(self.q, Cat(*[sel == k for k in range(n)]), name)
 
     def sel(self, items: list[Value], sel: Value, name: str, n: int | None = None) -> Signal:
         """``items[sel]`` (0 for ``sel >= len(items)``), an AND-OR over its one-hot."""
         one = self.dec(sel, len(items), f"{name}_1h")
         w = max(len(v) for v in items)
-        return net(self.m, or_tree([Mux(one[k], items[k], 0) for k in range(len(items))]), name)[:w]
+        return net(self.q, or_tree([Mux(one[k], items[k], 0) for k in range(len(items))]), name)[:w]
 
     def bit(self, vec: Value, one: Value) -> Value:
         """The bit of ``vec`` that one-hot ``one`` names."""
@@ -150,11 +155,11 @@ class SegState:
             self.used[g] & self.bit(self.seqs[g], one) & self.holds(g, pos, f"{name}{g}")
             for g in range(self.n)
         ]
-        return net(self.m, Cat(*bits), name)
+        return net(self.q, Cat(*bits), name)
 
     def holds(self, g: int, pos: Value, name: str) -> Value:
         """``start[g] <= pos < end[g]`` (prefix comparators, not carry chains)."""
-        m = self.m
+        m = self.q
         return ~less_than(m, pos, self.start[g], f"{name}_lo") & less_than(
             m, pos, self.end[g], f"{name}_hi"
         )
@@ -163,11 +168,11 @@ class SegState:
         """One-hot: ``seq``'s own segment (seen by ``seq`` alone, ending at ``length
         = len(seq)``), if any: the definition, a search over every segment (the
         proofs compare :meth:`own_of` with it)."""
-        one = net(self.m, Const(1, self.s) << seq, f"{name}_bit")
+        one = net(self.q, Const(1, self.s) << seq, f"{name}_bit")
         bits = [
             self.used[g] & (self.seqs[g] == one) & (self.end[g] == length) for g in range(self.n)
         ]
-        return net(self.m, Mux(length == 0, 0, Cat(*bits)), name)
+        return net(self.q, Mux(length == 0, 0, Cat(*bits)), name)
 
     def own_of(self, seq: Value, length: Value, name: str) -> tuple[Signal, Signal]:
         """``(has, g)``: ``seq``'s own segment, from the registers: its last segment
@@ -177,7 +182,7 @@ class SegState:
         end; then it is the segment the drain appends to)."""
         g = self.sel(self.last, seq, f"{name}_g")
         excl = self.bit(self.excl, self.dec(g, self.n, f"{name}_g1h"))
-        has = net(self.m, (length != 0) & excl, f"{name}_has")
+        has = net(self.q, (length != 0) & excl, f"{name}_has")
         return has, g
 
     def of_table(self, t: Value, pos: Value, name: str) -> Signal:
@@ -189,7 +194,7 @@ class SegState:
             & self.holds(g, pos, f"{name}{g}")
             for g in range(self.n)
         ]
-        return net(self.m, Cat(*bits), name)
+        return net(self.q, Cat(*bits), name)
 
     def locate(self, onehot: Value, pos: Value, name: str) -> tuple[Signal, Signal]:
         """``(t, i)``: the block table and PTE index of ``pos`` in the segment of one-hot
@@ -197,13 +202,13 @@ class SegState:
         ``sbase``, picked beside the table rather than read by it)."""
         t = self.pick(onehot, self.tab, f"{name}_t")
         base = self.pick(onehot, self.sbase, f"{name}_base")
-        return t, net(self.m, (pos - base)[: len(base)], f"{name}_i")
+        return t, net(self.q, (pos - base)[: len(base)], f"{name}_i")
 
     def chain(self, seq: Value, name: str) -> Signal:
         """The used segments seen by ``seq``."""
         one = self.dec(seq, self.s, f"{name}_seq")
         return net(
-            self.m,
+            self.q,
             Cat(*[self.used[g] & self.bit(self.seqs[g], one) for g in range(self.n)]),
             name,
         )
@@ -212,7 +217,7 @@ class SegState:
         """The used segments seen by ``seq`` alone (those its release kills)."""
         one = self.dec(seq, self.s, f"{name}_seq")
         return net(
-            self.m,
+            self.q,
             Cat(*[self.excl[g] & self.bit(self.seqs[g], one) for g in range(self.n)]),
             name,
         )
@@ -226,7 +231,7 @@ class SegState:
         """The index of the lowest sequence that sees the segment of one-hot ``onehot``
         (its only one when ``excl``)."""
         seqs = self.pick(onehot, self.seqs, f"{name}_seqs")
-        return net(self.m, or_tree([Mux(seqs[s], s, 0) for s in range(self.s)]), name)[: self.sb]
+        return net(self.q, or_tree([Mux(seqs[s], s, 0) for s in range(self.s)]), name)[: self.sb]
 
     def dead_counts(self, dead: Value, name: str) -> tuple[Signal, Signal]:
         """``(on_chip, in_hbm)``: the positions of the segments of mask ``dead`` whose
@@ -235,8 +240,8 @@ class SegState:
         chip = [Mux(dead[g], self.end[g] - self.start[g] - self.hbm[g], 0) for g in range(self.n)]
         hbm = [Mux(dead[g], self.hbm[g], 0) for g in range(self.n)]
         return (
-            net(self.m, sum_tree(chip, w), f"{name}_chip"),
-            net(self.m, sum_tree(hbm, w), f"{name}_hbm"),
+            net(self.q, sum_tree(chip, w), f"{name}_chip"),
+            net(self.q, sum_tree(hbm, w), f"{name}_hbm"),
         )
 
     def index(self, onehot: Value, name: str) -> Signal:
@@ -246,7 +251,7 @@ class SegState:
     def pick(self, onehot: Value, items: list[Value], name: str) -> Signal:
         """``items[g]`` for the one-hot vector's set bit ``g`` (0 if none)."""
         w = max(len(v) for v in items)
-        return net(self.m, or_tree([Mux(onehot[g], items[g], 0) for g in range(self.n)]), name)[:w]
+        return net(self.q, or_tree([Mux(onehot[g], items[g], 0) for g in range(self.n)]), name)[:w]
 
     def table_of(self, g: Value, name: str) -> Signal:
         """``tab`` of segment ``g``."""
@@ -319,6 +324,10 @@ class SegState:
         )
         open_inc = self._inc(self.open_len, "seg_open_inc")
         for g in range(self.n):
+            # adders built outside the Ifs (a net assigned inside one depends on its test)
+            hbm_up = self._inc(self.hbm[g], f"seg{g}_hbm_up")
+            hbm_dn = self._dec(self.hbm[g], f"seg{g}_hbm_dn")
+            end_inc = self._inc(self.end[g], f"seg{g}_end_inc")
             is_open = self.open_en & c["free"][g]
             with m.If(is_open):
                 m.d.sync += [
@@ -333,17 +342,9 @@ class SegState:
             inc = self.hbm_inc & c["inc"][g]
             dec = self.hbm_dec & c["dec"][g]
             with m.If(inc | dec):
-                m.d.sync += self.hbm[g].eq(
-                    Mux(
-                        inc,
-                        self._inc(self.hbm[g], f"seg{g}_hbm_up"),
-                        self._dec(self.hbm[g], f"seg{g}_hbm_dn"),
-                    )
-                )
+                m.d.sync += self.hbm[g].eq(Mux(inc, hbm_up, hbm_dn))
             with m.If(self.app_en & c["app"][g]):  # an open's first append too
-                m.d.sync += self.end[g].eq(
-                    Mux(is_open, open_inc, self._inc(self.end[g], f"seg{g}_end_inc"))
-                )
+                m.d.sync += self.end[g].eq(Mux(is_open, open_inc, end_inc))
             with m.If(self.fork_en & self.bit(self.seqs[g], c["from"])):
                 m.d.sync += self.seqs[g].eq(self.seqs[g] | dst_bit)
             with m.If(self.rel_en):
@@ -366,6 +367,7 @@ class SegState:
                 ]
         self._update_derived(split1h)
         for t in range(self.n):
+            tlen_inc = self._inc(self.tlen[t], f"tab{t}_len_inc")
             t_open = self.open_en & c["free_t"][t]
             with m.If(t_open):
                 m.d.sync += [
@@ -374,9 +376,7 @@ class SegState:
                     self.tlen[t].eq(0),
                 ]
             with m.If(self.app_en & app_t1h[t]):
-                m.d.sync += self.tlen[t].eq(
-                    Mux(t_open, 1, self._inc(self.tlen[t], f"tab{t}_len_inc"))
-                )
+                m.d.sync += self.tlen[t].eq(Mux(t_open, 1, tlen_inc))
             with m.If(self.cut_en & c["cut"][t]):
                 m.d.sync += self.tlen[t].eq(self.cut_c)
                 with m.If(self.cut_c == 0):
@@ -384,14 +384,13 @@ class SegState:
         fork_len = self.len_of(self.fork_from, "seg_fork_len")
         fork_tag = self.sel(self.tag, self.fork_from, "seg_fork_tag")
         for s in range(self.s):
+            w = len(self.len[s])
+            len_inc = self._inc(self.len[s], f"seq{s}_len_inc")
+            len_add = prefix_add(m, self.len[s], self.len_k, w, f"seq{s}_len_add", keep=True)
             with m.If(self.app_en & ~self.app_keep_len & c["app_seq"][s]):
-                m.d.sync += self.len[s].eq(self._inc(self.len[s], f"seq{s}_len_inc"))
+                m.d.sync += self.len[s].eq(len_inc)
             with m.If(self.len_add & c["len"][s]):
-                m.d.sync += self.len[s].eq(
-                    prefix_add(
-                        m, self.len[s], self.len_k, len(self.len[s]), f"seq{s}_len_add", keep=True
-                    )
-                )
+                m.d.sync += self.len[s].eq(len_add)
             with m.If(self.fork_en & c["dst"][s]):
                 m.d.sync += [self.len[s].eq(fork_len), self.tag[s].eq(fork_tag)]
             with m.If(self.rel_en & c["rel"][s]):
@@ -438,26 +437,12 @@ class SegState:
                 m.d.sync += self.last[s].eq(self.share_last)
             inc = self.app_en & c["app_seq"][s]
             adj = self.adj_en & c["adj"][s]
+            w = len(self.xchip[s])
+            chip_d, hbm_d = Mux(adj, self.adj_chip, 0), Mux(adj, self.adj_hbm, 0)
+            xchip = prefix_add(m, self.xchip[s], chip_d, w, f"seq{s}_xchip", cin=inc, keep=True)
+            xhbm = prefix_add(m, self.xhbm[s], hbm_d, w, f"seq{s}_xhbm", keep=True)
             with m.If(inc | adj):
-                w = len(self.xchip[s])
-                m.d.sync += [
-                    self.xchip[s].eq(
-                        prefix_add(
-                            m,
-                            self.xchip[s],
-                            Mux(adj, self.adj_chip, 0),
-                            w,
-                            f"seq{s}_xchip",
-                            cin=inc,
-                            keep=True,
-                        )
-                    ),
-                    self.xhbm[s].eq(
-                        prefix_add(
-                            m, self.xhbm[s], Mux(adj, self.adj_hbm, 0), w, f"seq{s}_xhbm", keep=True
-                        )
-                    ),
-                ]
+                m.d.sync += [self.xchip[s].eq(xchip), self.xhbm[s].eq(xhbm)]
             gone = (self.fork_en & c["from"][s]) | (self.rel_en & c["rel"][s])
             with m.If(gone):  # its segments shared, or dead
                 m.d.sync += [self.xchip[s].eq(0), self.xhbm[s].eq(0)]

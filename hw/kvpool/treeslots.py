@@ -401,10 +401,14 @@ class TreeSlots(wiring.Component):
                     st.rows[r].eq(0),
                     st.count[r].eq(0),
                 ]
+            w = len(st.count[r])  # (built outside the If: a net assigned in it depends on it)
+            inc = prefix_add(
+                m, st.count[r], Const(0, w), w, f"count_{r}_inc", cin=Const(1, 1), keep=True
+            )
             with m.If(add_ok & here):
                 m.d.sync += [st.valid[r].eq(st.valid[r] | one), st.rows[r].eq(st.rows[r] | d_one)]
                 with m.If(~dup):
-                    m.d.sync += st.count[r].eq(st.count[r] + 1)
+                    m.d.sync += st.count[r].eq(inc)
         return _Add(ok=add_ok, slot=c.slot, pos=c.pos, first=first)
 
     def _lookup(self, m: Module, st: "_State", nodes, levels, add: "_Add", k: int) -> None:
