@@ -20,9 +20,9 @@ allocation of a page still to be pushed waits for its push (``pending``).
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from hw.common import or_tree
+from hw.common import less_than, net, or_tree, prefix_add
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -38,7 +38,7 @@ __all__ = [
     "cut_engine",
 ]
 
-_KILL, _SCAN, _ISSUE, _CUT = 0, 1, 2, 3
+_KILL, _SCAN, _ISSUE, _CUT, _TEST = 0, 1, 2, 3, 4
 
 
 @dataclass
@@ -48,14 +48,18 @@ class CutRegs:
     chain: Signal  # the released sequence's segments (their dead ones: seqs = 0 now)
     ln: Signal  # its length: the positions scanned
     cur: Signal  # the next position
-    state: Signal  # _KILL, _SCAN, _ISSUE, _CUT
+    state: Signal  # _KILL, _SCAN, _TEST, _ISSUE, _CUT
     t: Signal  # the block table being cut, from index c, n PTEs
     c: Signal
     n: Signal
     hpending: Signal  # HBM slots still to push
+    dead: Signal  # _SCAN's segment is dead (for _TEST)
+    kv: Signal  # a TLB kill to apply (kg: the segment)
+    kg: Signal
     gv: Signal  # a counter gain to apply (gx: the sequence, gc / gh: on chip / in HBM)
     gx: Signal
-    gc: Signal
+    gs: Signal  # the segment's start and end (gc = ge - gs - gh, in the next cycle)
+    ge: Signal
     gh: Signal
 
 
@@ -67,14 +71,18 @@ def cut_regs(m: Module, u) -> CutRegs:
         chain=Signal(seg.n, name="cut_chain"),
         ln=Signal(pb1, name="cut_len"),
         cur=Signal(pb1, name="cut_cur"),
-        state=Signal(2, name="cut_state"),
+        state=Signal(3, name="cut_state"),
         t=Signal(seg.gb, name="cut_t"),
         c=Signal(pb1, name="cut_c"),
         n=Signal(pb1, name="cut_n"),
         hpending=Signal(len(u.hbm_used), name="cut_hpending"),
+        dead=Signal(name="cut_dead"),
+        kv=Signal(name="cut_kv"),
+        kg=Signal(seg.gb, name="cut_kg"),
         gv=Signal(name="cut_gv"),
         gx=Signal(seg.sb, name="cut_gx"),
-        gc=Signal(pb1, name="cut_gc"),
+        gs=Signal(pb1, name="cut_gs"),
+        ge=Signal(pb1, name="cut_ge"),
         gh=Signal(pb1, name="cut_gh"),
     )
 
@@ -152,36 +160,54 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
     t = seg.pick(here, seg.tab, "cut_tab")
     start = seg.pick(here, seg.start, "cut_start")
     end = seg.pick(here, seg.end, "cut_end")
-    tlen = seg.table_len(t, "cut_tlen")
-    c = start - seg.pick(here, seg.sbase, "cut_base")
-    is_dead = (dead >> g)[0]
-    m.d.comb += u.killing.eq(u.cutting & (cut.state == _KILL))
-    m.d.sync += cut.gv.eq(0)
+    base = seg.pick(here, seg.sbase, "cut_base")
+    w = len(start)
+    c = prefix_add(m, start, ~base, w, "cut_c_sub", cin=Const(1, 1), keep=True)
+    is_dead = or_tree([here[h] & dead[h] for h in range(seg.n)])
+    past = ~less_than(m, cut.cur, cut.ln, "cut_past")  # cur >= ln: the chain is done
+    tlen = seg.table_len(cut.t, "cut_tlen")  # of _SCAN's registered table
+    held = less_than(m, cut.c, tlen, "cut_held")
+    gain = _gain(fsm, cut, here, start, end)
+    # lookups held while the walk kills, and while its last kill is still to apply
+    m.d.comb += u.killing.eq(u.cutting & ((cut.state == _KILL) | cut.kv))
+    m.d.sync += [cut.gv.eq(0), cut.kv.eq(0)]
+    one = Const(1, 1)
+    span = prefix_add(m, cut.ge, ~cut.gs, w, "cut_gain_span", cin=one, keep=True)
+    gc = prefix_add(m, span, ~cut.gh, w, "cut_gain_chip", cin=one, keep=True)
     with m.If(cut.gv):  # a gain of the walk's last step
         m.d.comb += [
             seg.adj_en.eq(1),
             seg.adj_seq.eq(cut.gx),
-            seg.adj_chip.eq(cut.gc),
+            seg.adj_chip.eq(gc),
             seg.adj_hbm.eq(cut.gh),
         ]
+    with m.If(cut.kv):  # a kill of the walk's last step, in both TLBs
+        for tlb in u.tlbs:
+            m.d.comb += [tlb.kill_valid.eq(1), tlb.kill_seg.eq(cut.kg)]
     with m.If(u.cutting):
         with m.Switch(cut.state):
             with m.Case(_KILL):  # lookups held: every dead segment killed in both TLBs
-                with m.If(cut.cur >= cut.ln):
+                with m.If(past):
                     m.d.sync += [cut.cur.eq(0), cut.state.eq(_SCAN)]
                 with m.Elif(~inflight):  # after the fills of the lookups taken before
-                    m.d.sync += cut.cur.eq(end)
-                    for tlb in u.tlbs:
-                        m.d.comb += [tlb.kill_valid.eq(is_dead), tlb.kill_seg.eq(g)]
-                    _gain(fsm, cut, here, start, end)
-            with m.Case(_SCAN):
-                with m.If(cut.cur >= cut.ln):
+                    m.d.sync += [cut.cur.eq(end), cut.kv.eq(is_dead), cut.kg.eq(g), *gain]
+            with m.Case(_SCAN):  # the next segment found, registered
+                with m.If(past):
                     m.d.comb += [seg.bury_en.eq(1), seg.bury_mask.eq(dead)]
                     m.d.sync += u.cutting.eq(0)
                 with m.Else():
-                    m.d.sync += cut.cur.eq(end)
-                    with m.If(is_dead & (c < tlen)):
-                        m.d.sync += [cut.t.eq(t), cut.c.eq(c), cut.n.eq(tlen), cut.state.eq(_ISSUE)]
+                    m.d.sync += [
+                        cut.cur.eq(end),
+                        cut.t.eq(t),
+                        cut.c.eq(c),
+                        cut.dead.eq(is_dead),
+                        cut.state.eq(_TEST),
+                    ]
+            with m.Case(_TEST):  # a dead segment whose table holds PTEs from its start
+                with m.If(cut.dead & held):
+                    m.d.sync += [cut.n.eq(tlen), cut.state.eq(_ISSUE)]
+                with m.Else():
+                    m.d.sync += cut.state.eq(_SCAN)
             with m.Case(_ISSUE):
                 with m.If(units_free):
                     with m.If(fsm.bt(BtCmd.CUT, cut.t, cut.c, n=cut.n)):
@@ -190,15 +216,18 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
                 _cut_beats(fsm, cut, units_free)
 
 
-def _gain(fsm, cut: CutRegs, here: Value, start: Value, end: Value) -> None:
-    """The walk passes segment ``here``: if the release left it to one sequence, that
-    sequence's counters gain its positions (registered, applied in the next cycle)."""
+def _gain(fsm, cut: CutRegs, here: Value, start: Value, end: Value) -> list:
+    """The statements for the walk passing segment ``here``: if the release left it to
+    one sequence, that sequence's counters gain its positions (registered, applied in
+    the next cycle). The nets are built here, outside the walk's states."""
     m, seg = fsm.m, fsm.u.seg
     hbm = seg.pick(here, seg.hbm, "cut_gain_hbm")
-    m.d.sync += [
-        cut.gv.eq(or_tree([here[g] & seg.excl[g] for g in range(seg.n)])),
+    excl = net(m, or_tree([here[g] & seg.excl[g] for g in range(seg.n)]), "cut_gain_excl")
+    return [
+        cut.gv.eq(excl),
         cut.gx.eq(seg.owner(here, "cut_gain_seq")),
-        cut.gc.eq(end - start - hbm),
+        cut.gs.eq(start),
+        cut.ge.eq(end),
         cut.gh.eq(hbm),
     ]
 
