@@ -20,9 +20,9 @@ a forked sequence's first block; the sequential commit reads that block back
 for its tag) is not taken fast.
 """
 
-from amaranth.hdl import Mux, Value
+from amaranth.hdl import Const, Mux, Value
 
-from hw.common import zext
+from hw.common import prefix_add, zext
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pool_drain import slot_count
 from hw.kvpool.treeslots_layouts import TsCmd
@@ -80,13 +80,16 @@ def _move(fsm, seq: Value, k: Value, count: Value, g: Value, t: Value, ln: Value
     table ``t`` of segment ``g`` from position ``ln``, the rest pushed)."""
     m, u, r = fsm.m, fsm.u, fsm.r
     seg = u.seg
-    rejected = count - k
+    q, w, one = seg.q, len(u.committed_pages), Const(1, 1)  # q: nets outside the FSM
+    rejected = prefix_add(q, count, ~zext(k, w), w, "com_rejected", cin=one, keep=True)
+    committed = prefix_add(q, u.committed_pages, k, w, "com_committed", keep=True)
+    spec = prefix_add(q, u.spec_pages, ~zext(count, w), w, "com_spec", cin=one, keep=True)
     m.d.comb += [seg.len_add.eq(1), seg.len_seq.eq(seq), seg.len_k.eq(k)]
     m.d.sync += [
         r.value.eq(rejected),
         fsm.done_next.eq(1),
-        u.committed_pages.eq(u.committed_pages + k),
-        u.spec_pages.eq(u.spec_pages - count),
+        u.committed_pages.eq(committed),
+        u.spec_pages.eq(spec),
         u.drain.eq(1),
         u.pending.eq(rejected),
         u.drain_acc.eq(k != 0),

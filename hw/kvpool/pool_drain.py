@@ -93,6 +93,7 @@ def drain(fsm, units_free: Value) -> None:
             m.d.comb += [
                 seg.app_en.eq(1),
                 seg.app_g.eq(u.drain_g),
+                seg.app_t.eq(u.drain_t),
                 seg.app_seq.eq(u.drain_seq),
                 seg.app_keep_len.eq(1),
             ]

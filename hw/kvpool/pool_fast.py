@@ -193,6 +193,7 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
             seg.open_len.eq(fast["ln"]),
             seg.app_en.eq(1),
             seg.app_g.eq(g),
+            seg.app_t.eq(t),
             seg.app_seq.eq(o.seq),
         ]
         m.d.sync += [s2.t.eq(t), s2.i.eq(i), u.committed_pages.eq(u.committed_pages + 1)]

@@ -18,9 +18,9 @@ victim from the page states, its PTE read, an HBM slot, the PTE rewritten
 (``loc = 1``), both TLBs' set invalidated, the page freed.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from hw.common import net, or_tree
+from hw.common import net, or_tree, prefix_add
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -313,6 +313,10 @@ class _Fsm:
             with m.If(~ps.busy):
                 with m.If(self.ps(PsCmd.VICTIM, 0)):
                     m.next = "SP_VWAIT"
+        v = ps.victim  # its PTE index, built outside the state
+        vbase = seg.table_base(v.tab, "sp_base")
+        one = Const(1, 1)
+        vi_next = prefix_add(m, v.pos, ~vbase, len(vbase), "sp_vi", cin=one, keep=True)
         with m.State("SP_VWAIT"):
             with m.If(ps.done):
                 v = ps.victim
@@ -320,7 +324,7 @@ class _Fsm:
                     self.vpage.eq(v.page),
                     self.vtab.eq(v.tab),
                     self.vpos.eq(v.pos),
-                    self.vi.eq(v.pos - seg.table_base(v.tab, "sp_base")),
+                    self.vi.eq(vi_next),
                     self.wait.eq(0),
                 ]
                 m.next = "SP_RD"
@@ -396,6 +400,7 @@ class _Fsm:
                     seg.open_len.eq(self.ln),
                     seg.app_en.eq(1),
                     seg.app_g.eq(g),
+                    seg.app_t.eq(t),
                     seg.app_seq.eq(o.seq),
                 ]
                 m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
@@ -465,6 +470,7 @@ class _Fsm:
                 self.ps(PsCmd.COMMIT, b.page, tab=self.t, pos=ln_now)
                 self.bb.write(m, o.seq, ln_now, b.token)
                 m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
+                m.d.comb += seg.app_t.eq(self.t)
                 m.d.sync += [
                     u.committed_pages.eq(u.committed_pages + 1),
                     u.spec_pages.eq(u.spec_pages - 1),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from hw.common import less_than, net, or_tree, prefix_add
+from hw.common import less_than, net, or_tree, prefix_add, zext
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -112,7 +112,32 @@ def release_counts(fsm, seq: Value, f: dict, name: str) -> dict:
     dead = seg.only(seq, f"{name}_dead")
     chip, hbm = seg.excl_counts(seq, f"{name}_dead")
     spec = Mux(f["has_tree"], slot_count(fsm, f["slot"]), 0)
-    return {"dead": dead, "chip": chip, "hbm": hbm, "spec": spec}
+    m, u = fsm.m, fsm.u
+    w = len(u.committed_pages)
+
+    def add(a: Value, b: Value, sub: bool, what: str) -> Signal:
+        bb = ~zext(b, w) if sub else b
+        return prefix_add(m, a, bb, w, f"{name}_{what}", cin=Const(int(sub), 1), keep=True)
+
+    return {
+        "dead": dead,
+        "chip": chip,
+        "hbm": hbm,
+        "spec": spec,
+        # the result and the counts after it (prefix adders, built outside the FSM)
+        "freed": add(chip, spec, False, "freed"),
+        "committed": add(u.committed_pages, chip, True, "committed"),
+        "spec_after": add(u.spec_pages, spec, True, "spec_after"),
+        "hbm_after": prefix_add(
+            m,
+            u.hbm_used,
+            ~zext(hbm, len(u.hbm_used)),
+            len(u.hbm_used),
+            f"{name}_hbm_after",
+            cin=Const(1, 1),
+            keep=True,
+        ),
+    }
 
 
 def release_now(fsm, cut: CutRegs, seq: Value, f: dict, n: dict) -> None:
@@ -120,19 +145,19 @@ def release_now(fsm, cut: CutRegs, seq: Value, f: dict, n: dict) -> None:
     this cycle; the result in the next."""
     m, u, r = fsm.m, fsm.u, fsm.r
     seg = u.seg
-    dead, chip, hbm, spec = n["dead"], n["chip"], n["hbm"], n["spec"]
+    dead, hbm = n["dead"], n["hbm"]
     tree = f["has_tree"]
     m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(seq)]
     with m.If(tree):
         fsm.ts(TsCmd.RELEASE, slot=f["slot"])
     m.d.sync += [
-        r.value.eq(chip + spec),
+        r.value.eq(n["freed"]),
         r.value2.eq(hbm),
         fsm.done_next.eq(1),
-        u.committed_pages.eq(u.committed_pages - chip),
-        u.spec_pages.eq(u.spec_pages - spec),
-        u.hbm_used.eq(u.hbm_used - hbm),
-        u.pending.eq(chip + spec),
+        u.committed_pages.eq(n["committed"]),
+        u.spec_pages.eq(n["spec_after"]),
+        u.hbm_used.eq(n["hbm_after"]),
+        u.pending.eq(n["freed"]),
         u.drain.eq(tree),
         # the cut's walk: dead segments to cut, or segments left to one other sequence
         # whose counters gain them (the walk blocks what would read them)

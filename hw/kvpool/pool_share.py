@@ -237,23 +237,24 @@ def _apply(fsm, sh: ShareRegs) -> None:
     with m.State("SH_LAST"):
         m.d.sync += [g.eq(seg.index(g1h, "sh_last")), end.eq(seg.pick(g1h, seg.end, "sh_end"))]
         m.next = "SH_APPLY"
+    # built outside the states (a net assigned in one depends on it); the split's
+    # operands driven always, its enable only in SH_APPLY
+    straddles = less_than(m, mm, end, "sh_straddles")
+    chain = seg.chain(s, "sh_chain")
+    below = Cat(*[chain[h] & less_than(m, seg.start[h], mm, f"sh_below{h}") for h in range(seg.n)])
+    m.d.comb += [seg.split_g.eq(g), seg.split_m.eq(mm), seg.split_hbm.eq(hb)]
     with m.State("SH_APPLY"):
-        with m.If(end > mm):
+        with m.If(straddles):
             with m.If(~seg.free_any):
                 fsm.finish(PoolCode.TABLE_FULL)
             with m.Else():
-                m.d.comb += [seg.split_en.eq(1), seg.split_g.eq(g), seg.split_m.eq(mm)]
-                m.d.comb += seg.split_hbm.eq(hb)
+                m.d.comb += seg.split_en.eq(1)
                 for tlb in u.tlbs:
                     m.d.comb += [tlb.kill_valid.eq(1), tlb.kill_seg.eq(g)]
                 m.next = "SH_BITS"
         with m.Else():
             m.next = "SH_BITS"
     with m.State("SH_BITS"):
-        chain = seg.chain(s, "sh_chain")
-        below = Cat(
-            *[chain[h] & less_than(m, seg.start[h], mm, f"sh_below{h}") for h in range(seg.n)]
-        )
         m.d.comb += [
             seg.share_en.eq(1),
             seg.share_mask.eq(below),

@@ -14,7 +14,7 @@ through the ``*_en`` controls, which its operation FSM drives (comb, default
 0; at most one of open / append / fork / release / bury / cut / split /
 share per cycle; ``tag_en`` may come with any; ``app_en`` may come with
 ``open_en`` to append the new segment's first position, ``app_g =
-free_g``). ``app_keep_len`` makes an append leave the sequence's length (a
+free_g``, ``app_t = free_t``). ``app_keep_len`` makes an append leave the sequence's length (a
 commit's drain, whose length moved at once by ``len_add``, a control of
 its own: ``len[len_seq] += len_k``). Per segment, ``hbm`` counts its positions
 whose page is in HBM (``hbm_inc`` / ``hbm_dec`` at a spill / fill, given
@@ -88,6 +88,7 @@ class SegState:
         self.open_len = Signal(pb1)
         self.app_en = Signal()
         self.app_g = Signal(self.gb)
+        self.app_t = Signal(self.gb)  # its block table (the FSM knows it: no lookup)
         self.app_seq = Signal(self.sb)
         self.app_keep_len = Signal()
         self.len_add = Signal()
@@ -202,7 +203,9 @@ class SegState:
         ``sbase``, picked beside the table rather than read by it)."""
         t = self.pick(onehot, self.tab, f"{name}_t")
         base = self.pick(onehot, self.sbase, f"{name}_base")
-        return t, net(self.q, (pos - base)[: len(base)], f"{name}_i")
+        w = len(base)
+        i = prefix_add(self.q, pos, ~base, w, f"{name}_i", cin=Const(1, 1), keep=True)
+        return t, i
 
     def chain(self, seq: Value, name: str) -> Signal:
         """The used segments seen by ``seq``."""
@@ -302,16 +305,7 @@ class SegState:
         }
         rel_keep = ~c["rel"]
         dst_bit = c["dst"]
-        app_t = net(
-            m,
-            Mux(
-                self.open_en & (self.app_g == self.free_g),
-                self.free_t,
-                self.pick(c["app"], self.tab, "seg_app_tab"),
-            ),
-            "seg_app_t",
-        )
-        app_t1h = self.dec(app_t, G, "seg_app_t_1h")
+        app_t1h = self.dec(self.app_t, G, "seg_app_t_1h")
         split1h = c["split"]
         split_seqs = self.pick(split1h, self.seqs, "seg_split_seqs")
         split_end = self.pick(split1h, self.end, "seg_split_end")
