@@ -97,24 +97,41 @@ def prefix_add(
     return net(m, p ^ carry_in, f"{name}_sum", keep=keep)
 
 
-def carry_out(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
+def carry_out(
+    m: Module, a: Value, b: Value, width: int, name: str, *, keep: bool = False
+) -> Signal:
     """Carry out of ``a[:width] + b[:width]``: the top output of a Kogge-Stone network.
 
     Only the carry's cone is used (synthesis removes the rest), a single-output
     prefix tree of ``ceil(log2(width))`` levels after the generate/propagate.
-    The result is the net ``<name>_co``.
+    The result is the net ``<name>_co``; ``keep`` keeps the network's nets.
     """
-    g, p = _generate_propagate(m, a, b, width, name, None, False)
-    return net(m, _prefix_carries(m, g, p, name, False)[width - 1], f"{name}_co")
+    g, p = _generate_propagate(m, a, b, width, name, None, keep)
+    if not keep:
+        return net(m, _prefix_carries(m, g, p, name, False)[width - 1], f"{name}_co")
+    # kept: only the carry's own tree (a kept prefix network could not be trimmed)
+    nodes = [(g[k], p[k]) for k in range(width)]  # least significant first
+    lv = 0
+    while len(nodes) > 1:
+        nxt = []
+        for k in range(0, len(nodes) - 1, 2):
+            (g0, p0), (g1, p1) = nodes[k], nodes[k + 1]
+            gg = net(m, g1 | (p1 & g0), f"{name}_t{lv}g{k // 2}", keep=True)
+            pp = net(m, p1 & p0, f"{name}_t{lv}p{k // 2}", keep=True)
+            nxt.append((gg, pp))
+        if len(nodes) % 2:
+            nxt.append(nodes[-1])
+        nodes, lv = nxt, lv + 1
+    return net(m, nodes[0][0], f"{name}_co", keep=True)
 
 
 def less_than(m: Module, a: Value, b: Value, name: str) -> Signal:
     """Unsigned ``a < b`` as the carry out of ``~a + b`` (``2**w - 1 - a + b >= 2**w``
     exactly when ``b > a``; ``w`` the wider operand's width): a single-output prefix
-    tree, ``O(log w)`` levels, where synthesis maps ``<`` to a carry chain. The result
-    is the net ``<name>_co``."""
+    tree, ``O(log w)`` levels, kept (synthesis would re-derive it deeper), where
+    synthesis maps ``<`` to a carry chain. The result is the net ``<name>_co``."""
     w = max(len(a), len(b))
-    return carry_out(m, ~zext(a.as_unsigned(), w), b, w, name)
+    return carry_out(m, ~zext(a.as_unsigned(), w), b, w, name, keep=True)
 
 
 def sign_of_sum(m: Module, a: Value, b: Value, width: int, name: str) -> Value:

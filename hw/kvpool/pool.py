@@ -262,7 +262,7 @@ class ScaledPool(wiring.Component):
         live = ts.active & ~ts.draining  # a draining tree is gone (committed, released)
         bits = Cat(*[live[r] & (seqs[r * sb : (r + 1) * sb] == seq) for r in range(T)])
         one = net(m, bits, f"{name}_1h")
-        slot = or_tree([one[r] * Const(r, max(1, idx_bits(T))) for r in range(T)])
+        slot = or_tree([Mux(one[r], r, 0) for r in range(T)])[: max(1, idx_bits(T))]
         return net(m, one.any(), f"{name}_has"), net(m, slot, f"{name}_slot")
 
     def _slot_lo(self, m: Module, ts, slot, name: str) -> Signal:
@@ -357,6 +357,9 @@ class ScaledPool(wiring.Component):
         with m.Else():
             m.d.comb += [ts.chk_slot.eq(facts["slot"]), ts.chk_node.eq(r.o.owner)]
         m.d.comb += ts.chk_accept.eq(Mux(r.idle, self.op.payload.accept, r.o.accept))
+        # a release's sequence, driven always (only rel_en waits for the checks): the
+        # port's op in IDLE, else the registered one
+        m.d.comb += u.seg.rel_seq.eq(Mux(r.idle, self.op.payload.seq, r.o.seq))
         inflight = []
         hold = Signal(name="lookup_hold")
         for k in range(2):
@@ -403,7 +406,9 @@ class ScaledPool(wiring.Component):
         )
         m.d.comb += hold.eq(lk_hold)
         m.d.comb += self.res_valid.eq(r.done | res_fast | fork_done | done_next)
-        free = u.alloc.free_pages + u.pending  # pending pushes count as free
+        # pending pushes count as free (a kept prefix adder of two registers)
+        w = len(self.free_pages)
+        free = prefix_add(m, u.alloc.free_pages, u.pending, w, "free_sum", keep=True)
         with m.If(res_fast):  # a fast insert's (hw.kvpool.pool_fast)
             m.d.comb += [res.op.eq(PoolOp.INSERT), res.value.eq(u.alloc.page)]
         with m.Elif(fork_done):  # a fast fork's

@@ -64,8 +64,8 @@ def hand_over(fsm, rejected: Value) -> None:
     m.d.sync += [
         u.drain.eq(1),
         u.pending.eq(rejected),
-        u.spec_pages.eq(u.spec_pages - rejected),
-        r.value.eq(r.value + rejected),
+        u.spec_pages.eq(u.add(u.spec_pages, rejected, "spec_minus_rej", sub=True)),
+        r.value.eq(u.add(r.value, rejected, "value_plus_rej")),
     ]
 
 
@@ -103,6 +103,6 @@ def drain(fsm, units_free: Value) -> None:
         with m.If(out.valid):
             with m.If(out.payload.kind == TsOut.REJ):
                 m.d.comb += [u.alloc.push.eq(1), u.alloc.push_page.eq(out.payload.page)]
-                m.d.sync += u.pending.eq(u.pending - 1)
+                m.d.sync += u.pending.eq(u.add(u.pending, 1, "pending_dec", sub=True))
             with m.Else():
                 m.d.sync += u.drain.eq(0)

@@ -196,9 +196,10 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
             seg.app_t.eq(t),
             seg.app_seq.eq(o.seq),
         ]
-        m.d.sync += [s2.t.eq(t), s2.i.eq(i), u.committed_pages.eq(u.committed_pages + 1)]
+        committed = u.add(u.committed_pages, 1, "committed_inc")
+        m.d.sync += [s2.t.eq(t), s2.i.eq(i), u.committed_pages.eq(committed)]
     with m.Else():
-        m.d.sync += u.spec_pages.eq(u.spec_pages + 1)
+        m.d.sync += u.spec_pages.eq(u.add(u.spec_pages, 1, "spec_inc"))
 
 
 def fast_stage2(fsm, s2: Stage2, res_fast: Signal) -> None:

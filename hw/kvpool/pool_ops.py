@@ -369,8 +369,8 @@ class _Fsm:
                 m.d.comb += [seg.adj_en.eq(self.vxv), seg.adj_seq.eq(self.vx)]
                 m.d.comb += [seg.adj_chip.eq(-1), seg.adj_hbm.eq(1)]
                 m.d.sync += [
-                    u.committed_pages.eq(u.committed_pages - 1),
-                    u.hbm_used.eq(u.hbm_used + 1),
+                    u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_dec", sub=True)),
+                    u.hbm_used.eq(u.add(u.hbm_used, 1, "hbm_inc")),
                 ]
                 with m.Switch(self.ret):
                     with m.Case(_RET_INSERT):
@@ -403,7 +403,7 @@ class _Fsm:
                     seg.app_t.eq(t),
                     seg.app_seq.eq(o.seq),
                 ]
-                m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
+                m.d.sync += u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_inc"))
                 self.bb.write(m, o.seq, o.pos, o.token)
                 start_tag(self, o.pos + 1, ret_commit=False)
             with m.Else():
@@ -415,7 +415,7 @@ class _Fsm:
         with m.Elif(ps.cmd.ready):  # the tree slots take an ADD in every cycle
             self.ts(_TS_ADD, slot=self.slot, node=o.owner, pos=o.pos, page=page, token=o.token)
             self.ps(PsCmd.SPEC, page, fresh=self.fresh)
-            m.d.sync += u.spec_pages.eq(u.spec_pages + 1)
+            m.d.sync += u.spec_pages.eq(u.add(u.spec_pages, 1, "spec_inc"))
             self.finish()
         with m.Else():
             m.next = "INS_GO"
@@ -465,15 +465,15 @@ class _Fsm:
                 hand_over(self, self.left)
                 self.finish()
             with m.Elif(out.valid & take):
-                m.d.sync += self.left.eq(self.left - 1)
+                m.d.sync += self.left.eq(u.add(self.left, 1, "left_dec", sub=True))
                 self.bt(BtCmd.APPEND, self.t, tl, addr=b.page, token=b.token)
                 self.ps(PsCmd.COMMIT, b.page, tab=self.t, pos=ln_now)
                 self.bb.write(m, o.seq, ln_now, b.token)
                 m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
                 m.d.comb += seg.app_t.eq(self.t)
                 m.d.sync += [
-                    u.committed_pages.eq(u.committed_pages + 1),
-                    u.spec_pages.eq(u.spec_pages - 1),
+                    u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_inc")),
+                    u.spec_pages.eq(u.add(u.spec_pages, 1, "spec_dec", sub=True)),
                 ]
                 start_tag(self, ln_now + 1, ret_commit=True)
 
@@ -517,7 +517,7 @@ class _Fsm:
                 self.finish(code)
             with m.Else():
                 m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(self.addr)]
-                m.d.sync += u.hbm_used.eq(u.hbm_used - 1)
+                m.d.sync += u.hbm_used.eq(u.add(u.hbm_used, 1, "hbm_dec", sub=True))
                 m.next = "FILL_ALLOC"
         with m.State("FILL_ALLOC"):
             self.allocate(_RET_FILL, "FILL_GO")
@@ -539,7 +539,7 @@ class _Fsm:
         with m.State("FILL_PSC"):
             ok = self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=o.pos, fresh=self.fresh)
             with m.If(ok):
-                m.d.sync += u.committed_pages.eq(u.committed_pages + 1)
+                m.d.sync += u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_inc"))
                 self.finish()
 
 

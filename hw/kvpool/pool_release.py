@@ -147,7 +147,7 @@ def release_now(fsm, cut: CutRegs, seq: Value, f: dict, n: dict) -> None:
     seg = u.seg
     dead, hbm = n["dead"], n["hbm"]
     tree = f["has_tree"]
-    m.d.comb += [seg.rel_en.eq(1), seg.rel_seq.eq(seq)]
+    m.d.comb += seg.rel_en.eq(1)  # rel_seq: driven by the pool (ScaledPool.elaborate)
     with m.If(tree):
         fsm.ts(TsCmd.RELEASE, slot=f["slot"])
     m.d.sync += [
@@ -267,11 +267,11 @@ def _cut_beats(fsm, cut: CutRegs, units_free: Value) -> None:
     with m.If(bt.out.valid & take):
         with m.If(pte.loc):
             m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(pte.addr)]
-            m.d.sync += cut.hpending.eq(cut.hpending - 1)
+            m.d.sync += cut.hpending.eq(u.add(cut.hpending, 1, "hpending_dec", sub=True))
         with m.Else():
             m.d.comb += [u.alloc.push.eq(1), u.alloc.push_page.eq(pte.addr)]
             fsm.ps(PsCmd.FREE, pte.addr)
-            m.d.sync += u.pending.eq(u.pending - 1)
+            m.d.sync += u.pending.eq(u.add(u.pending, 1, "pending_dec", sub=True))
     with m.Elif(~bt.out.valid & ~bt.busy):
         m.d.comb += [seg.cut_en.eq(1), seg.cut_t.eq(cut.t), seg.cut_c.eq(cut.c)]
         m.d.sync += cut.state.eq(_SCAN)

@@ -1,9 +1,10 @@
 """What the scaled pool's operation FSM drives and keeps: its units and registers."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from amaranth.hdl import Signal
+from amaranth.hdl import Const, Signal, Value
 
+from hw.common import prefix_add, zext
 from hw.kvpool.segtable import SegState
 
 __all__ = ["Units", "OpRegs"]
@@ -40,6 +41,24 @@ class Units:
     # a posted score is pending (hw.kvpool.pool_score); it reads port 0 this cycle (comb)
     scoring: Signal
     score_rd: Signal
+    _sums: dict = field(default_factory=dict)
+
+    def add(self, a: Signal, b: Value | int, name: str, *, sub: bool = False) -> Signal:
+        """``a + b`` (``sub``: ``a - b``) in ``len(a)`` bits as a kept prefix adder,
+        built once per ``name`` in the segment table's query module: unconditional
+        wherever it is used (a net assigned inside an FSM state depends on it), and no
+        ``$add`` that synthesis could share behind the FSM's multiplexers."""
+        key = (repr(a), repr(b), sub)
+        if name not in self._sums:
+            w = len(a)
+            bb = Const(b, w) if isinstance(b, int) else zext(b, w)
+            out = prefix_add(
+                self.seg.q, a, ~bb if sub else bb, w, name, cin=Const(int(sub), 1), keep=True
+            )
+            self._sums[name] = (key, out)
+        if self._sums[name][0] != key:
+            raise ValueError(f"name = {name!r}: already names a different sum")
+        return self._sums[name][1]
 
 
 @dataclass
