@@ -68,7 +68,7 @@ def fast_commit_accept(fsm, op, fast: dict) -> None:
     fsm.ts(TsCmd.COMMIT, slot=slot, accept=o.accept, d0=ln - fast["slot_lo"](slot))
     opening = f.acc_any & ~fast["has_own"]
     with m.If(opening):
-        m.d.comb += [seg.open_en.eq(1), seg.open_seq.eq(o.seq), seg.open_len.eq(ln)]
+        m.d.comb += seg.open_en.eq(1)  # operands: hw.kvpool.pool_ops.drive_operands
     g = Mux(opening, seg.free_g, fast["own_g"])
     t = Mux(opening, seg.free_t, fast["own_t"])
     _move(fsm, o.seq, o.acc_len, slot_count(fsm, slot), g, t, ln)
@@ -84,7 +84,7 @@ def _move(fsm, seq: Value, k: Value, count: Value, g: Value, t: Value, ln: Value
     rejected = prefix_add(q, count, ~zext(k, w), w, "com_rejected", cin=one, keep=True)
     committed = prefix_add(q, u.committed_pages, k, w, "com_committed", keep=True)
     spec = prefix_add(q, u.spec_pages, ~zext(count, w), w, "com_spec", cin=one, keep=True)
-    m.d.comb += [seg.len_add.eq(1), seg.len_seq.eq(seq), seg.len_k.eq(k)]
+    m.d.comb += seg.len_add.eq(1)  # len_seq, len_k: the port's (drive_operands)
     m.d.sync += [
         r.value.eq(rejected),
         fsm.done_next.eq(1),

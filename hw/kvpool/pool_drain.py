@@ -92,10 +92,6 @@ def drain(fsm, units_free: Value) -> None:
                 block_tag(fsm, u.drain_seq, u.drain_pos, fsm.bb.block(b.token), "drain_prev")
             m.d.comb += [
                 seg.app_en.eq(1),
-                seg.app_g.eq(u.drain_g),
-                seg.app_t.eq(u.drain_t),
-                seg.app_seq.eq(u.drain_seq),
-                seg.app_keep_len.eq(1),
             ]
             m.d.sync += u.drain_pos.eq(u.drain_pos + 1)
     with m.Elif(u.drain & ~u.cutting):  # a release's tree after its cut

@@ -184,17 +184,11 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
         fsm.bb.write(m, o.seq, o.pos, o.token)
         m.d.sync += [s2.tag.eq(ends & ~ok), s2.tagfast.eq(ends & ok)]
         opening = ~fast["has_own"]
-        g = Mux(opening, seg.free_g, fast["own_g"])
         t = Mux(opening, seg.free_t, fast["own_t"])
         i = Mux(opening, 0, seg.table_len(fast["own_t"], "fast_tlen"))
         m.d.comb += [
             seg.open_en.eq(opening),
-            seg.open_seq.eq(o.seq),
-            seg.open_len.eq(fast["ln"]),
             seg.app_en.eq(1),
-            seg.app_g.eq(g),
-            seg.app_t.eq(t),
-            seg.app_seq.eq(o.seq),
         ]
         committed = u.add(u.committed_pages, 1, "committed_inc")
         m.d.sync += [s2.t.eq(t), s2.i.eq(i), u.committed_pages.eq(committed)]

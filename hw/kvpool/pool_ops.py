@@ -252,7 +252,7 @@ class _Fsm:
         """A checked fork, in this cycle (flops only)."""
         seg = self.u.seg
         self.bb.clear(self.m, dst)
-        self.m.d.comb += [seg.fork_en.eq(1), seg.fork_from.eq(src), seg.fork_dst.eq(dst)]
+        self.m.d.comb += seg.fork_en.eq(1)  # fork_from / fork_dst: drive_operands
 
     def act(self) -> None:
         """``ACT``: the operation's first step, on the facts ``CHECK`` registered."""
@@ -266,7 +266,10 @@ class _Fsm:
         with m.Else():
             with m.Switch(o.op):
                 with m.Case(PoolOp.INSERT):
-                    m.d.sync += self.i.eq(seg.table_len(self.t, "ins_tlen"))
+                    tlen = seg.table_len(self.t, "ins_tlen")
+                    m.d.sync += self.i.eq(Mux(self.opening, 0, tlen))
+                    with m.If(self.opening):  # no segment opens before the insert's own
+                        m.d.sync += [self.g.eq(seg.free_g), self.t.eq(seg.free_t)]
                     m.next = "INS"
                 with m.Case(PoolOp.COMMIT):
                     m.next = "COM"
@@ -387,21 +390,13 @@ class _Fsm:
         seg, bt, ps = u.seg, u.bt, u.ps
         m.d.sync += self.r.value.eq(page)
         with m.If(o.committed):
-            opening = self.opening
-            g = Mux(opening, seg.free_g, self.g)
-            t = Mux(opening, seg.free_t, self.t)
-            i = Mux(opening, 0, self.i)
+            opening, t, i = self.opening, self.t, self.i  # ACT's (the free ones if opening)
             with m.If(bt.cmd.ready & ps.cmd.ready):
                 self.bt(BtCmd.APPEND, t, i, addr=page, token=o.token)
                 self.ps(PsCmd.COMMIT, page, tab=t, pos=o.pos, fresh=self.fresh)
                 m.d.comb += [
                     seg.open_en.eq(opening),
-                    seg.open_seq.eq(o.seq),
-                    seg.open_len.eq(self.ln),
                     seg.app_en.eq(1),
-                    seg.app_g.eq(g),
-                    seg.app_t.eq(t),
-                    seg.app_seq.eq(o.seq),
                 ]
                 m.d.sync += u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_inc"))
                 self.bb.write(m, o.seq, o.pos, o.token)
@@ -447,7 +442,7 @@ class _Fsm:
         seg, out, bt, ps = u.seg, u.ts.out, u.bt, u.ps
         with m.State("COM"):
             with m.If(self.f["acc_any"] & ~self.f["has_own"]):
-                m.d.comb += [seg.open_en.eq(1), seg.open_seq.eq(o.seq), seg.open_len.eq(self.ln)]
+                m.d.comb += seg.open_en.eq(1)
                 m.d.sync += [self.g.eq(seg.free_g), self.t.eq(seg.free_t)]
             lo = self.f["slot_lo"](self.slot)
             ok = self.ts(_TS_COMMIT, slot=self.slot, accept=o.accept, d0=self.ln - lo)
@@ -469,8 +464,7 @@ class _Fsm:
                 self.bt(BtCmd.APPEND, self.t, tl, addr=b.page, token=b.token)
                 self.ps(PsCmd.COMMIT, b.page, tab=self.t, pos=ln_now)
                 self.bb.write(m, o.seq, ln_now, b.token)
-                m.d.comb += [seg.app_en.eq(1), seg.app_g.eq(self.g), seg.app_seq.eq(o.seq)]
-                m.d.comb += seg.app_t.eq(self.t)
+                m.d.comb += seg.app_en.eq(1)
                 m.d.sync += [
                     u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_inc")),
                     u.spec_pages.eq(u.add(u.spec_pages, 1, "spec_dec", sub=True)),
@@ -543,6 +537,32 @@ class _Fsm:
                 self.finish()
 
 
+def drive_operands(fsm, op, fast: dict) -> None:
+    """The segment table's operand controls, driven always: only their enables wait
+    for the checks (an operand behind a check's multiplexer puts the check in front
+    of every segment's update). The port's operation in ``IDLE``, else the registered
+    one; an append is the drain's while a fast commit's path is appended (nothing
+    else appends then), a fast insert's in ``IDLE``, else the FSM's (``g``, ``t``)."""
+    m, u, r = fsm.m, fsm.u, fsm.r
+    seg, o, p, idle = u.seg, r.o, op.payload, r.idle
+    opening = ~fast["has_own"]
+    fast_g = Mux(opening, seg.free_g, fast["own_g"])
+    fast_t = Mux(opening, seg.free_t, fast["own_t"])
+    drain = u.drain_acc
+    m.d.comb += [
+        seg.open_seq.eq(Mux(idle, p.seq, o.seq)),
+        seg.open_len.eq(Mux(idle, fast["ln"], fsm.ln)),
+        seg.app_seq.eq(Mux(drain, u.drain_seq, Mux(idle, p.seq, o.seq))),
+        seg.app_g.eq(Mux(drain, u.drain_g, Mux(idle, fast_g, fsm.g))),
+        seg.app_t.eq(Mux(drain, u.drain_t, Mux(idle, fast_t, fsm.t))),
+        seg.app_keep_len.eq(drain),
+        seg.len_seq.eq(p.seq),  # only a fast commit moves a length by len_k
+        seg.len_k.eq(p.acc_len),
+        seg.fork_from.eq(Mux(idle, p.seq, o.seq)),
+        seg.fork_dst.eq(Mux(idle, p.dst, o.dst)),
+    ]
+
+
 def op_fsm(
     m: Module,
     op,
@@ -596,6 +616,7 @@ def op_fsm(
     quiet = [states.ongoing(n) for n in ("IDLE", "CHECK", "INS", "FILL_ALLOC", "RESULT")]
     units_free = Cat(*quiet).any() & ~s2.valid
     drain(fsm, units_free)
+    drive_operands(fsm, op, fsm.fast)
     cut_engine(fsm, fsm.cut, units_free, inflight)
     score_engine(fsm, units_free)
     return fsm.res_fast, fsm.fork_done, fsm.done_next, s2.valid | s2.after
