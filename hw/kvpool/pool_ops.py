@@ -220,6 +220,19 @@ class _Fsm:
                             m.next = "CHECK"
                     with m.Default():
                         m.next = "CHECK"
+            # the tree slots' command of IDLE (stage 2's ADD, a fast commit's COMMIT, a
+            # fast release's RELEASE): its kind and operands driven from the registers
+            # and the port (only its valid waits for the checks)
+            c, p, fast = self.u.ts.cmd.payload, op.payload, self.fast
+            is_commit = p.op == PoolOp.COMMIT
+            lo = fast["slot_lo"](fast["slot"])
+            d0 = self.u.add(fast["ln"], lo, "fast_d0", sub=True)
+            m.d.comb += [
+                c.kind.eq(Mux(s2.valid, TsCmd.ADD, Mux(is_commit, TsCmd.COMMIT, TsCmd.RELEASE))),
+                c.slot.eq(Mux(s2.valid, s2.slot, fast["slot"])),
+                c.accept.eq(p.accept),
+                c.d0.eq(d0),
+            ]
         with m.State("REL"):  # a release that waited: done as the port's would be
             release_now(self, self.cut, o.seq, f, self.rel_op)
             m.next = "IDLE"
