@@ -1,13 +1,14 @@
 """The scaled pool's leaf proofs (``formal/kvpool_tlb.py``, ``formal/kvpool_alloc.py``,
-``formal/kvpool_seg.py``) in ``make test``: each k-induction closes at its proof size,
-its false property is refuted, its protocol matters (the run without it fails) and its
-witnesses are reached, so that the proof is not vacuous. Each ``sat`` run takes seconds."""
+``formal/kvpool_seg.py``, ``formal/kvpool_seg_derived.py``) in ``make test``: each
+k-induction closes at its proof size, its false property is refuted, its protocol matters
+(the run without it fails) and its witnesses are reached, so that the proof is not vacuous.
+Each ``sat`` run takes seconds."""
 
 import json
 
 import pytest
 
-from formal import kvpool_alloc, kvpool_seg, kvpool_tlb, sat
+from formal import kvpool_alloc, kvpool_seg, kvpool_seg_derived, kvpool_tlb, sat
 
 
 def test_tlb_coherence_closes_by_induction(tmp_path) -> None:
@@ -121,6 +122,60 @@ def test_segment_bad_arguments_are_errors() -> None:
         kvpool_seg.run("cover")
     with pytest.raises(SystemExit):
         kvpool_seg.parse_args(["prove", "prove"])
+
+
+def test_segment_derived_registers_close_by_induction(tmp_path) -> None:
+    """``excl``, ``sbase``, ``last`` / ``own_of`` and the invariants beside them (properties
+    4-6, 8-11, assuming 1-3): about 20 s alone (k = 1)."""
+    o = kvpool_seg_derived.run("prove", out=tmp_path)
+    assert o.status == "PASS" and o.steps <= kvpool_seg_derived.PROVE_DEPTH, o.log
+
+
+@pytest.mark.parametrize("seq", range(kvpool_seg_derived.CONFIG["SEQS"]))
+def test_segment_counters_close_by_induction(tmp_path, seq) -> None:
+    """A sequence's ``xchip`` / ``xhbm`` (property 7) at 2 position bits: about 15 s each
+    (at 3 bits minutes: ``python -m formal.kvpool_seg_derived counters``)."""
+    o = kvpool_seg_derived.run(
+        "prove", part="counters", seq=seq, out=tmp_path, **kvpool_seg_derived.SMALL
+    )
+    assert o.status == "PASS" and o.steps <= kvpool_seg_derived.PROVE_DEPTH, o.log
+
+
+@pytest.mark.parametrize("variant", ["negated", "unprotected"])
+def test_segment_derived_false_property_and_missing_protocol_fail(tmp_path, variant) -> None:
+    o = kvpool_seg_derived.run("bmc", variant=variant, depth=6, out=tmp_path)
+    assert o.status == "FAIL", o.log
+
+
+@pytest.mark.parametrize("assumption", kvpool_seg_derived.PRECONDITIONS)
+def test_segment_derived_each_assumption_matters(tmp_path, assumption) -> None:
+    """Without any one of A11-A17 a BMC finds a failure (a few seconds each)."""
+    o = kvpool_seg_derived.run("bmc", drop=[assumption], out=tmp_path)
+    assert o.status == "FAIL", o.log
+
+
+@pytest.mark.parametrize("witness", sorted(kvpool_seg_derived.REACH))
+def test_segment_derived_witnesses_are_reached(tmp_path, witness) -> None:
+    """A spill's and a fill's counter moves, a share's, a release's gain, a split's last."""
+    o = kvpool_seg_derived.run("bmc", reach=witness, out=tmp_path)
+    assert o.status == "FAIL" and o.steps <= kvpool_seg_derived.BMC_DEPTH, o.log
+
+
+def test_segment_derived_bad_arguments_are_errors() -> None:
+    with pytest.raises(ValueError, match="variant"):
+        kvpool_seg_derived.DerivedFormal(variant="only1")
+    with pytest.raises(ValueError, match="reach"):
+        kvpool_seg_derived.DerivedFormal(reach="killed")
+    with pytest.raises(ValueError, match="drop"):
+        kvpool_seg_derived.DerivedFormal(drop=["A19"])
+    with pytest.raises(ValueError, match="part"):
+        kvpool_seg_derived.DerivedFormal(part="cover")
+    with pytest.raises(ValueError, match="seq"):
+        kvpool_seg_derived.DerivedFormal(part="counters", seq=3)
+    with pytest.raises(ValueError, match="task"):
+        kvpool_seg_derived.run("cover")
+    with pytest.raises(SystemExit):
+        kvpool_seg_derived.parse_args(["prove", "prove"])
 
 
 def test_rows_of_other_modules_are_kept(tmp_path) -> None:
