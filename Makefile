@@ -99,7 +99,8 @@ soak: $(STAMP)
 # the flat pool's proofs, then the scaled pool's (formal.kvpool: BMC from reset and a
 # k-induction attempt at a reduced size; its own report, a section of docs/results/formal.md),
 # then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence, formal.kvpool_alloc:
-# page conservation, formal.kvpool_seg: segment chains; rows of the same report)
+# page conservation, formal.kvpool_seg: segment chains, formal.kvpool_seg_derived: the
+# segment table's derived registers; rows of the same report)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -108,6 +109,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_tlb
 	$(VPY) -m formal.kvpool_alloc
 	$(VPY) -m formal.kvpool_seg
+	$(VPY) -m formal.kvpool_seg_derived
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

@@ -2,8 +2,9 @@
 
 An operation is accepted in ``IDLE`` (``op.ready``), waits until no lookup
 is in flight (so that the lookups accepted before it, and with it, have
-read the state and filled their TLBs first), is checked in one cycle
-(:mod:`hw.kvpool.pool_checks`) and then carried out step by step on the
+read the state and filled their TLBs first), has its checks and facts
+registered in ``CHECK`` (:mod:`hw.kvpool.pool_checks`), acted on in ``ACT``, and
+is then carried out step by step on the
 units: the page allocators, the block table, the tree slots, the page
 states and the two TLBs. Its result is shown in the cycle the FSM returns
 to ``IDLE``, after every unit has finished, so the next lookup or operation
@@ -12,20 +13,17 @@ sees all of it. Lookups are accepted only in ``IDLE``.
 The drain (:mod:`hw.kvpool.pool_drain`) pushes a finished commit's or
 release's rejected pages while the next operations run.
 
-Spilling one victim (an allocation with no free page, ``spill(n)``) is a
-sub-sequence (``SP_*``) that returns to the state in ``ret``: the GCLOCK
-victim from the page states, its PTE read, an HBM slot, the PTE rewritten
-(``loc = 1``), both TLBs' set invalidated, the page freed.
+Spill, fill and score states: :mod:`hw.kvpool.pool_spill`.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
-from hw.common import net, or_tree, prefix_add
+from hw.common import net
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
 from hw.kvpool.pool_blockbuf import BlockBuf
-from hw.kvpool.pool_checks import fill_code, op_code
+from hw.kvpool.pool_checks import op_code
 from hw.kvpool.pool_commit import fast_commit_accept, fast_commit_ok
 from hw.kvpool.pool_drain import drain, drain_wait, hand_over, slot_count
 from hw.kvpool.pool_fast import (
@@ -51,14 +49,13 @@ from hw.kvpool.pool_score import (
     score_waits,
 )
 from hw.kvpool.pool_share import ShareRegs, share_states, start_tag, tag_setup, tag_states
+from hw.kvpool.pool_spill import RET_INSERT, spill_fill_score, spill_one
 from hw.kvpool.pool_units import OpRegs, Units
 from hw.kvpool.treeslots import TsCmd, TsOut
 
 __all__ = ["Units", "OpRegs", "op_fsm"]  # the first two re-exported
 
 
-# return points of the spill sub-sequence
-_RET_INSERT, _RET_FILL, _RET_SPILL = 0, 1, 2
 _TS_OPEN, _TS_ADD, _TS_COMMIT = TsCmd.OPEN, TsCmd.ADD, TsCmd.COMMIT
 _TS_ACC, _TS_REJ = TsOut.ACC, TsOut.REJ
 
@@ -321,81 +318,6 @@ class _Fsm:
             m.d.sync += self.page.eq(a.page)
             m.next = then
 
-    def spill_one(self) -> None:
-        """``SP_*``: spill the GCLOCK victim, then return to ``ret``'s state."""
-        m, u = self.m, self.u
-        seg, ps = u.seg, u.ps
-        with m.State("SP_VIC"):  # after every earlier page-state command's done
-            with m.If(~ps.busy):
-                with m.If(self.ps(PsCmd.VICTIM, 0)):
-                    m.next = "SP_VWAIT"
-        v = ps.victim  # its PTE index, built outside the state
-        vbase = seg.table_base(v.tab, "sp_base")
-        one = Const(1, 1)
-        vi_next = prefix_add(m, v.pos, ~vbase, len(vbase), "sp_vi", cin=one, keep=True)
-        with m.State("SP_VWAIT"):
-            with m.If(ps.done):
-                v = ps.victim
-                m.d.sync += [
-                    self.vpage.eq(v.page),
-                    self.vtab.eq(v.tab),
-                    self.vpos.eq(v.pos),
-                    self.vi.eq(vi_next),
-                    self.wait.eq(0),
-                ]
-                m.next = "SP_RD"
-        vi = self.vi
-        with m.State("SP_RD"):
-            with m.If(self.wait == 0):
-                self.read_pte(self.vtab, vi)
-            m.d.sync += self.wait.eq(self.wait + 1)
-            with m.If(self.wait == 2):
-                m.next = "SP_RDW"
-            # its segment, and the sequence that alone sees it if one does (registered
-            # while the read is in flight: no segment changes during a spill)
-            g1h = seg.of_table(self.vtab, self.vpos, "sp_seg1h")
-            m.d.sync += [
-                self.vg.eq(seg.index(g1h, "sp_seg")),
-                self.vx.eq(seg.owner(g1h, "sp_owner")),
-                self.vxv.eq(or_tree([g1h[g] & seg.excl[g] for g in range(seg.n)])),
-            ]
-        with m.State("SP_RDW"):
-            rsp = u.bt.rd0_rsp
-            m.d.sync += self.vtoken.eq(rsp.payload.token)
-            m.d.comb += u.halloc.alloc.eq(1)
-            m.next = "SP_SLOT"
-        with m.State("SP_SLOT"):
-            m.d.sync += self.addr.eq(u.halloc.page)
-            m.next = "SP_WR"
-        with m.State("SP_WR"):
-            ok = self.bt(BtCmd.WRITE, self.vtab, vi, loc=1, addr=self.addr, token=self.vtoken)
-            with m.If(ok):
-                for tlb in u.tlbs:
-                    m.d.comb += [
-                        tlb.inv_valid.eq(1),
-                        tlb.inv.seg.eq(self.vg),
-                        tlb.inv.pos.eq(self.vpos),
-                    ]
-                m.next = "SP_FREE"
-        with m.State("SP_FREE"):
-            with m.If(self.ps(PsCmd.FREE, self.vpage)):
-                self.push(self.vpage)
-                # the segment's HBM count, and the counters of its only sequence
-                m.d.comb += [seg.hbm_inc.eq(1), seg.hbm_inc_g.eq(self.vg)]
-                m.d.comb += [seg.adj_en.eq(self.vxv), seg.adj_seq.eq(self.vx)]
-                m.d.comb += [seg.adj_chip.eq(-1), seg.adj_hbm.eq(1)]
-                m.d.sync += [
-                    u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_dec", sub=True)),
-                    u.hbm_used.eq(u.add(u.hbm_used, 1, "hbm_inc")),
-                ]
-                with m.Switch(self.ret):
-                    with m.Case(_RET_INSERT):
-                        m.next = "ALLOC_INS_GO"
-                    with m.Case(_RET_FILL):
-                        m.next = "ALLOC_FILL_GO"
-                    with m.Default():
-                        m.next = "SPL"
-
     # ------------------------------------------------------------------ insert
     def _ins_work(self, page: Value) -> None:
         """An insert's writes with its ``page``, in one cycle once the units take them."""
@@ -433,7 +355,7 @@ class _Fsm:
         page's cycle writes everything (``GOT_INS_GO``), or ``INS_GO`` retries."""
         m, a = self.m, self.u.alloc
         with m.State("INS"):
-            self.allocate(_RET_INSERT, "INS_GO")
+            self.allocate(RET_INSERT, "INS_GO")
         with m.State("ALLOC_INS_GO"):
             m.d.comb += a.alloc.eq(1)
             m.d.sync += self.fresh.eq(a.level == 0)
@@ -485,69 +407,6 @@ class _Fsm:
                 start_tag(self, ln_now + 1, ret_commit=True)
 
     # ------------------------------------------------------------------ spill, fill, score
-    def spill_fill_score(self) -> None:
-        """``SPL`` (spill(n)'s loop), ``PTE`` (fill's and score's PTE read),
-        ``FILL_*``, ``SCORE``."""
-        m, u, o, f = self.m, self.u, self.r.o, self.f
-        with m.State("SPL"):
-            with m.If((self.cnt < o.n) & f["facts"].can_spill):
-                m.d.sync += [self.cnt.eq(self.cnt + 1), self.ret.eq(_RET_SPILL)]
-                m.next = "SP_VIC"
-            with m.Else():
-                m.d.sync += self.r.value.eq(self.cnt)
-                self.finish()
-        with m.State("PTE"):
-            with m.If(self.wait == 0):
-                self.read_pte(self.t, self.i)
-            m.d.sync += self.wait.eq(self.wait + 1)
-            with m.If(self.wait == 2):
-                m.next = "PTE_GOT"
-        with m.State("PTE_GOT"):
-            pte = u.bt.rd0_rsp.payload
-            m.d.sync += [self.loc.eq(pte.loc), self.addr.eq(pte.addr), self.token.eq(pte.token)]
-            with m.If(o.op == PoolOp.SCORE):
-                m.next = "SCORE"
-            with m.Else():
-                m.next = "FILL"
-        with m.State("SCORE"):
-            with m.If(self.loc):
-                self.finish()
-            with m.Else():
-                with m.If(self.ps(PsCmd.SCORE, self.addr, s=o.s)):
-                    self.finish()
-        with m.State("FILL"):
-            code = fill_code(m, self.loc, f["facts"].page_free, u.committed_pages)
-            with m.If(o.op == PoolOp.SHARE):
-                m.d.sync += self.r.code.eq(code)  # the tokens are taken in any case
-                m.next = "SH"
-            with m.Elif(code != PoolCode.NONE):
-                self.finish(code)
-            with m.Else():
-                m.d.comb += [u.halloc.push.eq(1), u.halloc.push_page.eq(self.addr)]
-                m.d.sync += u.hbm_used.eq(u.add(u.hbm_used, 1, "hbm_dec", sub=True))
-                m.next = "FILL_ALLOC"
-        with m.State("FILL_ALLOC"):
-            self.allocate(_RET_FILL, "FILL_GO")
-        self.alloc_states("FILL_GO")
-        with m.State("FILL_GO"):
-            ok = self.bt(BtCmd.WRITE, self.t, self.i, addr=self.page, token=self.token)
-            with m.If(ok):
-                for tlb in u.tlbs:
-                    m.d.comb += [tlb.inv_valid.eq(1), tlb.inv.seg.eq(self.g), tlb.inv.pos.eq(o.pos)]
-                m.d.comb += [u.seg.hbm_dec.eq(1), u.seg.hbm_dec_g.eq(self.g)]
-                m.d.comb += [
-                    u.seg.adj_en.eq(u.seg.excl.bit_select(self.g, 1)),
-                    u.seg.adj_seq.eq(o.seq),
-                    u.seg.adj_chip.eq(1),
-                    u.seg.adj_hbm.eq(-1),
-                ]
-                m.d.sync += self.r.value.eq(self.page)
-                m.next = "FILL_PSC"
-        with m.State("FILL_PSC"):
-            ok = self.ps(PsCmd.COMMIT, self.page, tab=self.t, pos=o.pos, fresh=self.fresh)
-            with m.If(ok):
-                m.d.sync += u.committed_pages.eq(u.add(u.committed_pages, 1, "committed_inc"))
-                self.finish()
 
 
 def drive_operands(fsm, op, fast: dict) -> None:
@@ -621,8 +480,8 @@ def op_fsm(
         fsm.frame(op, inflight, busy)
         fsm.insert()
         fsm.commit()
-        fsm.spill_one()
-        fsm.spill_fill_score()
+        spill_one(fsm)
+        spill_fill_score(fsm)
         tag_states(fsm, crc, tags)
         share_states(fsm, sh, crc, tags, tok)
     # the FSM's states that drive no unit (an allocation waiting for the drain too)

@@ -375,7 +375,10 @@ class TreeSlots(wiring.Component):
         in_win, d = self._window(m, st, c.slot, c.pos, "add")
         rows_c = net(m, mux_tree(self._pad(st.rows), c.slot), "add_rows")
         first = net(m, ~_bit(m, rows_c, d, "add_row"), "add_first")
-        add_ok = net(m, fire & (c.kind == TsCmd.ADD) & ok & in_win, "add_ok")
+        # the command's own terms kept apart from its valid: a late valid (the pool's
+        # checks) then meets them in the last gate rather than under them
+        add_pre = net(m, (c.kind == TsCmd.ADD) & ok & in_win, "add_pre", keep=True)
+        add_ok = net(m, fire & add_pre, "add_ok", keep=True)
         one = _decode(m, c.node, N, "add_one")
         d_one = _decode(m, d, D, "add_d_one")
         dup = _bit(m, mux_tree(self._pad(st.valid), c.slot), c.node, "add_dup")
@@ -430,7 +433,7 @@ class TreeSlots(wiring.Component):
         fresh1 = Signal(name=f"{n}_fresh1")
         m.d.sync += [
             v1.eq(lk.valid),
-            ok1.eq(lk.valid & act & in_win),
+            ok1.eq(lk.valid & net(m, act & in_win, f"{n}_pre", keep=True)),
             slot1.eq(q.slot),
             d1.eq(d),
             mask1.eq(mux_tree(self._pad(st.valid), q.slot) & q.view),
