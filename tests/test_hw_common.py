@@ -11,12 +11,12 @@ import hw.common
 from hw.common import (
     and_tree,
     carry_out,
-    less_than,
     carry_save,
     check_param,
     csa_levels,
     csa_rows,
     idx_bits,
+    less_than,
     mux_tree,
     or_tree,
     popcount,
