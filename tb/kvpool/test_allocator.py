@@ -168,9 +168,15 @@ if cocotb is not None:
     async def random_phases(dut) -> None:
         """Fill, drain, mixed and both-every-cycle phases; at a small ``PAGES`` every
         case is reached (the FIFO empty and full, the mark at ``PAGES``, wraps,
-        a push meeting an allocation on an empty FIFO, both refused pushes)."""
-        bench = await run(dut, sized(CYCLES, 40_000))
+        a push meeting an allocation on an empty FIFO, both refused pushes; a push onto
+        a full FIFO is made by hand first)."""
         n = params()["PAGES"]
+        # first, by hand, a push onto a full FIFO (every page handed out and pushed
+        # back): the random phases reach it only by chance
+        op = {"alloc": 0, "push": 1, "push_page": 0}
+        script = [{"alloc": 1, "push": 0, "push_page": 0}] * n
+        script += [dict(op, push_page=k) for k in range(n)] + [op]
+        bench = await run(dut, sized(CYCLES, 40_000), script=script if n <= 64 else None)
         if n <= 64:
             # a page >= mark exists while mark < 2**page_bits: always when PAGES is
             # not a power of two, else only early on (directed_pushes covers it)
