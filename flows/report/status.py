@@ -140,7 +140,7 @@ BLOCK_INFO: dict[str, BlockInfo] = {
         ("golden.kvpool.KVPool",),
         "tb/kvpool/",
         "lookup 1, miss at most 4 more, insert 1/cycle, commit/release/fork/score 1, "
-        "spill 9 + 12 v + passes, fill 16, share n + 4 p + c + 13",
+        "spill 10 + 12 v + passes, fill 17, share n + 4 p + c + 15",
     ),
 }
 
