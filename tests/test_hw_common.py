@@ -18,10 +18,15 @@ from hw.common import (
     idx_bits,
     less_than,
     mux_tree,
+    net,
     or_tree,
     popcount,
     prefix_add,
+    prefix_dec,
+    prefix_inc,
     prefix_or_below,
+    prefix_step,
+    prefix_sub,
     priority_highest,
     priority_lowest,
     sign_of_sum,
@@ -153,7 +158,8 @@ def test_and_tree_zext(n: int) -> None:
 @pytest.mark.parametrize("width", [1, 2, 5, 8, 32, 33])
 def test_prefix_add(width: int, keep: bool) -> None:
     """``prefix_add`` with and without a carry-in and narrower operands; ``carry_out``,
-    ``sign_of_sum`` and ``less_than`` (both ways) on the same operands."""
+    ``sign_of_sum``, ``less_than`` (both ways), ``prefix_inc`` / ``_dec`` / ``_sub`` and
+    ``prefix_step`` (each of up, down, both, neither) on the same operands."""
     m = Module()
     a, b, cin = Signal(width), Signal(max(1, width - 1)), Signal()
     plain = prefix_add(m, a, b, width, "p", keep=keep)
@@ -161,6 +167,10 @@ def test_prefix_add(width: int, keep: bool) -> None:
     co = carry_out(m, a, b, width, "co")
     sign = sign_of_sum(m, a, b, width, "sg")
     lt, gt = less_than(m, a, b, "lt"), less_than(m, b, a, "gt")
+    inc, dec = prefix_inc(m, a, "inc"), prefix_dec(m, a, "dec")
+    sub = prefix_sub(m, a, b, width, "sub")
+    up, down = Signal(), Signal()
+    step = net(m, prefix_step(m, a, up, down, "step"), "step_out")
     rng = random.Random(width)
     top = (1 << width) - 1
 
@@ -177,6 +187,12 @@ def test_prefix_add(width: int, keep: bool) -> None:
                 assert ctx.get(co) == (x + y) >> width, (x, y)
                 assert ctx.get(sign) == ((x + y) >> (width - 1)) & 1, (x, y)
                 assert (ctx.get(lt), ctx.get(gt)) == (x < y, y < x), (x, y)
+                assert (ctx.get(inc), ctx.get(dec)) == ((x + 1) & top, (x - 1) & top), x
+                assert ctx.get(sub) == (x - y) & top, (x, y)
+                ctx.set(up, c)
+                ctx.set(down, 1 - c if y & 1 else c)
+                want = x + c - (1 - c if y & 1 else c)
+                assert ctx.get(step) == want & top, (x, y, c)
 
     _run(m, bench)
 

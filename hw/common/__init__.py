@@ -29,6 +29,10 @@ from hw.common.arith import (
     less_than,
     popcount,
     prefix_add,
+    prefix_dec,
+    prefix_inc,
+    prefix_step,
+    prefix_sub,
     sign_of_sum,
 )
 from hw.common.nets import net, zext
@@ -64,6 +68,10 @@ __all__ = [
     "full_adder",
     "less_than",
     "prefix_add",
+    "prefix_inc",
+    "prefix_dec",
+    "prefix_sub",
+    "prefix_step",
     "carry_out",
     "sign_of_sum",
     "carry_save",

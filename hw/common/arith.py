@@ -4,7 +4,8 @@ Synthesis maps an operator ``+`` to a carry-propagate chain, ``O(width)``
 gate levels deep. The functions here build the logarithmic-depth structures
 instead, every intermediate result a named net (see :func:`hw.common.net`):
 
-* :func:`prefix_add`, :func:`carry_out`, :func:`sign_of_sum`: a sum, or just
+* :func:`prefix_add` (and its kept forms :func:`prefix_inc`, :func:`prefix_dec`,
+  :func:`prefix_sub`, :func:`prefix_step`), :func:`carry_out`, :func:`sign_of_sum`: a sum, or just
   its top carry / top bit, through a Kogge-Stone prefix network,
   ``O(log width)`` levels; :func:`less_than`, an unsigned comparison so built;
 * :func:`carry_save`, :func:`csa_rows`: many operands reduced to two rows by
@@ -16,7 +17,7 @@ instead, every intermediate result a named net (see :func:`hw.common.net`):
 preserves it instead of re-deriving (and possibly serialising) it.
 """
 
-from amaranth import Cat, Const, Module, Signal, Value
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.utils import bits_for
 
 from hw.common.nets import net, zext
@@ -24,6 +25,10 @@ from hw.common.nets import net, zext
 __all__ = [
     "full_adder",
     "prefix_add",
+    "prefix_inc",
+    "prefix_dec",
+    "prefix_sub",
+    "prefix_step",
     "carry_out",
     "less_than",
     "sign_of_sum",
@@ -95,6 +100,32 @@ def prefix_add(
     carries = _prefix_carries(m, g, p, name, keep)
     carry_in = Cat(Const(0, 1) if cin is None else cin, carries[: width - 1])
     return net(m, p ^ carry_in, f"{name}_sum", keep=keep)
+
+
+def prefix_inc(m: Module, v: Value, name: str) -> Signal:
+    """``(v + 1) mod 2**len(v)``: a kept :func:`prefix_add` (``+`` synthesises a carry
+    chain, and Yosys may share it with another adder behind a multiplexer)."""
+    return prefix_add(m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
+
+
+def prefix_dec(m: Module, v: Value, name: str) -> Signal:
+    """``(v - 1) mod 2**len(v)`` (``v + 2**w - 1``): a kept :func:`prefix_add`."""
+    return prefix_add(m, v, Const(-1, len(v)), len(v), name, keep=True)
+
+
+def prefix_sub(m: Module, a: Value, b: Value, width: int, name: str) -> Signal:
+    """``(a - b) mod 2**width`` (``a + ~b + 1``, ``b`` zero-extended first): a kept
+    :func:`prefix_add`."""
+    nb = ~zext(b.as_unsigned(), width)
+    return prefix_add(m, a, nb, width, name, cin=Const(1, 1), keep=True)
+
+
+def prefix_step(m: Module, v: Value, up: Value, down: Value, name: str) -> Value:
+    """``v + up - down`` (``up``, ``down`` bits) in ``len(v)`` bits: ``v + 1`` and
+    ``v - 1`` from the register alone (:func:`prefix_inc`, :func:`prefix_dec`, nets
+    ``<name>_inc``, ``<name>_dec``), then selected by the controls."""
+    inc, dec = prefix_inc(m, v, f"{name}_inc"), prefix_dec(m, v, f"{name}_dec")
+    return Mux(up & ~down, inc, Mux(down & ~up, dec, v))
 
 
 def carry_out(

@@ -5,7 +5,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import Param, check_params, idx_bits, prefix_add, zext
+from hw.common import Param, check_params, idx_bits, prefix_add, prefix_step, zext
 
 __all__ = ["PageAllocator", "page_bits"]
 
@@ -13,15 +13,6 @@ __all__ = ["PageAllocator", "page_bits"]
 def page_bits(pages: int) -> int:
     """Bits of a page number ``0 .. pages - 1``."""
     return idx_bits(pages)
-
-
-def _step(m: Module, v: Value, up: Value, down: Value, name: str) -> Value:
-    """``v + up - down`` (``up``, ``down`` bits) in ``len(v)`` bits: ``v + 1`` and ``v - 1``
-    from the register alone (kept prefix adders), then selected by the controls."""
-    width = len(v)
-    inc = prefix_add(m, v, Const(0, width), width, f"{name}_inc", cin=Const(1, 1), keep=True)
-    dec = prefix_add(m, v, Const(-1, width), width, f"{name}_dec", keep=True)
-    return Mux(up & ~down, inc, Mux(down & ~up, dec, v))
 
 
 class PageAllocator(wiring.Component):
@@ -182,8 +173,8 @@ class PageAllocator(wiring.Component):
         with m.If(write):
             m.d.sync += tail.eq(self._next(m, tail, "tail_inc"))
         m.d.sync += [
-            level.eq(_step(m, level, write, take_fifo, "level_step")),
-            self.free_pages.eq(_step(m, self.free_pages, push_ok, got, "free_step")),
+            level.eq(prefix_step(m, level, write, take_fifo, "level_step")),
+            self.free_pages.eq(prefix_step(m, self.free_pages, push_ok, got, "free_step")),
         ]
         inc = prefix_add(m, mark, Const(0, 1), len(mark), "mark_inc", cin=Const(1, 1), keep=True)
         with m.If(take_mark):

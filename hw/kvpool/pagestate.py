@@ -5,7 +5,7 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import Param, check_params, idx_bits, net, prefix_add
+from hw.common import Param, check_params, idx_bits, net, prefix_add, prefix_step
 
 __all__ = [
     "PageState",
@@ -58,15 +58,6 @@ def victim_layout(pages: int, table_bits: int, pos_bits: int) -> data.StructLayo
 def word_layout(table_bits: int, pos_bits: int) -> data.StructLayout:
     """A page's word in the ``page`` memory."""
     return data.StructLayout({"state": 2, "c": 3, "queued": 1, "tab": table_bits, "pos": pos_bits})
-
-
-def _step(m: Module, v: Value, up: Value, down: Value, name: str) -> Value:
-    """``v + up - down`` (``up``, ``down`` bits) in ``len(v)`` bits: ``v + 1`` and
-    ``v - 1`` from the register alone (kept prefix adders), selected by the controls."""
-    width = len(v)
-    inc = prefix_add(m, v, Const(0, width), width, f"{name}_inc", cin=Const(1, 1), keep=True)
-    dec = prefix_add(m, v, Const(-1, width), width, f"{name}_dec", keep=True)
-    return Mux(up & ~down, inc, Mux(down & ~up, dec, v))
 
 
 class PageState(wiring.Component):
@@ -355,7 +346,7 @@ class PageState(wiring.Component):
         head_inc = self._next(m, self._head, "head_inc")
         with m.If(pop):
             m.d.sync += self._head.eq(head_inc)
-        m.d.sync += self.level.eq(_step(m, self.level, push, pop, "level_step"))
+        m.d.sync += self.level.eq(prefix_step(m, self.level, push, pop, "level_step"))
         self._found, self._head_inc = found, head_inc
 
         # outcome, the next cycle

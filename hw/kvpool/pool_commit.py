@@ -20,9 +20,9 @@ a forked sequence's first block; the sequential commit reads that block back
 for its tag) is not taken fast.
 """
 
-from amaranth.hdl import Const, Mux, Value
+from amaranth.hdl import Mux, Value
 
-from hw.common import prefix_add, zext
+from hw.common import zext
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pool_drain import slot_count
 from hw.kvpool.treeslots_layouts import TsCmd
@@ -80,10 +80,10 @@ def _move(fsm, seq: Value, k: Value, count: Value, g: Value, t: Value, ln: Value
     table ``t`` of segment ``g`` from position ``ln``, the rest pushed)."""
     m, u, r = fsm.m, fsm.u, fsm.r
     seg = u.seg
-    q, w, one = seg.q, len(u.committed_pages), Const(1, 1)  # q: nets outside the FSM
-    rejected = prefix_add(q, count, ~zext(k, w), w, "com_rejected", cin=one, keep=True)
-    committed = prefix_add(q, u.committed_pages, k, w, "com_committed", keep=True)
-    spec = prefix_add(q, u.spec_pages, ~zext(count, w), w, "com_spec", cin=one, keep=True)
+    w = len(u.committed_pages)  # Units.add: nets built outside the FSM
+    rejected = u.add(zext(count, w), k, "com_rejected", sub=True)
+    committed = u.add(u.committed_pages, k, "com_committed")
+    spec = u.add(u.spec_pages, count, "com_spec", sub=True)
     m.d.comb += seg.len_add.eq(1)  # len_seq, len_k: the port's (drive_operands)
     m.d.sync += [
         r.value.eq(rejected),

@@ -6,7 +6,7 @@ operation see: bit ``seq`` cleared in every segment, ``len(seq) = 0``, the
 tree slot's RELEASE issued, and the counts and the result (shown in the
 next cycle): the dead segments' on-chip pages and HBM slots are known
 without reading their PTEs, from each segment's extent and its HBM count
-(:meth:`hw.kvpool.segtable.SegState.dead_counts`), the tree's from its
+(:meth:`hw.kvpool.segtable.SegState.excl_counts`), the tree's from its
 slot's node count. The frees themselves are the drain's jobs, in the
 golden model's order: :func:`cut_engine` cuts each dead segment's block
 table in position order (the PTEs streamed out: a page pushed to the free
@@ -20,9 +20,9 @@ allocation of a page still to be pushed waits for its push (``pending``).
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
-from hw.common import less_than, net, or_tree, prefix_add, zext
+from hw.common import less_than, net, or_tree, prefix_sub, zext
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -112,31 +112,17 @@ def release_counts(fsm, seq: Value, f: dict, name: str) -> dict:
     dead = seg.only(seq, f"{name}_dead")
     chip, hbm = seg.excl_counts(seq, f"{name}_dead")
     spec = Mux(f["has_tree"], slot_count(fsm, f["slot"]), 0)
-    m, u = fsm.m, fsm.u
-    w = len(u.committed_pages)
-
-    def add(a: Value, b: Value, sub: bool, what: str) -> Signal:
-        bb = ~zext(b, w) if sub else b
-        return prefix_add(m, a, bb, w, f"{name}_{what}", cin=Const(int(sub), 1), keep=True)
-
+    u = fsm.u
     return {
         "dead": dead,
         "chip": chip,
         "hbm": hbm,
         "spec": spec,
-        # the result and the counts after it (prefix adders, built outside the FSM)
-        "freed": add(chip, spec, False, "freed"),
-        "committed": add(u.committed_pages, chip, True, "committed"),
-        "spec_after": add(u.spec_pages, spec, True, "spec_after"),
-        "hbm_after": prefix_add(
-            m,
-            u.hbm_used,
-            ~zext(hbm, len(u.hbm_used)),
-            len(u.hbm_used),
-            f"{name}_hbm_after",
-            cin=Const(1, 1),
-            keep=True,
-        ),
+        # the result and the counts after it (Units.add: built outside the FSM)
+        "freed": u.add(zext(chip, len(u.committed_pages)), spec, f"{name}_freed"),
+        "committed": u.add(u.committed_pages, chip, f"{name}_committed", sub=True),
+        "spec_after": u.add(u.spec_pages, spec, f"{name}_spec_after", sub=True),
+        "hbm_after": u.add(u.hbm_used, hbm, f"{name}_hbm_after", sub=True),
     }
 
 
@@ -187,7 +173,7 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
     end = seg.pick(here, seg.end, "cut_end")
     base = seg.pick(here, seg.sbase, "cut_base")
     w = len(start)
-    c = prefix_add(m, start, ~base, w, "cut_c_sub", cin=Const(1, 1), keep=True)
+    c = prefix_sub(m, start, base, w, "cut_c_sub")
     is_dead = or_tree([here[h] & dead[h] for h in range(seg.n)])
     past = ~less_than(m, cut.cur, cut.ln, "cut_past")  # cur >= ln: the chain is done
     tlen = seg.table_len(cut.t, "cut_tlen")  # of _SCAN's registered table
@@ -196,9 +182,8 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
     # lookups held while the walk kills, and while its last kill is still to apply
     m.d.comb += u.killing.eq(u.cutting & ((cut.state == _KILL) | cut.kv))
     m.d.sync += [cut.gv.eq(0), cut.kv.eq(0)]
-    one = Const(1, 1)
-    span = prefix_add(m, cut.ge, ~cut.gs, w, "cut_gain_span", cin=one, keep=True)
-    gc = prefix_add(m, span, ~cut.gh, w, "cut_gain_chip", cin=one, keep=True)
+    span = prefix_sub(m, cut.ge, cut.gs, w, "cut_gain_span")
+    gc = prefix_sub(m, span, cut.gh, w, "cut_gain_chip")
     with m.If(cut.gv):  # a gain of the walk's last step
         m.d.comb += [
             seg.adj_en.eq(1),

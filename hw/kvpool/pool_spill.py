@@ -8,9 +8,7 @@ the page states, its PTE read, an HBM slot, the PTE rewritten (``loc =
 PTE of the position ``CHECK`` found.
 """
 
-from amaranth.hdl import Const
-
-from hw.common import or_tree, prefix_add
+from hw.common import or_tree, prefix_sub
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -32,8 +30,7 @@ def spill_one(fsm) -> None:
                 m.next = "SP_VWAIT"
     v = ps.victim  # its PTE index, built outside the state
     vbase = seg.table_base(v.tab, "sp_base")
-    one = Const(1, 1)
-    vi_next = prefix_add(m, v.pos, ~vbase, len(vbase), "sp_vi", cin=one, keep=True)
+    vi_next = prefix_sub(m, v.pos, vbase, len(vbase), "sp_vi")
     with m.State("SP_VWAIT"):
         with m.If(ps.done):
             v = ps.victim

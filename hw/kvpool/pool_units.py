@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from amaranth.hdl import Const, Signal, Value
 
-from hw.common import prefix_add, zext
+from hw.common import prefix_add, prefix_sub
 from hw.kvpool.segtable import SegState
 
 __all__ = ["Units", "OpRegs"]
@@ -43,18 +43,16 @@ class Units:
     score_rd: Signal
     _sums: dict = field(default_factory=dict)
 
-    def add(self, a: Signal, b: Value | int, name: str, *, sub: bool = False) -> Signal:
+    def add(self, a: Value, b: Value | int, name: str, *, sub: bool = False) -> Signal:
         """``a + b`` (``sub``: ``a - b``) in ``len(a)`` bits as a kept prefix adder,
         built once per ``name`` in the segment table's query module: unconditional
         wherever it is used (a net assigned inside an FSM state depends on it), and no
         ``$add`` that synthesis could share behind the FSM's multiplexers."""
         key = (repr(a), repr(b), sub)
         if name not in self._sums:
-            w = len(a)
-            bb = Const(b, w) if isinstance(b, int) else zext(b, w)
-            out = prefix_add(
-                self.seg.q, a, ~bb if sub else bb, w, name, cin=Const(int(sub), 1), keep=True
-            )
+            w, q = len(a), self.seg.q
+            bb = Const(b, w) if isinstance(b, int) else b
+            out = prefix_sub(q, a, bb, w, name) if sub else prefix_add(q, a, bb, w, name, keep=True)
             self._sums[name] = (key, out)
         if self._sums[name][0] != key:
             raise ValueError(f"name = {name!r}: already names a different sum")

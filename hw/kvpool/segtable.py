@@ -19,7 +19,8 @@ commit's drain, whose length moved at once by ``len_add``, a control of
 its own: ``len[len_seq] += len_k``). Per segment, ``hbm`` counts its positions
 whose page is in HBM (``hbm_inc`` / ``hbm_dec`` at a spill / fill, given
 the lower part's count at a split, ``split_hbm``), so that a release knows
-what its dead segments free without reading them (:meth:`dead_counts`).
+what its dead segments free without reading them (the per-sequence
+``xchip`` / ``xhbm``, :meth:`excl_counts`).
 A sequence's running dedup tag (SPEC §4.6 *Tags*) is kept beside its
 length: fork copies it, release clears it.
 
@@ -36,8 +37,10 @@ from hw.common import (
     net,
     or_tree,
     prefix_add,
+    prefix_dec,
+    prefix_inc,
+    prefix_sub,
     priority_lowest,
-    sum_tree,
 )
 
 __all__ = ["SegState"]
@@ -134,7 +137,7 @@ class SegState:
         could share with another behind a multiplexer of the controls)."""
         return net(self.q, Cat(*[sel == k for k in range(n)]), name)
 
-    def sel(self, items: list[Value], sel: Value, name: str, n: int | None = None) -> Signal:
+    def sel(self, items: list[Value], sel: Value, name: str) -> Signal:
         """``items[sel]`` (0 for ``sel >= len(items)``), an AND-OR over its one-hot."""
         one = self.dec(sel, len(items), f"{name}_1h")
         w = max(len(v) for v in items)
@@ -204,7 +207,7 @@ class SegState:
         t = self.pick(onehot, self.tab, f"{name}_t")
         base = self.pick(onehot, self.sbase, f"{name}_base")
         w = len(base)
-        i = prefix_add(self.q, pos, ~base, w, f"{name}_i", cin=Const(1, 1), keep=True)
+        i = prefix_sub(self.q, pos, base, w, f"{name}_i")
         return t, i
 
     def chain(self, seq: Value, name: str) -> Signal:
@@ -236,17 +239,6 @@ class SegState:
         seqs = self.pick(onehot, self.seqs, f"{name}_seqs")
         return net(self.q, or_tree([Mux(seqs[s], s, 0) for s in range(self.s)]), name)[: self.sb]
 
-    def dead_counts(self, dead: Value, name: str) -> tuple[Signal, Signal]:
-        """``(on_chip, in_hbm)``: the positions of the segments of mask ``dead`` whose
-        page is on chip, in HBM (sums over the segments, a balanced tree)."""
-        w = len(self.end[0]) + max(1, (self.n - 1).bit_length())
-        chip = [Mux(dead[g], self.end[g] - self.start[g] - self.hbm[g], 0) for g in range(self.n)]
-        hbm = [Mux(dead[g], self.hbm[g], 0) for g in range(self.n)]
-        return (
-            net(self.q, sum_tree(chip, w), f"{name}_chip"),
-            net(self.q, sum_tree(hbm, w), f"{name}_hbm"),
-        )
-
     def index(self, onehot: Value, name: str) -> Signal:
         """The index of a one-hot vector's set bit (0 if none)."""
         return self.pick(onehot, [Const(g, self.gb) for g in range(self.n)], name)
@@ -273,15 +265,6 @@ class SegState:
         return self.sel(self.tlen, t, name)
 
     # ------------------------------------------------------------------ updates
-    def _inc(self, v: Value, name: str) -> Signal:
-        """``v + 1`` as a prefix adder (no ``$add`` cell that synthesis could share
-        with another behind a multiplexer of the controls)."""
-        return prefix_add(self.m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
-
-    def _dec(self, v: Value, name: str) -> Signal:
-        """``v - 1`` (``v + 2**w - 1``) as a prefix adder."""
-        return prefix_add(self.m, v, Const(-1, len(v)), len(v), name, keep=True)
-
     def _update(self) -> None:
         m = self.m
         S, G = self.s, self.n
@@ -313,15 +296,13 @@ class SegState:
         split_hbm = self.pick(split1h, self.hbm, "seg_split_hbm")
         split_base = self.pick(split1h, self.sbase, "seg_split_base")
         w = len(split_hbm)
-        split_upper_hbm = prefix_add(
-            m, split_hbm, ~self.split_hbm, w, "seg_split_up", cin=Const(1, 1), keep=True
-        )
-        open_inc = self._inc(self.open_len, "seg_open_inc")
+        split_upper_hbm = prefix_sub(m, split_hbm, self.split_hbm, w, "seg_split_up")
+        open_inc = prefix_inc(m, self.open_len, "seg_open_inc")
         for g in range(self.n):
             # adders built outside the Ifs (a net assigned inside one depends on its test)
-            hbm_up = self._inc(self.hbm[g], f"seg{g}_hbm_up")
-            hbm_dn = self._dec(self.hbm[g], f"seg{g}_hbm_dn")
-            end_inc = self._inc(self.end[g], f"seg{g}_end_inc")
+            hbm_up = prefix_inc(m, self.hbm[g], f"seg{g}_hbm_up")
+            hbm_dn = prefix_dec(m, self.hbm[g], f"seg{g}_hbm_dn")
+            end_inc = prefix_inc(m, self.end[g], f"seg{g}_end_inc")
             is_open = self.open_en & c["free"][g]
             with m.If(is_open):
                 m.d.sync += [
@@ -361,7 +342,7 @@ class SegState:
                 ]
         self._update_derived(split1h)
         for t in range(self.n):
-            tlen_inc = self._inc(self.tlen[t], f"tab{t}_len_inc")
+            tlen_inc = prefix_inc(m, self.tlen[t], f"tab{t}_len_inc")
             t_open = self.open_en & c["free_t"][t]
             with m.If(t_open):
                 m.d.sync += [
@@ -379,7 +360,7 @@ class SegState:
         fork_tag = self.sel(self.tag, self.fork_from, "seg_fork_tag")
         for s in range(self.s):
             w = len(self.len[s])
-            len_inc = self._inc(self.len[s], f"seq{s}_len_inc")
+            len_inc = prefix_inc(m, self.len[s], f"seq{s}_len_inc")
             len_add = prefix_add(m, self.len[s], self.len_k, w, f"seq{s}_len_add", keep=True)
             with m.If(self.app_en & ~self.app_keep_len & c["app_seq"][s]):
                 m.d.sync += self.len[s].eq(len_inc)

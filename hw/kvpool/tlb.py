@@ -7,7 +7,15 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hw.common import Param, check_params, idx_bits, mux_tree, net, prefix_add, priority_tree
+from hw.common import (
+    Param,
+    check_params,
+    idx_bits,
+    mux_tree,
+    net,
+    prefix_inc,
+    priority_tree,
+)
 
 __all__ = [
     "TLB",
@@ -111,11 +119,6 @@ def _masks(m: Module, way: Value, ways: int, name: str) -> tuple[Value, Value]:
     an access to ``way`` makes the bits ``(bits | set) & keep``."""
     on, off = plru_masks(way, ways)
     return net(m, on, f"{name}_on"), net(m, ~off, f"{name}_keep")
-
-
-def _inc(m: Module, v: Value, name: str) -> Value:
-    """``(v + 1) mod 2**len(v)`` through a prefix adder (``+`` synthesises a ripple)."""
-    return prefix_add(m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
 
 
 class TLB(wiring.Component):
@@ -372,7 +375,7 @@ class TLB(wiring.Component):
         """The kill: ``gen[kill_seg]`` incremented. Returns the flush (it wraps to 0)
         and ``gen[lk.seg]`` after this cycle's kill."""
         old = net(m, mux_tree(st.gen, self.kill_seg), "kill_gen")
-        new = _inc(m, old, "kill_gen_inc")
+        new = prefix_inc(m, old, "kill_gen_inc")
         for g, sig in enumerate(st.gen):
             with m.If(self.kill_valid & (self.kill_seg == g)):
                 m.d.sync += sig.eq(new)
@@ -408,9 +411,9 @@ class TLB(wiring.Component):
             self.rsp.addr.eq(Mux(hit, sel[1 : 1 + ab], 0)),
         ]
         with m.If(hit):
-            m.d.sync += self.hits.eq(_inc(m, self.hits, "hits_inc"))
+            m.d.sync += self.hits.eq(prefix_inc(m, self.hits, "hits_inc"))
         with m.If(r.valid & ~any_hit):
-            m.d.sync += self.misses.eq(_inc(m, self.misses, "misses_inc"))
+            m.d.sync += self.misses.eq(prefix_inc(m, self.misses, "misses_inc"))
         hit_way = net(m, sel[1 + ab : 1 + ab + wb], "lk_hit_way")
         return hit, hit_way, net(m, sel[1 + ab + wb :], "lk_hit_victim")
 
