@@ -322,9 +322,16 @@ class BTBench(Lockstep):
                 return t, i
         return None
 
+    def _expressible(self, cmd: tuple | None) -> tuple | None:
+        """A CUT of a full table to its length (``2**INDEX_BITS``) does not fit the
+        ``i`` field: it cuts one index instead."""
+        if cmd is not None and cmd[0] == "cut" and cmd[2] == self.max_len:
+            return (cmd[0], cmd[1], self.max_len - 1, *cmd[3:])
+        return cmd
+
     def stimulus(self) -> dict:
         if self.pending is None and (self.mode == "grow" or next(self.cmd_pause)):
-            self.pending = self._command()
+            self.pending = self._expressible(self._command())
         out = dict.fromkeys(self.INPUTS, 0)
         if self.pending is not None:
             out["cmd__valid"], out["cmd__payload"] = 1, self._encode(self.pending)
