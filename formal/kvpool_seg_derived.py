@@ -16,7 +16,7 @@ and the segments with ``start < end``, the ones the walk visits; a gain of an
 empty one would move nothing). The pool's protocol adds (assumed in every cycle
 without reset; the pool's side, not proved here):
 
-A11. an open only when ``own_of(open_seq, len)`` has no segment (``opening =
+A11. an open only when ``own_of(open_seq)`` has no segment (``opening =
      acc_any & ~has_own``); an open with a ``len_add`` is of ``len_seq`` with
      ``len_k != 0`` (``acc_any``); a committed append without its open goes to
      the segment ``fresh`` awaits or else to ``own_of``'s (``own_g``, with
@@ -62,7 +62,7 @@ Properties (asserted every cycle after the first reset):
 5. every used segment has ``tab < SEGS`` and ``sbase == tbase[tab]``;
 6. for every sequence ``s`` with ``cov(s) != 0``, ``last[s]`` is a used
    segment seen by ``s`` ending at ``cov(s)``; outside a drain of ``s``,
-   ``own_of(s, len(s))`` (``(has, g)``) is the search ``own(s, len(s))``:
+   ``own_of(s)`` (``(has, g)``) is the search ``own(s, len(s))``:
    ``has == own.any()`` and, when ``has``, ``own == 1 << g``;
 7. ``xchip[s]`` / ``xhbm[s]`` is the sum (modulo ``2**(POS_BITS + 1)``, the
    counters' width) of ``end - start - hbm`` / ``hbm`` over the segments ``s``
@@ -292,9 +292,8 @@ class DerivedFormal(SegFormal):
         hbm = st.hbm_inc | st.hbm_dec
         a = []
         if "A11" not in d:
-            ln_o = st.len_of(st.open_seq, "fv_len_open")
-            has_o, _ = st.own_of(st.open_seq, ln_o, "fv_own_open")
-            has_a, g_a = st.own_of(st.app_seq, st.len_of(st.app_seq, "fv_la"), "fv_own_app")
+            has_o, _ = st.own_of(st.open_seq, "fv_own_open")
+            has_a, g_a = st.own_of(st.app_seq, "fv_own_app")
             a.append(~st.open_en | ~has_o)
             pair = st.open_en & st.len_add
             a.append(~pair | ((st.len_k != 0) & (st.len_seq == st.open_seq)))
@@ -396,7 +395,7 @@ class DerivedFormal(SegFormal):
             m.d.comb += chk((cov[s] == 0) | (ok & (self._sel(st.end, g) == cov[s])))
             seq = Const(s, st.sb)
             own = st.own(seq, st.len[s], f"fv_own{s}")
-            has, og = st.own_of(seq, st.len[s], f"fv_ownof{s}")
+            has, og = st.own_of(seq, f"fv_ownof{s}")
             same = (has == own.any()) & (~has | (own == (Const(1, st.n) << og)[: st.n]))
             outside = (sh["owed"] == 0) | (sh["dr_seq"] != s)
             m.d.comb += chk(~outside | same)

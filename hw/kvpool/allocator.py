@@ -168,10 +168,12 @@ class PageAllocator(wiring.Component):
         # registers
         got = Signal()
         m.d.comb += got.eq(self.alloc & ~refuse)
+        # the increments outside the Ifs (a net assigned inside one depends on its test)
+        head_inc, tail_inc = self._next(m, head, "head_inc"), self._next(m, tail, "tail_inc")
         with m.If(take_fifo):
-            m.d.sync += head.eq(self._next(m, head, "head_inc"))
+            m.d.sync += head.eq(head_inc)
         with m.If(write):
-            m.d.sync += tail.eq(self._next(m, tail, "tail_inc"))
+            m.d.sync += tail.eq(tail_inc)
         m.d.sync += [
             level.eq(prefix_step(m, level, write, take_fifo, "level_step")),
             self.free_pages.eq(prefix_step(m, self.free_pages, push_ok, got, "free_step")),

@@ -341,8 +341,9 @@ class PageState(wiring.Component):
         # the queue: a COMMIT's push or a pass's push-back at the tail, a pass's pop
         push = net(m, push_new | push_back, "push")
         m.d.comb += [qwr.addr.eq(self._tail), qwr.data.eq(self._r_page), qwr.en.eq(push)]
+        tail_inc = self._next(m, self._tail, "tail_inc")  # outside the If: unconditional
         with m.If(push):
-            m.d.sync += self._tail.eq(self._next(m, self._tail, "tail_inc"))
+            m.d.sync += self._tail.eq(tail_inc)
         head_inc = self._next(m, self._head, "head_inc")
         with m.If(pop):
             m.d.sync += self._head.eq(head_inc)
@@ -373,10 +374,11 @@ class PageState(wiring.Component):
             self._p_valid.eq(issue),  # behind a victim: dropped by vmode falling
             self._r_valid.eq(Mux(vmode, self._p_valid & ~found, self._accept_cmd)),
         ]
+        rp_inc = self._next(m, self._rp, "rp_inc")
         with m.If(found):
             m.d.sync += [self._rp.eq(self._head_inc), vmode.eq(0)]
         with m.Elif(issue):
-            m.d.sync += self._rp.eq(self._next(m, self._rp, "rp_inc"))
+            m.d.sync += self._rp.eq(rp_inc)
         with m.If(empty):
             m.d.sync += vmode.eq(0)
         vdone = Signal()  # a VICTIM's done (registered: victim and none beside it)

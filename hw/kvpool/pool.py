@@ -254,8 +254,8 @@ class ScaledPool(wiring.Component):
             score_rd=Signal(name="score_rd"),
         )
 
-    def _tree_of(self, m: Module, ts, seq, name: str) -> tuple[Signal, Signal]:
-        """``(has_tree, slot)``: the active tree slot of ``seq``."""
+    def _tree_of(self, m: Module, ts, seq, name: str) -> tuple[Signal, Signal, Signal]:
+        """``(has_tree, slot, one)``: the active tree slot of ``seq`` (``one``: one-hot)."""
         T = self.TREES
         sb = idx_bits(self.SEQS)
         seqs = Value.cast(ts.slot_seq)
@@ -263,7 +263,18 @@ class ScaledPool(wiring.Component):
         bits = Cat(*[live[r] & (seqs[r * sb : (r + 1) * sb] == seq) for r in range(T)])
         one = net(m, bits, f"{name}_1h")
         slot = or_tree([Mux(one[r], r, 0) for r in range(T)])[: max(1, idx_bits(T))]
-        return net(m, one.any(), f"{name}_has"), net(m, slot, f"{name}_slot")
+        return net(m, one.any(), f"{name}_has"), net(m, slot, f"{name}_slot"), one
+
+    def _in_window(self, m: Module, ts, one: Value, pos: Value, name: str) -> Signal:
+        """``lo <= pos < lo + MAX_DEPTH`` of the tree slot of one-hot ``one``: compared
+        with every slot's ``lo``, then picked (the slot is a search's result)."""
+        pb, ins = self.POS_BITS, []
+        for r in range(self.TREES):
+            lo = Value.cast(ts.slot_lo)[r * pb : (r + 1) * pb]
+            hi = prefix_add(m, lo, Const(self.MAX_DEPTH), pb + 1, f"{name}{r}_hi", keep=True)
+            lo_ok = ~less_than(m, pos, lo, f"{name}{r}_lo")
+            ins.append(lo_ok & less_than(m, pos, hi, f"{name}{r}_whi"))
+        return net(m, (Cat(*ins) & one).any(), name)
 
     def _slot_lo(self, m: Module, ts, slot, name: str) -> Signal:
         pb = self.POS_BITS
@@ -280,24 +291,24 @@ class ScaledPool(wiring.Component):
         dst_ok = (o.dst < S) if S < (1 << sw) else Const(1)
         owner_ok = (o.owner < N) if N < (1 << len(o.owner)) else Const(1)
         ln = seg.len_of(o.seq, f"{pre}_len")
-        ln_dst = seg.len_of(o.dst, f"{pre}_len_dst")
-        has_tree, slot = self._tree_of(m, ts, o.seq, f"{pre}_tree")
-        dst_tree, _ = self._tree_of(m, ts, o.dst, f"{pre}_dst_tree")
-        lo = self._slot_lo(m, ts, slot, f"{pre}_lo")
+        has_tree, slot, tree1h = self._tree_of(m, ts, o.seq, f"{pre}_tree")
+        dst_tree, _, _ = self._tree_of(m, ts, o.dst, f"{pre}_dst_tree")
         acc_any = ts.chk_any
-        hi = prefix_add(m, lo, Const(p["MAX_DEPTH"]), len(lo) + 1, f"{pre}_hi", keep=True)
-        in_window = ~less_than(m, o.pos, lo, f"{pre}_wlo") & less_than(m, o.pos, hi, f"{pre}_whi")
-        has_own, own_g = seg.own_of(o.seq, ln, f"{pre}_own")
+        in_window = self._in_window(m, ts, tree1h, o.pos, f"{pre}_win")
+        has_own, own_g = seg.own_of(o.seq, f"{pre}_own")
+        lt, eq = seg.len_vs(o.seq, o.pos, f"{pre}_pos_len")
         find1h = seg.find(o.seq, o.pos, f"{pre}_find1h")
-        find_t, find_i = seg.locate(find1h, o.pos, f"{pre}_find")
+        find_t, find_i = seg.locate(find1h, o.pos, f"{pre}_find", each=True)
         facts = Facts(
             seq_ok=seq_ok,
             dst_ok=dst_ok,
             owner_ok=owner_ok,
             ln=ln,
-            pos_lt_len=less_than(m, o.pos, ln, f"{pre}_pos_lt_len"),
-            pos_gt_len=less_than(m, ln, o.pos, f"{pre}_pos_gt_len"),
-            ln_dst=ln_dst,
+            pos_lt_len=lt,
+            pos_gt_len=~lt & ~eq,
+            pos_eq_len=eq,
+            ln_nz=seg.len_nz(o.seq, f"{pre}_len_nz"),
+            dst_nz=seg.len_nz(o.dst, f"{pre}_dst_nz"),
             has_tree=has_tree,
             dst_tree=dst_tree,
             node_valid=ts.chk_valid,
@@ -380,7 +391,7 @@ class ScaledPool(wiring.Component):
                 rd_rsp=getattr(u.bt, f"rd{k}_rsp"),
                 tree_lk=getattr(u.ts, f"lk{k}"),
                 tree_rsp=getattr(u.ts, f"lk{k}_rsp"),
-                tree_of=lambda seq, name: self._tree_of(m, u.ts, seq, name),
+                tree_of=lambda seq, name: self._tree_of(m, u.ts, seq, name)[:2],
                 seqs=p["SEQS"],
             )
             inflight.append(lp.inflight)

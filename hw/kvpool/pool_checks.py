@@ -48,7 +48,9 @@ class Facts:
     ln: Value  # len(seq)
     pos_lt_len: Value  # pos < len(seq) (a prefix comparator)
     pos_gt_len: Value  # pos > len(seq)
-    ln_dst: Value  # len(dst)
+    pos_eq_len: Value  # pos == len(seq)
+    ln_nz: Value  # len(seq) != 0
+    dst_nz: Value  # len(dst) != 0
     has_tree: Value
     dst_tree: Value
     node_valid: Value  # node owner of seq's tree is valid
@@ -106,12 +108,12 @@ def op_code(m: Module, o: Value, f: Facts) -> Signal:
             (~f.seq_ok, C.SEQ_RANGE),
             (~f.dst_ok, C.DST_RANGE),
             (o.seq == o.dst, C.SAME_SEQ),
-            (f.ln == 0, C.SRC_EMPTY),
-            ((f.ln_dst != 0) | f.dst_tree, C.DST_BUSY),
+            (~f.ln_nz, C.SRC_EMPTY),
+            (f.dst_nz | f.dst_tree, C.DST_BUSY),
         ],
         PoolOp.RELEASE: [
             (~f.seq_ok, C.SEQ_RANGE),
-            ((f.ln == 0) & ~f.has_tree, C.NOTHING_SEEN),
+            (~f.ln_nz & ~f.has_tree, C.NOTHING_SEEN),
         ],
         PoolOp.SPILL: [(~f.n_ok, C.FIELD)],
         PoolOp.FILL: [(~f.seq_ok, C.SEQ_RANGE), (~f.pos_lt_len, C.NOT_COMMITTED)],
@@ -119,7 +121,7 @@ def op_code(m: Module, o: Value, f: Facts) -> Signal:
         PoolOp.SHARE: [
             (~f.dst_ok, C.DST_RANGE),
             (~f.ntok_ok, C.FIELD),
-            ((f.ln_dst != 0) | f.dst_tree, C.DST_BUSY),
+            (f.dst_nz | f.dst_tree, C.DST_BUSY),
         ],
     }
     code = Signal(PoolCode, name="op_code")

@@ -131,7 +131,7 @@ def fast_eligible(m: Module, op, fast: dict) -> Value:
     """The op on the port is an insert the fast path takes (see the module docstring)."""
     o, f = op.payload, fast["facts"]
     # a committed one not while a fast commit's path is appended (same units)
-    committed_ok = (o.pos == f.ln) & (f.has_own | f.seg_free) & ~fast["spec_only"]
+    committed_ok = f.pos_eq_len & (f.has_own | f.seg_free) & ~fast["spec_only"]
     spec_ok = ~f.pos_lt_len & f.has_tree & f.in_window & ~fast["node_busy"]
     return (
         (o.op == PoolOp.INSERT)
@@ -152,8 +152,8 @@ def fast_fork_ok(op, fast: dict, s2: Stage2) -> Value:
         & f.seq_ok
         & f.dst_ok
         & (o.seq != o.dst)
-        & (f.ln != 0)
-        & (f.ln_dst == 0)
+        & f.ln_nz
+        & ~f.dst_nz
         & ~f.dst_tree
         & ~fast["spec_only"]
         & ~s2.valid

@@ -68,7 +68,7 @@ def lookup_port(
     committed = net(m, seq_ok & less_than(m, qp.pos, ln, f"{p}_lt"), f"{p}_committed")
     onehot = seg.find(qp.seq, qp.pos, f"{p}_seg1h")
     g = seg.index(onehot, f"{p}_seg")
-    t, i = seg.locate(onehot, qp.pos, f"{p}_tab")
+    t, i = seg.locate(onehot, qp.pos, f"{p}_tab", each=True)
     has_tree, slot = tree_of(qp.seq, f"{p}_tree")
 
     # stage registers

@@ -201,7 +201,8 @@ class _Fsm:
                             m.next = "CHECK"
                     with m.Case(PoolOp.RELEASE):
                         with m.If(fast_release_ok(self, op, self.fast)):
-                            release_now(self, self.cut, op.payload.seq, self.fast, self.rel_in)
+                            fast, seq = self.fast, op.payload.seq
+                            release_now(self, self.cut, seq, fast, self.rel_in, fast["slot"])
                         with m.Else():
                             m.next = "CHECK"
                     with m.Case(PoolOp.SCORE):
@@ -231,7 +232,7 @@ class _Fsm:
                 c.d0.eq(d0),
             ]
         with m.State("REL"):  # a release that waited: done as the port's would be
-            release_now(self, self.cut, o.seq, f, self.rel_op)
+            release_now(self, self.cut, o.seq, f, self.rel_op, self.slot)  # CHECK's
             m.next = "IDLE"
         with m.State("CHECK"):  # the checks and the facts registered
             # the lookups taken before, or with, it are done; a fast block tag is in;

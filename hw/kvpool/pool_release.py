@@ -95,7 +95,7 @@ def fast_release_ok(fsm, op, fast: dict) -> Value:
     return (
         (o.op == PoolOp.RELEASE)
         & f.seq_ok
-        & ((f.ln != 0) | f.has_tree)
+        & (f.ln_nz | f.has_tree)
         & ~u.drain
         & ~fast["spec_only"]
         & ~u.ts.busy
@@ -126,16 +126,18 @@ def release_counts(fsm, seq: Value, f: dict, name: str) -> dict:
     }
 
 
-def release_now(fsm, cut: CutRegs, seq: Value, f: dict, n: dict) -> None:
-    """Release ``seq`` (checked; ``f``: its facts, ``n``: :func:`release_counts`) in
-    this cycle; the result in the next."""
+def release_now(fsm, cut: CutRegs, seq: Value, f: dict, n: dict, slot: Value) -> None:
+    """Release ``seq`` (checked; ``f``: its facts, ``n``: :func:`release_counts`,
+    ``slot``: its tree's slot, registered if it can be: the tree slots' command
+    operand is shared with the ADD, whose logic is deep) in this cycle; the
+    result in the next."""
     m, u, r = fsm.m, fsm.u, fsm.r
     seg = u.seg
     dead, hbm = n["dead"], n["hbm"]
     tree = f["has_tree"]
     m.d.comb += seg.rel_en.eq(1)  # rel_seq: driven by the pool (ScaledPool.elaborate)
     with m.If(tree):
-        fsm.ts(TsCmd.RELEASE, slot=f["slot"])
+        fsm.ts(TsCmd.RELEASE, slot=slot)
     m.d.sync += [
         r.value.eq(n["freed"]),
         r.value2.eq(hbm),

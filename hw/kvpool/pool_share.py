@@ -44,7 +44,7 @@ def tag_states(fsm, crc, tags) -> None:
     (``fsm.tpos``: its first position; ``fsm.tret``: 1 = back to ``COM_BEAT``)."""
     m, u, o = fsm.m, fsm.u, fsm.r.o
     seg = u.seg
-    t, i = seg.locate(seg.find(o.seq, fsm.tpos, "tag_seg1h"), fsm.tpos, "tag")
+    t, i = seg.locate(seg.find(o.seq, fsm.tpos, "tag_seg1h"), fsm.tpos, "tag", each=True)
     with m.State("TAG_RD"):
         with m.If(~u.bt.busy):
             fsm.read_pte(t, i)

@@ -152,6 +152,21 @@ class SegState:
         """``len(seq)`` (a mux over the sequences; 0 for ``seq >= SEQS``)."""
         return self.sel(self.len, seq, name)
 
+    def len_vs(self, seq: Value, pos: Value, name: str) -> tuple[Signal, Signal]:
+        """``(pos < len(seq), pos == len(seq))``: ``pos`` compared with every sequence's
+        length, then picked by ``seq`` (beside the length's multiplexer, not after
+        it; 0 for ``seq >= SEQS``)."""
+        lt = Cat(*[less_than(self.q, pos, self.len[s], f"{name}_lt{s}") for s in range(self.s)])
+        eq = Cat(*[pos == self.len[s] for s in range(self.s)])
+        one = self.dec(seq, self.s, f"{name}_seq")
+        pick = [net(self.q, self.bit(v, one), f"{name}_{k}") for v, k in ((lt, "lt"), (eq, "eq"))]
+        return pick[0], pick[1]
+
+    def len_nz(self, seq: Value, name: str) -> Signal:
+        """``len(seq) != 0``, picked from every sequence's (0 for ``seq >= SEQS``)."""
+        nz = Cat(*[self.len[s] != 0 for s in range(self.s)])
+        return net(self.q, self.bit(nz, self.dec(seq, self.s, f"{name}_seq")), name)
+
     def find(self, seq: Value, pos: Value, name: str) -> Signal:
         """One-hot: the used segment seen by ``seq`` with ``start <= pos < end``."""
         one = self.dec(seq, self.s, f"{name}_seq")
@@ -178,16 +193,26 @@ class SegState:
         ]
         return net(self.q, Mux(length == 0, 0, Cat(*bits)), name)
 
-    def own_of(self, seq: Value, length: Value, name: str) -> tuple[Signal, Signal]:
+    def own_of(self, seq: Value, name: str) -> tuple[Signal, Signal]:
         """``(has, g)``: ``seq``'s own segment, from the registers: its last segment
         ``last[seq]`` (the one ending at ``len(seq)``) if only ``seq`` sees it
-        (``excl``) and ``length = len(seq)`` is not 0. Equal to :meth:`own` outside
+        (``excl``) and ``len(seq)`` is not 0. Equal to :meth:`own` outside
         a fast commit's drain of ``seq`` (whose length runs ahead of its segment's
-        end; then it is the segment the drain appends to)."""
+        end; then it is the segment the drain appends to). ``has`` is one bit of
+        a per-sequence vector of the registers (:meth:`owns`), picked by ``seq``
+        beside ``g``, not after it."""
         g = self.sel(self.last, seq, f"{name}_g")
-        excl = self.bit(self.excl, self.dec(g, self.n, f"{name}_g1h"))
-        has = net(self.q, (length != 0) & excl, f"{name}_has")
+        one = self.dec(seq, self.s, f"{name}_seq")
+        has = net(self.q, self.bit(self.owns(), one), f"{name}_has")
         return has, g
+
+    def owns(self) -> Signal:
+        """Per sequence ``s``: ``len(s) != 0`` and ``excl[last[s]]`` (built once)."""
+        if not hasattr(self, "_owns"):
+            last1h = [self.dec(self.last[s], self.n, f"seq{s}_last_1h") for s in range(self.s)]
+            bits = [(self.len[s] != 0) & self.bit(self.excl, last1h[s]) for s in range(self.s)]
+            self._owns = net(self.q, Cat(*bits), "seq_owns")
+        return self._owns
 
     def of_table(self, t: Value, pos: Value, name: str) -> Signal:
         """One-hot: the alive segment of block table ``t`` holding ``pos``."""
@@ -200,15 +225,22 @@ class SegState:
         ]
         return net(self.q, Cat(*bits), name)
 
-    def locate(self, onehot: Value, pos: Value, name: str) -> tuple[Signal, Signal]:
+    def locate(
+        self, onehot: Value, pos: Value, name: str, *, each: bool = False
+    ) -> tuple[Signal, Signal]:
         """``(t, i)``: the block table and PTE index of ``pos`` in the segment of one-hot
         ``onehot`` (``i = pos - base``, the base from the segment's own copy
-        ``sbase``, picked beside the table rather than read by it)."""
+        ``sbase``, picked beside the table rather than read by it). ``each``: ``pos -
+        base`` for every segment, then picked (a subtractor per segment, beside the
+        search that makes ``onehot`` rather than after it: a lookup's)."""
         t = self.pick(onehot, self.tab, f"{name}_t")
+        w = len(self.sbase[0])
+        if each:
+            q, base = self.q, self.sbase
+            diffs = [prefix_sub(q, pos, base[g], w, f"{name}_i{g}") for g in range(self.n)]
+            return t, self.pick(onehot, diffs, f"{name}_i")
         base = self.pick(onehot, self.sbase, f"{name}_base")
-        w = len(base)
-        i = prefix_sub(self.q, pos, base, w, f"{name}_i")
-        return t, i
+        return t, prefix_sub(self.q, pos, base, w, f"{name}_i")
 
     def chain(self, seq: Value, name: str) -> Signal:
         """The used segments seen by ``seq``."""
@@ -414,7 +446,12 @@ class SegState:
             adj = self.adj_en & c["adj"][s]
             w = len(self.xchip[s])
             chip_d, hbm_d = Mux(adj, self.adj_chip, 0), Mux(adj, self.adj_hbm, 0)
-            xchip = prefix_add(m, self.xchip[s], chip_d, w, f"seq{s}_xchip", cin=inc, keep=True)
+            # inc is a fast insert's late decision: both sums from early operands, then
+            # a multiplexer (as a carry-in it would run through the adder)
+            x0 = prefix_add(m, self.xchip[s], chip_d, w, f"seq{s}_xchip0", keep=True)
+            one = Const(1, 1)
+            x1 = prefix_add(m, self.xchip[s], chip_d, w, f"seq{s}_xchip1", cin=one, keep=True)
+            xchip = Mux(inc, x1, x0)
             xhbm = prefix_add(m, self.xhbm[s], hbm_d, w, f"seq{s}_xhbm", keep=True)
             with m.If(inc | adj):
                 m.d.sync += [self.xchip[s].eq(xchip), self.xhbm[s].eq(xhbm)]

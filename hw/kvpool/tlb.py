@@ -410,10 +410,12 @@ class TLB(wiring.Component):
             self.rsp.loc.eq(Mux(hit, sel[0], 0)),
             self.rsp.addr.eq(Mux(hit, sel[1 : 1 + ab], 0)),
         ]
+        hits_inc = prefix_inc(m, self.hits, "hits_inc")  # outside the Ifs: unconditional
+        misses_inc = prefix_inc(m, self.misses, "misses_inc")
         with m.If(hit):
-            m.d.sync += self.hits.eq(prefix_inc(m, self.hits, "hits_inc"))
+            m.d.sync += self.hits.eq(hits_inc)
         with m.If(r.valid & ~any_hit):
-            m.d.sync += self.misses.eq(prefix_inc(m, self.misses, "misses_inc"))
+            m.d.sync += self.misses.eq(misses_inc)
         hit_way = net(m, sel[1 + ab : 1 + ab + wb], "lk_hit_way")
         return hit, hit_way, net(m, sel[1 + ab + wb :], "lk_hit_victim")
 

@@ -306,12 +306,24 @@ class TreeSlots(wiring.Component):
         return items + [Const(0, len(items[0]))] * (n - len(items))
 
     def _window(self, m: Module, st: "_State", slot: Value, pos: Value, name: str):
-        """``(in_window, d)``: ``lo <= pos < lo + MAX_DEPTH`` for slot ``slot``'s ``lo``
-        (a kept-free Kogge-Stone subtraction; ``d``'s low bits are its shallow cone)
-        and ``d = (pos - lo)`` in ``idx_bits(MAX_DEPTH)`` bits."""
+        """``(in_window, d, ds)``: ``lo <= pos < lo + MAX_DEPTH`` for slot ``slot``'s
+        ``lo`` and ``d = (pos - lo)`` in ``idx_bits(MAX_DEPTH)`` bits, computed for every
+        slot (``ds``, a kept Kogge-Stone subtraction each) and then picked by ``slot``
+        (a slot found by a search arrives late; it then only selects)."""
+        ins, ds = [], []
+        for r in range(self.TREES):
+            in_r, d_r = self._window_of(m, st.lo[r], pos, f"{name}{r}")
+            ins.append(in_r)
+            ds.append(d_r)
+        in_win = net(m, mux_tree(self._pad(ins), slot), f"{name}_in")
+        return in_win, net(m, mux_tree(self._pad(ds), slot), f"{name}_d"), ds
+
+    def _window_of(self, m: Module, lo: Value, pos: Value, name: str) -> tuple[Value, Value]:
+        """``(in_window, d)`` of one slot's ``lo``."""
         pb, db, D = self.POS_BITS, idx_bits(self.MAX_DEPTH), self.MAX_DEPTH
-        lo = net(m, mux_tree(self._pad(st.lo), slot), f"{name}_lo")
-        diff = prefix_add(m, pos, ~zext(lo, pb + 1), pb + 1, f"{name}_diff", cin=Const(1, 1))
+        diff = prefix_add(
+            m, pos, ~zext(lo, pb + 1), pb + 1, f"{name}_diff", cin=Const(1, 1), keep=True
+        )
         # diff < MAX_DEPTH: no bit at or above db, and (MAX_DEPTH not a power of two) the
         # low db bits below it (a constant compare of db bits; `<` on pb bits is a ripple)
         high = ~diff[db:pb].any() if db < pb else Const(1, 1)
@@ -342,15 +354,19 @@ class TreeSlots(wiring.Component):
         inactive = ~st.active
         below = prefix_or_below(m, inactive, "free_below") if T > 1 else Const(0, 1)
         free_one = net(m, inactive & ~below, "free_one")
-        chk_row = net(m, mux_tree(self._pad(st.valid), self.chk_slot), "chk_row")
+        # the node's bit of every slot, then the slot (the slot arrives late: a search)
+        node1h = _decode(m, self.chk_node, N, "chk_node_dec")
+        chk_bits = [or_tree(net(m, v & node1h, f"chk_bit{r}_and")) for r, v in enumerate(st.valid)]
+        acc = self.chk_accept
+        chk_anys = [or_tree(net(m, v & acc, f"chk_acc{r}")) for r, v in enumerate(st.valid)]
         m.d.comb += [
             self.active.eq(st.active),
             self.has_free.eq(inactive.any()),
             self.free_slot.eq(
                 or_tree([Const(r, sb) & free_one[r].replicate(sb) for r in range(T)])
             ),
-            self.chk_valid.eq(_bit(m, chk_row, self.chk_node, "chk_bit")),
-            self.chk_any.eq(or_tree(net(m, chk_row & self.chk_accept, "chk_acc"))),
+            self.chk_valid.eq(mux_tree(self._pad(chk_bits), self.chk_slot)),
+            self.chk_any.eq(mux_tree(self._pad(chk_anys), self.chk_slot)),
             self.slot_seq.eq(Cat(st.seq)),
             self.slot_lo.eq(Cat(st.lo)),
             self.slot_count.eq(Cat(st.count)),
@@ -372,16 +388,18 @@ class TreeSlots(wiring.Component):
         # a slot number in range, and not the slot being streamed
         ok = self._slot_ok(c.slot) & ~((st.phase != 0) & (c.slot == st.cs))
         is_open = net(m, fire & (c.kind == TsCmd.OPEN) & ok, "cmd_open")
-        in_win, d = self._window(m, st, c.slot, c.pos, "add")
-        rows_c = net(m, mux_tree(self._pad(st.rows), c.slot), "add_rows")
-        first = net(m, ~_bit(m, rows_c, d, "add_row"), "add_first")
+        in_win, d, ds = self._window(m, st, c.slot, c.pos, "add")
+        # per slot, then picked by the slot (as the window)
+        rows_hit = [_bit(m, st.rows[r], ds[r], f"add_row{r}") for r in range(T)]
+        first = net(m, ~mux_tree(self._pad(rows_hit), c.slot), "add_first")
         # the command's own terms kept apart from its valid: a late valid (the pool's
         # checks) then meets them in the last gate rather than under them
         add_pre = net(m, (c.kind == TsCmd.ADD) & ok & in_win, "add_pre", keep=True)
         add_ok = net(m, fire & add_pre, "add_ok", keep=True)
         one = _decode(m, c.node, N, "add_one")
         d_one = _decode(m, d, D, "add_d_one")
-        dup = _bit(m, mux_tree(self._pad(st.valid), c.slot), c.node, "add_dup")
+        dups = [or_tree(net(m, st.valid[r] & one, f"add_dup{r}_and")) for r in range(T)]
+        dup = net(m, mux_tree(self._pad(dups), c.slot), "add_dup")
 
         nw = nodes.write_port()
         lw = levels.write_port(granularity=1)
@@ -422,7 +440,7 @@ class TreeSlots(wiring.Component):
         n = f"lk{k}"
         lr = levels.read_port()
         nr = nodes.read_port()
-        in_win, d = self._window(m, st, q.slot, q.pos, n)
+        in_win, d, _ = self._window(m, st, q.slot, q.pos, n)
         act = mux_tree(self._pad([st.active[r] for r in range(self.TREES)]), q.slot)
         m.d.comb += lr.addr.eq(Cat(d, q.slot))
         # issue cycle -> registers
@@ -477,6 +495,7 @@ class TreeSlots(wiring.Component):
         mine = Mux(act, mux_tree(self._pad(st.valid), c.slot), 0)
         d0_ok = Const(1, 1) if D == 1 << db else c.d0 < D
         inc = prefix_add(m, a_d, Const(0, 1), db + 1, "a_inc", cin=Const(1, 1))
+        d0_inc = prefix_add(m, c.d0, Const(0, 1), db + 1, "d0_inc", cin=Const(1, 1))
         with m.If(start):
             m.d.sync += [
                 phase.eq(Mux(is_commit, 1, 2)),
@@ -485,7 +504,7 @@ class TreeSlots(wiring.Component):
                 rej.eq(Mux(is_commit, mine & ~c.accept, mine)),
                 b_valid.eq(is_commit & d0_ok),
                 b_d.eq(c.d0),
-                a_d.eq(prefix_add(m, c.d0, Const(0, 1), db + 1, "d0_inc", cin=Const(1, 1))),
+                a_d.eq(d0_inc),
             ]
         m.d.comb += [
             sr.addr.eq(Mux(busy, Cat(a_d[:db], cs), Cat(c.d0, c.slot))),
