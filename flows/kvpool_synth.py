@@ -245,6 +245,8 @@ def _units(params: dict[str, int]) -> dict[str, tuple[object, int]]:
     for name, sub in m._named_submodules.items():  # Amaranth 0.5: name -> (obj, src_loc)
         obj = sub[0] if isinstance(sub, tuple) else sub
         obj._MustUse__silence = True  # converted alone if measured
+        if not hasattr(type(obj), "PARAMS"):  # the pool's own logic (seg_q), not a leaf
+            continue
         unit = re.sub(r"\d+$", "", name)
         out[unit] = (out[unit][0], out[unit][1] + 1) if unit in out else (obj, 1)
     return out

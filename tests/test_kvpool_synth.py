@@ -58,7 +58,10 @@ def test_configurations_are_valid_pool_parameters() -> None:
         pool._MustUse__silence = True
     with pytest.raises(ValueError, match="config = "):
         ks.config("huge")
-    assert set(ks.UNIT_LIMITS) <= set(ks._units(ks.config("small")))
+    units = ks._units(ks.config("small"))
+    assert set(ks.UNIT_LIMITS) <= set(units)
+    # the leaves, each a component with its parameters (not the pool's own seg_q logic)
+    assert "seg_q" not in units and all(hasattr(type(o), "PARAMS") for o, _ in units.values())
     assert set(ks.MODULES) <= set(ks.CONFIGS) and all(ks.MODULES.values())
 
 
