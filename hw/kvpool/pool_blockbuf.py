@@ -21,7 +21,7 @@ sequence that may end a block in the next cycle), and ``SEQS`` ``ok``
 flip-flops.
 """
 
-from amaranth.hdl import Cat, Module, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import memory
 
 __all__ = ["BLOCK", "LANES", "BlockBuf"]
@@ -56,12 +56,28 @@ class BlockBuf:
         #: the sequence whose buffer ``data`` shows in the next cycle (comb, set by the FSM)
         self.raddr = Signal.like(seq_shape, name="bb_raddr")
         self.data = rp.data
+        # a write's operands: the fast insert's (driven always, chosen by a register,
+        # so that its late decision meets them only in the enable) or another's
+        self._fast_sel = Signal(name="bb_fast_sel")
+        self._fast_we = Signal(name="bb_fast_we")
+        self._fast = [Signal.like(seq_shape, name="bb_fast_seq"), Signal(4, name="bb_fast_lane"),
+                      Signal(token_bits, name="bb_fast_tok")]  # fmt: skip
+        self._slow_we = Signal(name="bb_slow_we")
+        self._slow = [Signal.like(seq_shape, name="bb_slow_seq"), Signal(4, name="bb_slow_lane"),
+                      Signal(token_bits, name="bb_slow_tok")]  # fmt: skip
         self._we = Signal(name="bb_we")
         self._wseq = Signal.like(seq_shape, name="bb_wseq")
         self._lane = Signal(4, name="bb_lane")
         self._wtok = Signal(token_bits, name="bb_wtok")
         self._clr = Signal(name="bb_clr")
         self._cseq = Signal.like(seq_shape, name="bb_cseq")
+        sel = self._fast_sel
+        m.d.comb += [
+            self._we.eq(self._fast_we | self._slow_we),
+            Cat(self._wseq, self._lane, self._wtok).eq(
+                Mux(sel, Cat(*self._fast), Cat(*self._slow))
+            ),
+        ]
         keep = (self._lane != LANES) & self._we
         m.d.comb += [
             rp.addr.eq(self.raddr),
@@ -69,19 +85,28 @@ class BlockBuf:
             wp.data.eq(Cat(*[self._wtok] * LANES)),
             wp.en.eq(Cat(*[keep & (self._lane == i) for i in range(LANES)])),
         ]
-        with m.If(self._we & (self._lane == 0)):
-            m.d.sync += self.ok.bit_select(self._wseq, 1).eq(1)
+        first = self._lane == 0
+        for s in range(seqs):  # the enable last: it is the late term
+            with m.If(first & (self._wseq == s) & self._we):
+                m.d.sync += self.ok[s].eq(1)
         with m.If(self._clr):  # a fork's destination (never appended in the same cycle)
             m.d.sync += self.ok.bit_select(self._cseq, 1).eq(0)
 
     def write(self, m: Module, seq: Value, pos: Value, token: Value) -> None:
-        """Comb, at an append: ``token`` at position ``pos`` of sequence ``seq``."""
-        m.d.comb += [
-            self._we.eq(1),
-            self._wseq.eq(seq),
-            self._lane.eq(pos[:4]),
-            self._wtok.eq(token),
-        ]
+        """Comb, at an append (not the fast insert's): ``token`` at position ``pos`` of
+        sequence ``seq``. Only while :meth:`fast_operands`' ``sel`` is low."""
+        s = self._slow
+        m.d.comb += [self._slow_we.eq(1), s[0].eq(seq), s[1].eq(pos[:4]), s[2].eq(token)]
+
+    def fast_operands(self, m: Module, sel: Value, seq: Value, pos: Value, token: Value) -> None:
+        """Driven always (outside any ``If``): the fast insert's operands and ``sel``,
+        high when no other append can write (the FSM idle, no drain appending)."""
+        f = self._fast
+        m.d.comb += [self._fast_sel.eq(sel), f[0].eq(seq), f[1].eq(pos[:4]), f[2].eq(token)]
+
+    def write_fast(self, m: Module) -> None:
+        """Comb, in the cycle a fast insert is taken: its operands written."""
+        m.d.comb += self._fast_we.eq(1)
 
     def clear(self, m: Module, seq: Value) -> None:
         """Comb, at a fork: ``seq``'s buffer no longer complete."""

@@ -181,7 +181,7 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
     with m.If(o.committed):
         ends = (o.pos + 1)[:4] == 0
         ok = fsm.bb.ok_of(o.seq)
-        fsm.bb.write(m, o.seq, o.pos, o.token)
+        fsm.bb.write_fast(m)  # its operands: drive_operands
         m.d.sync += [s2.tag.eq(ends & ~ok), s2.tagfast.eq(ends & ok)]
         opening = ~fast["has_own"]
         t = Mux(opening, seg.free_t, fast["own_t"])
@@ -206,7 +206,7 @@ def fast_stage2(fsm, s2: Stage2, res_fast: Signal) -> None:
             fsm.bt(BtCmd.APPEND, s2.t, s2.i, addr=page, token=s2.token)
             fsm.ps(PsCmd.COMMIT, page, tab=s2.t, pos=s2.pos, fresh=s2.fresh)
         with m.Else():
-            fsm.ts(TsCmd.ADD, slot=s2.slot, node=s2.owner, pos=s2.pos, page=page, token=s2.token)
+            fsm.ts(TsCmd.ADD, slot=s2.slot, page=page)  # pos, node, token: drive_operands
             fsm.ps(PsCmd.SPEC, page, fresh=s2.fresh)
         with m.If(s2.tagfast):  # the block's tokens are buffered: the tag step now
             block_tag(fsm, s2.seq, s2.pos, fsm.bb.block(s2.token), "fast_prev")

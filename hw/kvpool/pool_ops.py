@@ -340,11 +340,11 @@ class _Fsm:
             with m.Else():
                 m.next = "INS_GO"
         with m.Elif(~f["has_tree"]):
-            with m.If(self.ts(_TS_OPEN, slot=f["free_slot"], seq=o.seq, pos=o.pos)):
+            with m.If(self.ts(_TS_OPEN, slot=f["free_slot"])):  # operands: drive_operands
                 m.d.sync += self.slot.eq(f["free_slot"])
             m.next = "INS_GO"
         with m.Elif(ps.cmd.ready):  # the tree slots take an ADD in every cycle
-            self.ts(_TS_ADD, slot=self.slot, node=o.owner, pos=o.pos, page=page, token=o.token)
+            self.ts(_TS_ADD, slot=self.slot, page=page)  # the rest: drive_operands
             self.ps(PsCmd.SPEC, page, fresh=self.fresh)
             m.d.sync += u.spec_pages.eq(u.add(u.spec_pages, 1, "spec_inc"))
             self.finish()
@@ -433,6 +433,16 @@ def drive_operands(fsm, op, fast: dict) -> None:
         seg.len_k.eq(p.acc_len),
         seg.fork_from.eq(Mux(idle, p.seq, o.seq)),
         seg.fork_dst.eq(Mux(idle, p.dst, o.dst)),
+    ]
+    # the block buffer: the port's insert when nothing else can append
+    fsm.bb.fast_operands(m, idle & ~drain, p.seq, p.pos, p.token)
+    # the tree slots' operands of an ADD or OPEN: stage 2's in IDLE, else the op's
+    c, s2 = u.ts.cmd.payload, fsm.s2
+    m.d.comb += [
+        c.pos.eq(Mux(idle, s2.pos, o.pos)),
+        c.node.eq(Mux(idle, s2.owner, o.owner)),
+        c.token.eq(Mux(idle, s2.token, o.token)),
+        c.seq.eq(o.seq),
     ]
 
 

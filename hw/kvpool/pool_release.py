@@ -195,7 +195,7 @@ def cut_engine(fsm, cut: CutRegs, units_free: Value, inflight: Value) -> None:
         ]
     with m.If(cut.kv):  # a kill of the walk's last step, in both TLBs
         for tlb in u.tlbs:
-            m.d.comb += [tlb.kill_valid.eq(1), tlb.kill_seg.eq(cut.kg)]
+            m.d.comb += tlb.kill_valid.eq(1)  # kill_seg: pool_share.share_states
     with m.If(u.cutting):
         with m.Switch(cut.state):
             with m.Case(_KILL):  # lookups held: every dead segment killed in both TLBs

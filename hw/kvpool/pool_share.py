@@ -17,7 +17,7 @@ per cycle, pipelined); the first that matches gives ``M``. Then the
 straddling segment is split and ``dst`` set in the chain below ``M``.
 """
 
-from amaranth.hdl import Cat, Signal
+from amaranth.hdl import Cat, Mux, Signal
 from amaranth.lib import memory
 
 from hw.common import less_than, or_tree
@@ -233,6 +233,10 @@ def _apply(fsm, sh: ShareRegs) -> None:
     s, mm, tk, hb = sh.s, sh.mm, sh.tk, sh.hb
     g1h = seg.find(s, mm - 1, "sh_last1h")
     g = Signal(seg.gb, name="sh_last_g")
+    # the TLBs' killed segment, driven always from registers (the cut's or the split's;
+    # only kill_valid waits for a test, which would otherwise reach the generations)
+    for tlb in u.tlbs:
+        m.d.comb += tlb.kill_seg.eq(Mux(fsm.cut.kv, fsm.cut.kg, g))
     end = Signal.like(seg.end[0], name="sh_last_end")
     with m.State("SH_LAST"):
         m.d.sync += [g.eq(seg.index(g1h, "sh_last")), end.eq(seg.pick(g1h, seg.end, "sh_end"))]
@@ -250,7 +254,7 @@ def _apply(fsm, sh: ShareRegs) -> None:
             with m.Else():
                 m.d.comb += seg.split_en.eq(1)
                 for tlb in u.tlbs:
-                    m.d.comb += [tlb.kill_valid.eq(1), tlb.kill_seg.eq(g)]
+                    m.d.comb += tlb.kill_valid.eq(1)
                 m.next = "SH_BITS"
         with m.Else():
             m.next = "SH_BITS"

@@ -69,6 +69,11 @@ def _decode(m: Module, v: Value, n: int, name: str) -> Signal:
     return net(m, Cat(v == k for k in range(n)), name)
 
 
+def _kept_any(m: Module, v: Value, name: str) -> Signal:
+    """``v != 0`` as an OR tree, the result a kept net ``name``."""
+    return net(m, or_tree(net(m, v, f"{name}_and")), name, keep=True)
+
+
 def _bit(m: Module, vec: Value, idx: Value, name: str) -> Value:
     """``vec[idx]`` (0 if ``idx >= len(vec)``) as a decode, AND and OR tree."""
     return or_tree(net(m, vec & _decode(m, idx, len(vec), f"{name}_dec"), f"{name}_and"))
@@ -328,7 +333,10 @@ class TreeSlots(wiring.Component):
         # low db bits below it (a constant compare of db bits; `<` on pb bits is a ripple)
         high = ~diff[db:pb].any() if db < pb else Const(1, 1)
         below = high if D == 1 << db or D >= 1 << pb else high & (diff[:db] < D)
-        return net(m, ~diff[pb] & below, f"{name}_in"), net(m, zext(diff[:pb], db), f"{name}_d")
+        return (
+            net(m, ~diff[pb] & below, f"{name}_in", keep=True),
+            net(m, zext(diff[:pb], db), f"{name}_d", keep=True),
+        )
 
     # ------------------------------------------------------------------ elaborate
     def elaborate(self, platform) -> Module:
@@ -356,9 +364,11 @@ class TreeSlots(wiring.Component):
         free_one = net(m, inactive & ~below, "free_one")
         # the node's bit of every slot, then the slot (the slot arrives late: a search)
         node1h = _decode(m, self.chk_node, N, "chk_node_dec")
-        chk_bits = [or_tree(net(m, v & node1h, f"chk_bit{r}_and")) for r, v in enumerate(st.valid)]
+        # (kept: synthesis sees every input arrive at once and would rather pick the
+        # row first, one reduction instead of TREES)
+        chk_bits = [_kept_any(m, v & node1h, f"chk_bit{r}") for r, v in enumerate(st.valid)]
         acc = self.chk_accept
-        chk_anys = [or_tree(net(m, v & acc, f"chk_acc{r}")) for r, v in enumerate(st.valid)]
+        chk_anys = [_kept_any(m, v & acc, f"chk_acc{r}") for r, v in enumerate(st.valid)]
         m.d.comb += [
             self.active.eq(st.active),
             self.has_free.eq(inactive.any()),
@@ -390,7 +400,10 @@ class TreeSlots(wiring.Component):
         is_open = net(m, fire & (c.kind == TsCmd.OPEN) & ok, "cmd_open")
         in_win, d, ds = self._window(m, st, c.slot, c.pos, "add")
         # per slot, then picked by the slot (as the window)
-        rows_hit = [_bit(m, st.rows[r], ds[r], f"add_row{r}") for r in range(T)]
+        rows_hit = [
+            net(m, _bit(m, st.rows[r], ds[r], f"add_row{r}"), f"add_row{r}_hit", keep=True)
+            for r in range(T)
+        ]
         first = net(m, ~mux_tree(self._pad(rows_hit), c.slot), "add_first")
         # the command's own terms kept apart from its valid: a late valid (the pool's
         # checks) then meets them in the last gate rather than under them
@@ -398,7 +411,7 @@ class TreeSlots(wiring.Component):
         add_ok = net(m, fire & add_pre, "add_ok", keep=True)
         one = _decode(m, c.node, N, "add_one")
         d_one = _decode(m, d, D, "add_d_one")
-        dups = [or_tree(net(m, st.valid[r] & one, f"add_dup{r}_and")) for r in range(T)]
+        dups = [_kept_any(m, st.valid[r] & one, f"add_dup{r}") for r in range(T)]
         dup = net(m, mux_tree(self._pad(dups), c.slot), "add_dup")
 
         nw = nodes.write_port()
