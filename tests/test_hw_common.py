@@ -24,6 +24,7 @@ from hw.common import (
     prefix_add,
     prefix_dec,
     prefix_inc,
+    prefix_inc_mod,
     prefix_or_below,
     prefix_step,
     prefix_sub,
@@ -150,6 +151,21 @@ def test_and_tree_zext(n: int) -> None:
             assert ctx.get(out_and) == (x == (1 << n) - 1)
             assert ctx.get(out_z) == x
             assert ctx.get(out_t) == x % (1 << max(1, n - 1))
+
+    _run(m, bench)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 20, 32])
+def test_prefix_inc_mod(n: int) -> None:
+    """``prefix_inc_mod``: ``(v + 1) mod n`` for every pointer ``v < n``."""
+    m = Module()
+    v = Signal(idx_bits(n))
+    out = net(m, prefix_inc_mod(m, v, n, "ptr"), "ptr_out")
+
+    async def bench(ctx) -> None:
+        for x in range(n):
+            ctx.set(v, x)
+            assert ctx.get(out) == (x + 1) % n, x
 
     _run(m, bench)
 

@@ -4,8 +4,9 @@ Synthesis maps an operator ``+`` to a carry-propagate chain, ``O(width)``
 gate levels deep. The functions here build the logarithmic-depth structures
 instead, every intermediate result a named net (see :func:`hw.common.net`):
 
-* :func:`prefix_add` (and its kept forms :func:`prefix_inc`, :func:`prefix_dec`,
-  :func:`prefix_sub`, :func:`prefix_step`), :func:`carry_out`, :func:`sign_of_sum`: a sum, or just
+* :func:`prefix_add` (and its kept forms :func:`prefix_inc`, :func:`prefix_inc_mod`,
+  :func:`prefix_dec`, :func:`prefix_sub`, :func:`prefix_step`), :func:`carry_out`,
+  :func:`sign_of_sum`: a sum, or just
   its top carry / top bit, through a Kogge-Stone prefix network,
   ``O(log width)`` levels; :func:`less_than`, an unsigned comparison so built;
 * :func:`carry_save`, :func:`csa_rows`: many operands reduced to two rows by
@@ -26,6 +27,7 @@ __all__ = [
     "full_adder",
     "prefix_add",
     "prefix_inc",
+    "prefix_inc_mod",
     "prefix_dec",
     "prefix_sub",
     "prefix_step",
@@ -106,6 +108,13 @@ def prefix_inc(m: Module, v: Value, name: str) -> Signal:
     """``(v + 1) mod 2**len(v)``: a kept :func:`prefix_add` (``+`` synthesises a carry
     chain, and Yosys may share it with another adder behind a multiplexer)."""
     return prefix_add(m, v, Const(0, len(v)), len(v), name, cin=Const(1, 1), keep=True)
+
+
+def prefix_inc_mod(m: Module, v: Value, n: int, name: str) -> Value:
+    """``(v + 1) mod n`` for a pointer ``v < n`` of ``len(v)`` bits: :func:`prefix_inc`,
+    and (``n`` not ``2**len(v)``) 0 past ``n - 1``."""
+    inc = prefix_inc(m, v, name)
+    return inc if n == 1 << len(v) else Mux(v == n - 1, 0, inc)
 
 
 def prefix_dec(m: Module, v: Value, name: str) -> Signal:

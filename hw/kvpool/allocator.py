@@ -1,11 +1,20 @@
 """Page allocator (SPEC §4.6 *Allocation*): the free FIFO in memory and the high-water mark."""
 
-from amaranth import Const, Module, Mux, Signal, Value
+from amaranth import Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import Param, check_params, idx_bits, prefix_add, prefix_step, zext
+from hw.common import (
+    Param,
+    check_params,
+    idx_bits,
+    prefix_add,
+    prefix_inc,
+    prefix_inc_mod,
+    prefix_step,
+    zext,
+)
 
 __all__ = ["PageAllocator", "page_bits"]
 
@@ -113,14 +122,6 @@ class PageAllocator(wiring.Component):
             }
         )
 
-    def _next(self, m: Module, v: Value, name: str) -> Value:
-        """``(v + 1) mod PAGES`` for a pointer ``v < PAGES`` (a prefix adder)."""
-        pb = page_bits(self.PAGES)
-        inc = prefix_add(m, v, Const(0, pb), pb, name, cin=Const(1, 1), keep=True)
-        if self.PAGES == 1 << pb:
-            return inc
-        return Mux(v == self.PAGES - 1, 0, inc)
-
     def elaborate(self, platform) -> Module:
         m = Module()
         P = self.PAGES
@@ -169,7 +170,8 @@ class PageAllocator(wiring.Component):
         got = Signal()
         m.d.comb += got.eq(self.alloc & ~refuse)
         # the increments outside the Ifs (a net assigned inside one depends on its test)
-        head_inc, tail_inc = self._next(m, head, "head_inc"), self._next(m, tail, "tail_inc")
+        head_inc = prefix_inc_mod(m, head, P, "head_inc")
+        tail_inc = prefix_inc_mod(m, tail, P, "tail_inc")
         with m.If(take_fifo):
             m.d.sync += head.eq(head_inc)
         with m.If(write):
@@ -178,7 +180,7 @@ class PageAllocator(wiring.Component):
             level.eq(prefix_step(m, level, write, take_fifo, "level_step")),
             self.free_pages.eq(prefix_step(m, self.free_pages, push_ok, got, "free_step")),
         ]
-        inc = prefix_add(m, mark, Const(0, 1), len(mark), "mark_inc", cin=Const(1, 1), keep=True)
+        inc = prefix_inc(m, mark, "mark_inc")
         with m.If(take_mark):
             m.d.sync += mark.eq(inc)
 

@@ -1,11 +1,11 @@
 """Page states, spill counters and the GCLOCK spill queue (SPEC §4.6 *Committing a page*)."""
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import Param, check_params, idx_bits, net, prefix_add, prefix_step
+from hw.common import Param, check_params, idx_bits, net, prefix_inc_mod, prefix_step
 
 __all__ = [
     "PageState",
@@ -213,14 +213,6 @@ class PageState(wiring.Component):
             }
         )
 
-    def _next(self, m: Module, v: Value, name: str) -> Value:
-        """``(v + 1) mod PAGES`` for a pointer ``v < PAGES`` (a kept prefix adder)."""
-        pb = idx_bits(self.PAGES)
-        inc = prefix_add(m, v, Const(0, pb), pb, name, cin=Const(1, 1), keep=True)
-        if self.PAGES == 1 << pb:
-            return inc
-        return Mux(v == self.PAGES - 1, 0, inc)
-
     def elaborate(self, platform) -> Module:
         m = Module()
         pb = idx_bits(self.PAGES)
@@ -341,10 +333,10 @@ class PageState(wiring.Component):
         # the queue: a COMMIT's push or a pass's push-back at the tail, a pass's pop
         push = net(m, push_new | push_back, "push")
         m.d.comb += [qwr.addr.eq(self._tail), qwr.data.eq(self._r_page), qwr.en.eq(push)]
-        tail_inc = self._next(m, self._tail, "tail_inc")  # outside the If: unconditional
+        tail_inc = prefix_inc_mod(m, self._tail, self.PAGES, "tail_inc")  # outside the If
         with m.If(push):
             m.d.sync += self._tail.eq(tail_inc)
-        head_inc = self._next(m, self._head, "head_inc")
+        head_inc = prefix_inc_mod(m, self._head, self.PAGES, "head_inc")
         with m.If(pop):
             m.d.sync += self._head.eq(head_inc)
         m.d.sync += self.level.eq(prefix_step(m, self.level, push, pop, "level_step"))
@@ -374,7 +366,7 @@ class PageState(wiring.Component):
             self._p_valid.eq(issue),  # behind a victim: dropped by vmode falling
             self._r_valid.eq(Mux(vmode, self._p_valid & ~found, self._accept_cmd)),
         ]
-        rp_inc = self._next(m, self._rp, "rp_inc")
+        rp_inc = prefix_inc_mod(m, self._rp, self.PAGES, "rp_inc")
         with m.If(found):
             m.d.sync += [self._rp.eq(self._head_inc), vmode.eq(0)]
         with m.Elif(issue):
