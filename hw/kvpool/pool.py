@@ -283,7 +283,8 @@ class ScaledPool(wiring.Component):
     def _facts(self, m: Module, u: Units, o, pre: str = "op") -> dict:
         """The comb values the FSM's checks and steps read, from the op ``o`` (the
         registered one; ``pre = "in"``: the one on the port, for the fast insert).
-        ``node_valid`` is the tree slots' ``chk_valid``, whose query the caller drives."""
+        ``node_valid`` is the tree slots' ``chk_valid`` (``"op"``) or ``chk2_valid``
+        (``"in"``), whose query the caller drives."""
         p, seg, ts = self.p, u.seg, u.ts
         S, N = p["SEQS"], p["N_NODES"]
         sw = len(o.seq)
@@ -311,7 +312,7 @@ class ScaledPool(wiring.Component):
             dst_nz=seg.len_nz(o.dst, f"{pre}_dst_nz"),
             has_tree=has_tree,
             dst_tree=dst_tree,
-            node_valid=ts.chk_valid,
+            node_valid=ts.chk2_valid if pre == "in" else ts.chk_valid,
             in_window=in_window,
             tree_free=ts.has_free,
             acc_any=acc_any,
@@ -363,10 +364,15 @@ class ScaledPool(wiring.Component):
         facts = self._facts(m, u, r.o)
         fast = self._facts(m, u, self.op.payload, "in")
         ts = u.ts
-        with m.If(r.idle):  # the tree slots' valid query: the port's op in IDLE
-            m.d.comb += [ts.chk_slot.eq(fast["slot"]), ts.chk_node.eq(self.op.payload.owner)]
-        with m.Else():
-            m.d.comb += [ts.chk_slot.eq(facts["slot"]), ts.chk_node.eq(r.o.owner)]
+        # the tree slots' valid queries: the registered op's (CHECK's) and the port's
+        # (the fast insert's; two, so it does not wait on a select by the FSM's
+        # state); the accept query: the port's op in IDLE (a fast commit's)
+        m.d.comb += [
+            ts.chk_slot.eq(Mux(r.idle, fast["slot"], facts["slot"])),
+            ts.chk_node.eq(r.o.owner),
+            ts.chk2_slot.eq(fast["slot"]),
+            ts.chk2_node.eq(self.op.payload.owner),
+        ]
         m.d.comb += ts.chk_accept.eq(Mux(r.idle, self.op.payload.accept, r.o.accept))
         # a release's sequence, driven always (only rel_en waits for the checks): the
         # port's op in IDLE, else the registered one

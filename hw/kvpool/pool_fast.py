@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Module, Mux, Signal, Value
 
+from hw.common import net
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pagestate import PsCmd
@@ -43,6 +44,8 @@ __all__ = [
     "fast_eligible",
     "fast_fork_ok",
     "fast_accept",
+    "fast_accept_committed",
+    "fast_accept_spec",
     "fast_stage2",
     "fast_tags",
     "block_tag",
@@ -127,19 +130,18 @@ def block_tag(fsm, seq: Value, pos: Value, tokens: Value, name: str) -> None:
     m.d.sync += [s2.s3.eq(1), s2.s3_seq.eq(seq), s2.s3_block.eq(pos >> 4)]
 
 
-def fast_eligible(m: Module, op, fast: dict) -> Value:
-    """The op on the port is an insert the fast path takes (see the module docstring)."""
+def fast_eligible(m: Module, op, fast: dict) -> tuple[Value, Value]:
+    """The op on the port is an insert the fast path takes (see the module docstring):
+    ``(committed, speculative)``, two terms, so the committed insert's enables do not
+    wait for the tree slots' valid query (only a speculative one reads it)."""
     o, f = op.payload, fast["facts"]
     # a committed one not while a fast commit's path is appended (same units)
     committed_ok = f.pos_eq_len & (f.has_own | f.seg_free) & ~fast["spec_only"]
     spec_ok = ~f.pos_lt_len & f.has_tree & f.in_window & ~fast["node_busy"]
+    common = (o.op == PoolOp.INSERT) & f.seq_ok & f.owner_ok & f.page_free & ~fast["alloc_wait"]
     return (
-        (o.op == PoolOp.INSERT)
-        & f.seq_ok
-        & f.owner_ok
-        & f.page_free
-        & ~fast["alloc_wait"]
-        & Mux(o.committed, committed_ok, spec_ok)
+        net(m, common & o.committed & committed_ok, "fast_ins_c"),
+        net(m, common & ~o.committed & spec_ok, "fast_ins_s"),
     )
 
 
@@ -162,9 +164,10 @@ def fast_fork_ok(op, fast: dict, s2: Stage2) -> Value:
 
 
 def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
-    """In ``IDLE``, the cycle a fast insert is taken: page asked for, flops moved."""
-    m, u = fsm.m, fsm.u
-    seg, a, o = u.seg, u.alloc, op.payload
+    """In ``IDLE``, the cycle a fast insert is taken: page asked for, stage 2 loaded
+    (the committed and the speculative one's own steps: :func:`fast_accept_committed`,
+    :func:`fast_accept_spec`)."""
+    m, a, o = fsm.m, fsm.u.alloc, op.payload
     m.d.comb += a.alloc.eq(1)
     m.d.sync += [
         s2.valid.eq(1),
@@ -178,22 +181,29 @@ def fast_accept(fsm, op, fast: dict, s2: Stage2) -> None:
         s2.tag.eq(0),  # a speculative insert ends no block
         s2.tagfast.eq(0),
     ]
-    with m.If(o.committed):
-        ends = (o.pos + 1)[:4] == 0
-        ok = fsm.bb.ok_of(o.seq)
-        fsm.bb.write_fast(m)  # its operands: drive_operands
-        m.d.sync += [s2.tag.eq(ends & ~ok), s2.tagfast.eq(ends & ok)]
-        opening = ~fast["has_own"]
-        t = Mux(opening, seg.free_t, fast["own_t"])
-        i = Mux(opening, 0, seg.table_len(fast["own_t"], "fast_tlen"))
-        m.d.comb += [
-            seg.open_en.eq(opening),
-            seg.app_en.eq(1),
-        ]
-        committed = u.add(u.committed_pages, 1, "committed_inc")
-        m.d.sync += [s2.t.eq(t), s2.i.eq(i), u.committed_pages.eq(committed)]
-    with m.Else():
-        m.d.sync += u.spec_pages.eq(u.add(u.spec_pages, 1, "spec_inc"))
+
+
+def fast_accept_committed(fsm, op, fast: dict, s2: Stage2) -> None:
+    """In ``IDLE``, after :func:`fast_accept`, a committed fast insert's own steps: its
+    segment opened or appended to, its block buffered, the committed count."""
+    m, u, o = fsm.m, fsm.u, op.payload
+    seg = u.seg
+    ends = (o.pos + 1)[:4] == 0
+    ok = fsm.bb.ok_of(o.seq)
+    fsm.bb.write_fast(m)  # its operands: drive_operands
+    m.d.sync += [s2.tag.eq(ends & ~ok), s2.tagfast.eq(ends & ok)]
+    opening = ~fast["has_own"]
+    t = Mux(opening, seg.free_t, fast["own_t"])
+    i = Mux(opening, 0, seg.table_len(fast["own_t"], "fast_tlen"))
+    m.d.comb += [seg.open_en.eq(opening), seg.app_en.eq(1)]
+    committed = u.add(u.committed_pages, 1, "committed_inc")
+    m.d.sync += [s2.t.eq(t), s2.i.eq(i), u.committed_pages.eq(committed)]
+
+
+def fast_accept_spec(fsm) -> None:
+    """In ``IDLE``, a speculative fast insert's own step: the speculative count."""
+    u = fsm.u
+    fsm.m.d.sync += u.spec_pages.eq(u.add(u.spec_pages, 1, "spec_inc"))
 
 
 def fast_stage2(fsm, s2: Stage2, res_fast: Signal) -> None:

@@ -28,6 +28,8 @@ from hw.kvpool.pool_commit import fast_commit_accept, fast_commit_ok
 from hw.kvpool.pool_drain import drain, drain_wait, hand_over, slot_count
 from hw.kvpool.pool_fast import (
     fast_accept,
+    fast_accept_committed,
+    fast_accept_spec,
     fast_eligible,
     fast_fork_ok,
     fast_stage2,
@@ -179,7 +181,9 @@ class _Fsm:
             # a score that would be posted waits for the pending one (not the long way)
             wait_sc = score_waits(self, op, self.fast)
             m.d.comb += [op.ready.eq(~to_tag & ~wait_sc), r.idle.eq(1)]
-            with m.If(op.valid & ~to_tag & ~wait_sc):
+            take = op.valid & ~to_tag & ~wait_sc
+            ins_c, ins_s = fast_eligible(m, op, self.fast)
+            with m.If(take):
                 m.d.sync += [
                     o.eq(op.payload),
                     r.code.eq(PoolCode.NONE),
@@ -190,7 +194,7 @@ class _Fsm:
                 # one fast path per opcode (no priority chain across them)
                 with m.Switch(op.payload.op):
                     with m.Case(PoolOp.INSERT):
-                        with m.If(fast_eligible(m, op, self.fast)):
+                        with m.If(ins_c | ins_s):
                             fast_accept(self, op, self.fast, s2)
                         with m.Else():
                             m.next = "CHECK"
@@ -218,6 +222,12 @@ class _Fsm:
                             m.next = "CHECK"
                     with m.Default():
                         m.next = "CHECK"
+            # a fast insert's own steps: the committed one's enables wait for its
+            # terms only (not for the tree slots' valid query)
+            with m.If(take & ins_c):
+                fast_accept_committed(self, op, self.fast, s2)
+            with m.If(take & ins_s):
+                fast_accept_spec(self)
             # the tree slots' command of IDLE (stage 2's ADD, a fast commit's COMMIT, a
             # fast release's RELEASE): its kind and operands driven from the registers
             # and the port (only its valid waits for the checks)

@@ -154,11 +154,14 @@ class TreeSlots(wiring.Component):
     its END transfer), ``free_slot`` (the lowest inactive slot, 0 when none),
     ``has_free``, ``slot_seq`` and ``slot_lo`` (the values of the slot's last
     OPEN, 0 after reset), ``slot_count`` (its valid nodes); the
-    queries ``chk_valid = valid[chk_slot][chk_node]`` and ``chk_any =
-    valid[chk_slot] & chk_accept != 0`` (combinational from the inputs; 0 for
-    a slot ``>= TREES``). No popcount of ``N_NODES`` bits is built (about 44
-    gate levels at 512 nodes): a COMMIT's accepted-path length comes with the
-    pool's commit (decision 0020).
+    queries ``chk_valid = valid[chk_slot][chk_node]``, ``chk2_valid =
+    valid[chk2_slot][chk2_node]`` (two independent ones: a user that asks for
+    two operands' bits needs no select between the operands before the
+    query) and ``chk_any = valid[chk_slot] & chk_accept != 0``
+    (combinational from the inputs; 0 for a slot ``>= TREES``). No popcount
+    of ``N_NODES`` bits is built (about 44 gate levels at 512 nodes): a
+    COMMIT's accepted-path length comes with the pool's commit (decision
+    0020).
 
     Invalid input (the pool never gives it): a slot ``>= TREES`` (when
     ``TREES`` is not a power of two): OPEN / ADD ignored, COMMIT / RELEASE
@@ -241,6 +244,10 @@ class TreeSlots(wiring.Component):
         A mask (a COMMIT's ``accept``) compared with ``valid[chk_slot]``.
     chk_valid : Out(1)
         ``valid[chk_slot][chk_node]``.
+    chk2_slot, chk2_node : In(idx_bits(TREES)), In(idx_bits(N_NODES))
+        A second ``valid`` bit queried.
+    chk2_valid : Out(1)
+        ``valid[chk2_slot][chk2_node]``.
     chk_any : Out(1)
         ``valid[chk_slot] & chk_accept != 0``.
     """
@@ -292,6 +299,9 @@ class TreeSlots(wiring.Component):
             "chk_node": In(idx_bits(self.N_NODES)),
             "chk_accept": In(self.N_NODES),
             "chk_valid": Out(1),
+            "chk2_slot": In(idx_bits(T)),
+            "chk2_node": In(idx_bits(self.N_NODES)),
+            "chk2_valid": Out(1),
             "chk_any": Out(1),
         }
         for k in range(self.PORTS):
@@ -367,6 +377,8 @@ class TreeSlots(wiring.Component):
         # (kept: synthesis sees every input arrive at once and would rather pick the
         # row first, one reduction instead of TREES)
         chk_bits = [_kept_any(m, v & node1h, f"chk_bit{r}") for r, v in enumerate(st.valid)]
+        node2 = _decode(m, self.chk2_node, N, "chk2_node_dec")
+        chk2_bits = [_kept_any(m, v & node2, f"chk2_bit{r}") for r, v in enumerate(st.valid)]
         acc = self.chk_accept
         chk_anys = [_kept_any(m, v & acc, f"chk_acc{r}") for r, v in enumerate(st.valid)]
         m.d.comb += [
@@ -376,6 +388,7 @@ class TreeSlots(wiring.Component):
                 or_tree([Const(r, sb) & free_one[r].replicate(sb) for r in range(T)])
             ),
             self.chk_valid.eq(mux_tree(self._pad(chk_bits), self.chk_slot)),
+            self.chk2_valid.eq(mux_tree(self._pad(chk2_bits), self.chk2_slot)),
             self.chk_any.eq(mux_tree(self._pad(chk_anys), self.chk_slot)),
             self.slot_seq.eq(Cat(st.seq)),
             self.slot_lo.eq(Cat(st.lo)),

@@ -45,7 +45,7 @@ CYCLES = 3000  # cycles per run (make test); make sim-full: 30,000
 COVER = (
     "open_add", "same_row", "fresh_lk", "lk_after_add", "hit", "miss_view", "stale_row",
     "acc", "rej", "end_only", "acc_to_max", "stall", "held", "lk_stream",
-    "grow_in_stream", "ignored",
+    "grow_in_stream", "ignored", "chk2_hit",
 )  # fmt: skip
 
 
@@ -93,7 +93,7 @@ class TSBench(Lockstep):
     def __init__(self, tb, p: dict, idle: str, bp: str) -> None:
         self.ports = p["PORTS"]
         self.INPUTS = ("cmd__valid", "cmd__payload", "out__ready", "chk_slot", "chk_node")
-        self.INPUTS += ("chk_accept",)
+        self.INPUTS += ("chk_accept", "chk2_slot", "chk2_node")
         for k in range(self.ports):
             self.INPUTS += (f"lk{k}__valid", f"lk{k}__payload")
         super().__init__(tb)
@@ -272,6 +272,10 @@ class TSBench(Lockstep):
             s = i["chk_slot"]
             v = self.valid[s] if s < self.T else 0
             want = {"chk_valid": v >> i["chk_node"] & 1, "chk_any": int(bool(v & i["chk_accept"]))}
+            s2 = i["chk2_slot"]
+            v2 = self.valid[s2] if s2 < self.T else 0
+            want["chk2_valid"] = v2 >> i["chk2_node"] & 1
+            self.cover["chk2_hit"] += want["chk2_valid"]
             kind = self._unpack(self.cmd_l, i["cmd__payload"])["kind"]
             grows = kind in (TsCmd.OPEN.value, TsCmd.ADD.value)
             want["cmd__ready"] = int(self.stream is None or grows)
@@ -302,6 +306,12 @@ class TSBench(Lockstep):
         out["chk_slot"] = rng.randrange(1 << self.sb)
         out["chk_node"] = rng.randrange(1 << _ib(self.N))
         out["chk_accept"] = rng.choice([0, 1, rng.getrandbits(self.N), (1 << self.N) - 1])
+        # the second query: a valid node of its slot half the time (a random one
+        # of N_NODES = 1024 is rarely valid)
+        s2 = out["chk2_slot"] = rng.randrange(1 << self.sb)
+        v2 = self.valid[s2] if s2 < self.T else 0
+        nodes = [j for j in range(self.N) if v2 >> j & 1] if v2 and rng.random() < 0.5 else []
+        out["chk2_node"] = rng.choice(nodes) if nodes else rng.randrange(1 << _ib(self.N))
         return out
 
     def _waits(self, c: dict) -> bool:
