@@ -44,9 +44,7 @@ counts are balanced adder trees: with a chain of adders the induction took
 78 s instead of 26, with property 6 as a count per page 155 s.
 """
 
-import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from amaranth import Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
@@ -54,13 +52,11 @@ from amaranth.hdl import Assert, Assume
 from amaranth.utils import bits_for
 
 from formal.kvpool_probes import Allocator
+from formal.leaf import LeafChecks
 from formal.sat import (
     Outcome,
-    checks_parser,
     convert,
     free_inputs,
-    parse_checks,
-    run_checks,
     solve,
 )
 from hw.common import sum_tree
@@ -200,55 +196,24 @@ def run(
     return solve(convert(h, h.ports()), out / f"kvpool_alloc_{name}", task, depth)
 
 
-#: the checks of :func:`main`
-CHECKS = ("prove", "negated", "unprotected", *(f"reach:{w}" for w in REACH))
-SIZE = f"allocator PAGES={CONFIG['PAGES']}"
-
-
-def _check(name: str) -> tuple[Outcome, bool, str]:
-    """Run one of :data:`CHECKS`: ``(outcome, as required, what it shows)``."""
-    if name == "prove":
-        o = run("prove")
-        return (
-            o,
-            o.status == "PASS",
-            f"{SIZE}: properties 1-6 by k-induction, closed at k = {o.steps}",
-        )
-    if name in ("negated", "unprotected"):
-        o = run("bmc", variant=name)
-        what = "free + held == PAGES + 1 refuted" if name == "negated" else "without A1, a failure"
-        return o, o.status == "FAIL", f"{SIZE}: {what} at step {o.steps}"
-    w = name.split(":", 1)[1]
-    o = run("bmc", reach=w)
-    return o, o.status == "FAIL", f"{SIZE}: {REACH[w]}, first at step {o.steps}"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m formal.kvpool_alloc``."""
-    return checks_parser("python -m formal.kvpool_alloc", __doc__, CHECKS)
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The checked arguments of :func:`main` (``checks``: each one of :data:`CHECKS`,
-    at most once); no work done.
-
-    Raises
-    ------
-    SystemExit
-        Status 2, with a one-line usage error on stderr, for a bad argument.
-    """
-    return parse_checks(build_parser(), CHECKS, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m formal.kvpool_alloc [CHECK ...]``: every check of :data:`CHECKS` by
-    default; its rows into ``build/reports/formal_kvpool.json``; exit status 1 if a
-    check does not show what it must (the induction closes; the false property, the
-    unprotected run and each witness fail), 2 on a bad argument."""
-    args = parse_args(argv)
-    print(f"page allocator conservation (formal.kvpool_alloc), configuration {CONFIG}", flush=True)
-    return run_checks("formal.kvpool_alloc", CONFIG, args.checks, _check, label="alloc:")
-
+#: the checks and the command line (:class:`formal.leaf.LeafChecks`)
+LEAF = LeafChecks(
+    module="formal.kvpool_alloc",
+    title="page allocator conservation",
+    doc=__doc__,
+    config=CONFIG,
+    run=run,
+    unit="allocator",
+    props="properties 1-6",
+    negated="free + held == PAGES + 1 refuted",
+    unprotected="without A1, a failure",
+    reach=REACH,
+    label="alloc:",
+)
+#: the checks of :func:`main`: the induction, the false property, the unprotected
+#: run, the witnesses
+CHECKS = LEAF.checks
+build_parser, parse_args, main = LEAF.build_parser, LEAF.parse_args, LEAF.main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -99,15 +99,15 @@ another starts, the last at ``cov``) made even ``CONFIG`` take over 15
 minutes.
 """
 
-import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from amaranth import Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 
-from formal.sat import Outcome, checks_parser, convert, parse_checks, run_checks, solve
+from formal.leaf import LeafChecks
+from formal.sat import Outcome, convert, solve
 from hw.kvpool.segtable import SegState
 
 __all__ = ["SegFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
@@ -381,63 +381,27 @@ def run(
     return solve(convert(h, h.ports()), out / f"kvpool_seg_{name}", task, depth)
 
 
-def _size(params: dict) -> str:
-    return "segment table " + ", ".join(f"{k}={v}" for k, v in {**CONFIG, **params}.items())
-
-
-#: the checks of :func:`main`: the induction at :data:`CONFIG` and at :data:`LARGER`,
-#: the false property, the unprotected run, the witnesses
-CHECKS = ("prove", "prove:larger", "negated", "unprotected", *(f"reach:{w}" for w in REACH))
 #: a second proved size (5 segments: a segment operand can be out of range; about 30 s)
 LARGER = {"SEGS": 5}
-
-
-def _check(name: str) -> tuple[Outcome, bool, str]:
-    """Run one of :data:`CHECKS`: ``(outcome, as required, what it shows)``."""
-    if name.startswith("prove"):
-        params = LARGER if name == "prove:larger" else {}
-        o = run("prove", **params)
-        what = f"{_size(params)}: properties 1-3 by k-induction, closed at k = {o.steps}"
-        return o, o.status == "PASS", what
-    if name in ("negated", "unprotected"):
-        o = run("bmc", variant=name)
-        what = (
-            "position len - 1 claimed uncovered: refuted"
-            if name == "negated"
-            else "without A3-A10, a failure"
-        )
-        return o, o.status == "FAIL", f"{_size({})}: {what} at step {o.steps}"
-    w = name.split(":", 1)[1]
-    o = run("bmc", reach=w)
-    return o, o.status == "FAIL", f"{_size({})}: {REACH[w]}, first at step {o.steps}"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m formal.kvpool_seg``."""
-    return checks_parser("python -m formal.kvpool_seg", __doc__, CHECKS)
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The checked arguments of :func:`main` (``checks``: each one of :data:`CHECKS`,
-    at most once); no work done.
-
-    Raises
-    ------
-    SystemExit
-        Status 2, with a one-line usage error on stderr, for a bad argument.
-    """
-    return parse_checks(build_parser(), CHECKS, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m formal.kvpool_seg [CHECK ...]``: every check of :data:`CHECKS` by
-    default; its rows into ``build/reports/formal_kvpool.json``; exit status 1 if a
-    check does not show what it must (the induction closes; the false property, the
-    unprotected run and each witness fail), 2 on a bad argument."""
-    args = parse_args(argv)
-    print(f"segment chains (formal.kvpool_seg), configuration {CONFIG}", flush=True)
-    return run_checks("formal.kvpool_seg", CONFIG, args.checks, _check, label="seg:")
-
+#: the checks and the command line (:class:`formal.leaf.LeafChecks`)
+LEAF = LeafChecks(
+    module="formal.kvpool_seg",
+    title="segment chains",
+    doc=__doc__,
+    config=CONFIG,
+    run=run,
+    unit="segment table",
+    props="properties 1-3",
+    negated="position len - 1 claimed uncovered: refuted",
+    unprotected="without A3-A10, a failure",
+    reach=REACH,
+    label="seg:",
+    larger=LARGER,
+)
+#: the checks of :func:`main`: the induction at :data:`CONFIG` and at :data:`LARGER`,
+#: the false property, the unprotected run, the witnesses
+CHECKS = LEAF.checks
+build_parser, parse_args, main = LEAF.build_parser, LEAF.parse_args, LEAF.main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -96,16 +96,16 @@ and the witnesses of :data:`REACH` (each BMC about a second; reached at steps
 that size, which :mod:`formal.kvpool_seg` proved in 889 s): no check.
 """
 
-import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 
 from formal import kvpool_seg
 from formal.kvpool_seg import OUT, SegFormal
-from formal.sat import Outcome, checks_parser, convert, parse_checks, run_checks, solve
+from formal.leaf import LeafChecks
+from formal.sat import Outcome, convert, solve
 
 __all__ = ["DerivedFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
@@ -497,26 +497,10 @@ def run(
     return solve(convert(h, h.ports()), out / f"kvpool_segd_{name}", task, depth)
 
 
-def _config(params: dict) -> str:
-    return "segment table " + ", ".join(f"{k}={v}" for k, v in {**CONFIG, **params}.items())
-
-
 #: a second size for properties 4-6 and 8-11 (5 segments: an operand can be out of range)
 LARGER = {"SEGS": 5}
 #: the size of the counters' quick proof (2 position bits)
 SMALL = {"POS_BITS": 2}
-#: the checks of :func:`main`: properties 4-6 and 8-11 by induction at :data:`CONFIG`
-#: and :data:`LARGER`; property 7 at :data:`SMALL` and at :data:`CONFIG` (per sequence);
-#: the false property, the unprotected run, the witnesses
-CHECKS = (
-    "prove",
-    "prove:larger",
-    "counters:small",
-    "counters",
-    "negated",
-    "unprotected",
-    *(f"reach:{w}" for w in REACH),
-)
 
 
 def _counters(params: dict) -> tuple[Outcome, bool, str]:
@@ -526,57 +510,32 @@ def _counters(params: dict) -> tuple[Outcome, bool, str]:
     o = bad[0] if bad else outs[-1]
     o = Outcome(o.status, sum(x.seconds for x in outs), max(x.steps for x in outs), o.log)
     steps = ", ".join(str(x.steps) for x in outs)
-    what = f"{_config(params)}: property 7 by k-induction per sequence, closed at k = {steps}"
+    what = f"{LEAF.size(params)}: property 7 by k-induction per sequence, closed at k = {steps}"
     return o, not bad, what
 
 
-def _check(name: str) -> tuple[Outcome, bool, str]:
-    """Run one of :data:`CHECKS`: ``(outcome, as required, what it shows)``."""
-    if name.startswith("counters"):
-        return _counters(SMALL if name == "counters:small" else {})
-    if name.startswith("prove"):
-        params = LARGER if name == "prove:larger" else {}
-        o = run("prove", **params)
-        what = f"{_config(params)}: properties 4-6, 8-11 by k-induction, closed at k = {o.steps}"
-        return o, o.status == "PASS", what
-    if name in ("negated", "unprotected"):
-        o = run("bmc", variant=name)
-        what = (
-            "a sequence's HBM counter claimed one short: refuted"
-            if name == "negated"
-            else "without A11-A17, a failure"
-        )
-        return o, o.status == "FAIL", f"{_config({})}: {what} at step {o.steps}"
-    w = name.split(":", 1)[1]
-    o = run("bmc", reach=w)
-    return o, o.status == "FAIL", f"{_config({})}: {REACH[w]}, first at step {o.steps}"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m formal.kvpool_seg_derived``."""
-    return checks_parser("python -m formal.kvpool_seg_derived", __doc__, CHECKS)
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The checked arguments of :func:`main` (``checks``: each one of :data:`CHECKS`,
-    at most once); no work done.
-
-    Raises
-    ------
-    SystemExit
-        Status 2, with a one-line usage error on stderr, for a bad argument.
-    """
-    return parse_checks(build_parser(), CHECKS, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m formal.kvpool_seg_derived [CHECK ...]``: every check of :data:`CHECKS`
-    by default; its rows into ``build/reports/formal_kvpool.json``; exit status 1 if a
-    check does not show what it must, 2 on a bad argument."""
-    args = parse_args(argv)
-    print(f"derived segment registers (formal.kvpool_seg_derived), {CONFIG}", flush=True)
-    return run_checks("formal.kvpool_seg_derived", CONFIG, args.checks, _check, label="segd:")
-
+#: the checks and the command line (:class:`formal.leaf.LeafChecks`): properties 4-6
+#: and 8-11 by induction at :data:`CONFIG` and :data:`LARGER`; property 7 at
+#: :data:`SMALL` and at :data:`CONFIG` (per sequence)
+LEAF = LeafChecks(
+    module="formal.kvpool_seg_derived",
+    title="derived segment registers",
+    doc=__doc__,
+    config=CONFIG,
+    run=run,
+    unit="segment table",
+    props="properties 4-6, 8-11",
+    negated="a sequence's HBM counter claimed one short: refuted",
+    unprotected="without A11-A17, a failure",
+    reach=REACH,
+    label="segd:",
+    larger=LARGER,
+    extra={"counters:small": lambda: _counters(SMALL), "counters": lambda: _counters({})},
+)
+#: the checks of :func:`main`: the inductions, the false property, the unprotected
+#: run, the witnesses
+CHECKS = LEAF.checks
+build_parser, parse_args, main = LEAF.build_parser, LEAF.parse_args, LEAF.main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -55,9 +55,7 @@ unreachable entry of a generation ahead of its segment's becomes live after
 kills): the harness's variant ``only1`` shows it (``UNKNOWN``).
 """
 
-import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from amaranth import Cat, Const, Elaboratable, Module, ResetSignal, Signal
@@ -65,13 +63,11 @@ from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 
 from formal.kvpool_probes import TLB
+from formal.leaf import LeafChecks
 from formal.sat import (
     Outcome,
-    checks_parser,
     convert,
     free_inputs,
-    parse_checks,
-    run_checks,
     solve,
 )
 from hw.common import idx_bits
@@ -232,63 +228,27 @@ def run(
     return solve(convert(h, h.ports()), out / f"kvpool_tlb_{name}", task, depth)
 
 
-def _size(params: dict) -> str:
-    return "TLB " + ", ".join(f"{k}={v}" for k, v in {**CONFIG, **params}.items())
-
-
-#: the checks of :func:`main`: the induction at :data:`CONFIG` and at :data:`LARGER`,
-#: the false property, the unprotected run, the witnesses
-CHECKS = ("prove", "prove:larger", "negated", "unprotected", *(f"reach:{w}" for w in REACH))
 #: a second proved size (4 sets, 32 keys; about 20 s)
 LARGER = {"SETS": 4, "POS_BITS": 3, "ADDR_BITS": 3}
-
-
-def _check(name: str) -> tuple[Outcome, bool, str]:
-    """Run one of :data:`CHECKS`: ``(outcome, as required, what it shows)``."""
-    if name.startswith("prove"):
-        params = LARGER if name == "prove:larger" else {}
-        o = run("prove", **params)
-        what = f"{_size(params)}: properties 1-3 by k-induction, closed at k = {o.steps}"
-        return o, o.status == "PASS", what
-    if name in ("negated", "unprotected"):
-        o = run("bmc", variant=name)
-        what = (
-            "a hit replying the shadow's addr XOR 1 found"
-            if name == "negated"
-            else "without A1, a wrong hit"
-        )
-        return o, o.status == "FAIL", f"{_size({})}: {what} at step {o.steps}"
-    w = name.split(":", 1)[1]
-    o = run("bmc", reach=w)
-    return o, o.status == "FAIL", f"{_size({})}: {REACH[w]}, first at step {o.steps}"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m formal.kvpool_tlb``."""
-    return checks_parser("python -m formal.kvpool_tlb", __doc__, CHECKS)
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The checked arguments of :func:`main` (``checks``: each one of :data:`CHECKS`,
-    at most once); no work done.
-
-    Raises
-    ------
-    SystemExit
-        Status 2, with a one-line usage error on stderr, for a bad argument.
-    """
-    return parse_checks(build_parser(), CHECKS, argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m formal.kvpool_tlb [CHECK ...]``: every check of :data:`CHECKS` by
-    default; its rows into ``build/reports/formal_kvpool.json``; exit status 1 if a
-    check does not show what it must (the induction closes; the false property, the
-    unprotected run and each witness fail), 2 on a bad argument."""
-    args = parse_args(argv)
-    print(f"TLB coherence (formal.kvpool_tlb), configuration {CONFIG}", flush=True)
-    return run_checks("formal.kvpool_tlb", CONFIG, args.checks, _check, label="tlb:")
-
+#: the checks and the command line (:class:`formal.leaf.LeafChecks`)
+LEAF = LeafChecks(
+    module="formal.kvpool_tlb",
+    title="TLB coherence",
+    doc=__doc__,
+    config=CONFIG,
+    run=run,
+    unit="TLB",
+    props="properties 1-3",
+    negated="a hit replying the shadow's addr XOR 1 found",
+    unprotected="without A1, a wrong hit",
+    reach=REACH,
+    label="tlb:",
+    larger=LARGER,
+)
+#: the checks of :func:`main`: the induction at :data:`CONFIG` and at :data:`LARGER`,
+#: the false property, the unprotected run, the witnesses
+CHECKS = LEAF.checks
+build_parser, parse_args, main = LEAF.build_parser, LEAF.parse_args, LEAF.main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,132 @@
+"""The checks and command line that every leaf proof of the scaled pool shares.
+
+A leaf proof (:mod:`formal.kvpool_tlb`, :mod:`formal.kvpool_alloc`,
+:mod:`formal.kvpool_seg`, :mod:`formal.kvpool_seg_derived`) has a harness
+with a ``run(task, *, variant=..., reach=..., **params)`` function
+(:func:`formal.sat.solve`'s :class:`~formal.sat.Outcome`) and the same
+checks, in this order:
+
+* ``prove`` (and ``prove:larger`` with a second size): k-induction, must
+  close (``PASS``);
+* any checks of the leaf's own (``extra``), as required by each;
+* ``negated``: a false property, must be refuted (``FAIL``);
+* ``unprotected``: the properties without the pool's protocol, must fail
+  (the proof rests on the assumptions);
+* ``reach:<state>``: a witness of each state of ``reach`` (its absence
+  asserted, so the BMC's counterexample shows the assumptions allow it).
+
+:class:`LeafChecks` states them once; the module's ``CHECKS``,
+``build_parser``, ``parse_args`` and ``main`` are its attributes.
+"""
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from formal.sat import Outcome, checks_parser, parse_checks, run_checks
+
+__all__ = ["LeafChecks"]
+
+#: a check's answer: (outcome, as required, what it shows)
+Answer = tuple[Outcome, bool, str]
+
+
+@dataclass(frozen=True)
+class LeafChecks:
+    """One leaf proof's checks and command line.
+
+    Parameters
+    ----------
+    module : str
+        The module (``"formal.kvpool_tlb"``): the command is ``python -m
+        module``, the report's rows are its.
+    title : str
+        What it proves, printed first (``"TLB coherence"``).
+    doc : str
+        The module's docstring (its first line describes the command).
+    config : dict
+        The checked configuration (printed, in every row).
+    run : callable
+        The harness's ``run(task, *, variant=None, reach=None, **params)``.
+    unit : str
+        What is proved on (``"TLB"``): a configuration's description starts
+        with it (:meth:`size`).
+    props : str
+        What ``prove`` proves (``"properties 1-3"``).
+    negated, unprotected : str
+        What the ``negated`` and ``unprotected`` runs show when they fail.
+    reach : dict
+        The witnessed states: name -> description.
+    label : str
+        The rows' task prefix (``"tlb:"``).
+    larger : dict or None
+        The overrides of ``prove:larger`` (no such check when ``None``).
+    extra : dict
+        The leaf's own checks: name -> a function giving its answer.
+    """
+
+    module: str
+    title: str
+    doc: str
+    config: dict
+    run: Callable[..., Outcome]
+    unit: str
+    props: str
+    negated: str
+    unprotected: str
+    reach: dict[str, str]
+    label: str
+    larger: dict | None = None
+    extra: dict[str, Callable[[], Answer]] = field(default_factory=dict)
+
+    def size(self, params: dict) -> str:
+        """The configuration with the overrides ``params``, described."""
+        return f"{self.unit} " + ", ".join(f"{k}={v}" for k, v in {**self.config, **params}.items())
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        """Every check, in the order :func:`main` runs them."""
+        prove = ("prove", "prove:larger") if self.larger is not None else ("prove",)
+        rest = ("negated", "unprotected", *(f"reach:{w}" for w in self.reach))
+        return (*prove, *self.extra, *rest)
+
+    def check(self, name: str) -> Answer:
+        """Run one of :attr:`checks`: ``(outcome, as required, what it shows)``."""
+        if name in self.extra:
+            return self.extra[name]()
+        if name.startswith("prove"):
+            params = (self.larger or {}) if name == "prove:larger" else {}
+            o = self.run("prove", **params)
+            what = f"{self.size(params)}: {self.props} by k-induction, closed at k = {o.steps}"
+            return o, o.status == "PASS", what
+        if name in ("negated", "unprotected"):
+            o = self.run("bmc", variant=name)
+            what = self.negated if name == "negated" else self.unprotected
+            return o, o.status == "FAIL", f"{self.size({})}: {what} at step {o.steps}"
+        w = name.split(":", 1)[1]
+        o = self.run("bmc", reach=w)
+        return o, o.status == "FAIL", f"{self.size({})}: {self.reach[w]}, first at step {o.steps}"
+
+    def build_parser(self) -> argparse.ArgumentParser:
+        """The command line ``python -m <module> [CHECK ...]``."""
+        return checks_parser(f"python -m {self.module}", self.doc, self.checks)
+
+    def parse_args(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
+        """The checked arguments of :meth:`main` (``checks``: each one of
+        :attr:`checks`, at most once); no work done.
+
+        Raises
+        ------
+        SystemExit
+            Status 2, with a one-line usage error on stderr, for a bad argument.
+        """
+        return parse_checks(self.build_parser(), self.checks, argv)
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """``python -m <module> [CHECK ...]``: every check by default; its rows into
+        ``build/reports/formal_kvpool.json``; exit status 1 if a check does not show
+        what it must (the induction closes; the false property, the unprotected run
+        and each witness fail), 2 on a bad argument."""
+        args = self.parse_args(argv)
+        print(f"{self.title} ({self.module}), configuration {self.config}", flush=True)
+        return run_checks(self.module, self.config, args.checks, self.check, label=self.label)
