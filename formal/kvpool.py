@@ -106,18 +106,19 @@ the pool's side of these contracts and are not proved: the BMC here checks
 their consequences on the whole pool from reset, to its depth (properties
 1-5). Their rows are in the same report.
 
-Measured (2 shared cores, ``make formal`` at commit 92af61f's RTL): the BMC
-passes 12 steps (876 s); the induction up to 3 steps stops with a
-counterexample to induction (69 s); the false property fails at step 2; the
-witnesses come at step 5 (a committed insert, idle: the fast insert's PTE
-lands two cycles after it), 5 (a fork), 9 (a TLB hit), 10 (a speculative
-insert); a spill is not reached in 12 steps (it needs a committed insert,
-then ``spill(n)``'s victim, PTE read and rewrite, slot and free: about 25).
-At 81563ad's RTL (before the fast insert) the BMC passed 16 steps (405 s,
-``sat -seq 16``) and a spill was not reached in 20. So the BMC covers inserts,
-forks, lookups with TLB fills and hits and the failing checks; spills (hence
-fills), releases that cut a table and shares are not witnessed within its
-depth.
+Measured by ``make formal`` (``build/reports/formal_kvpool.json``; 2 cores,
+one of them busy with a synthesis): the BMC passes 12 steps (847 s); the
+induction up to 3 steps stops with a counterexample to induction (129 s);
+the false property fails at step 2; the witnesses come at step 5 (a
+committed insert, idle: the fast insert's PTE lands two cycles after it), 5
+(a fork), 9 (a TLB hit), 11 (a speculative insert: the tree's sequential
+open, then the fast insert); a spill is not reached in 12 steps (it needs a
+committed insert, then ``spill(n)``'s victim, PTE read and rewrite, slot
+and free: about 25). Before the fast insert the BMC passed 16 steps (405 s,
+``sat -seq 16``) and a spill was not reached in 20. So the BMC covers
+inserts, forks, lookups with TLB fills and hits and the failing checks;
+spills (hence fills), releases that cut a table and shares are not
+witnessed within its depth.
 """
 
 import argparse

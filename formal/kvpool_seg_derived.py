@@ -86,9 +86,9 @@ this harness's assumptions include); ``counters`` shows 7 assuming 2-3, 4,
 together (with the earlier RTL) they did not close in 10 minutes; 7 for all
 sequences at once, or written as ``xchip + pending == sum``, is slower too
 (sums of sums). Checks (:data:`CHECKS`; times measured with another Yosys job
-on the second core): ``prove`` (k = 1, 21 s), ``prove:larger`` (5 segments,
-k = 1, 11 s), ``counters`` (k = 1 each, 301 s for the three), ``counters:small``
-(``POS_BITS = 2``, k = 1 each, 21 s for the three: the ones ``make test``
+on the second core): ``prove`` (k = 1, 14 s), ``prove:larger`` (5 segments,
+k = 1, 12 s), ``counters`` (k = 1 each, 196 s for the three), ``counters:small``
+(``POS_BITS = 2``, k = 1 each, 16 s for the three: the ones ``make test``
 runs), ``negated`` (``xhbm`` claimed one short when not 0: refuted at step 4,
 after a spill), ``unprotected`` (4-11 without A11-A17: a BMC fails at step 3)
 and the witnesses of :data:`REACH` (each BMC about a second; reached at steps
