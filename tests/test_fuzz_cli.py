@@ -241,15 +241,17 @@ def test_every_cli_has_parse_args_and_main(name: str) -> None:
 
 
 def test_every_command_line_is_listed() -> None:
-    """A module that builds a command line (``cli_parser``, ``formal.sat.checks_parser``)
-    and runs it (``main``) is in :data:`CLIS`, so that a new command line cannot skip
-    ``parse_args`` or this fuzzing (``formal.sat`` only builds parsers for others)."""
+    """A module that builds a command line (``cli_parser``, ``formal.sat.checks_parser``,
+    ``formal.leaf.LeafChecks``) and runs it (``main``, its own or a ``LeafChecks``') is
+    in :data:`CLIS`, so that a new command line cannot skip ``parse_args`` or this
+    fuzzing (``formal.sat`` and ``formal.leaf`` only build parsers for others)."""
     found = set()
     for pkg in ("checks", "golden", "hw", "flows", "sim", "tb", "formal"):
         for path in (REPO / pkg).rglob("*.py"):
             text = path.read_text()
-            runs = re.search(r"^def main\(", text, re.M)
-            if re.search(r"\b(cli|checks)_parser\(", text) and runs and pkg != "checks":
+            runs = re.search(r"^(def main\(|build_parser, parse_args, main = )", text, re.M)
+            builds = re.search(r"\b(cli|checks)_parser\(|\bLeafChecks\(", text)
+            if builds and runs and pkg != "checks":
                 mod = ".".join(path.relative_to(REPO).with_suffix("").parts)
                 found.add(mod)
     unlisted, gone = sorted(found - set(CLIS)), sorted(set(CLIS) - found)

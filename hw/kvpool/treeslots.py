@@ -153,15 +153,12 @@ class TreeSlots(wiring.Component):
     slot being streamed, one-hot, 0 when not ``busy``; it stays active until
     its END transfer), ``free_slot`` (the lowest inactive slot, 0 when none),
     ``has_free``, ``slot_seq`` and ``slot_lo`` (the values of the slot's last
-    OPEN, 0 after reset), ``slot_count`` (its valid nodes); the
-    queries ``chk_valid = valid[chk_slot][chk_node]``, ``chk2_valid =
-    valid[chk2_slot][chk2_node]`` (two independent ones: a user that asks for
-    two operands' bits needs no select between the operands before the
-    query) and ``chk_any = valid[chk_slot] & chk_accept != 0``
-    (combinational from the inputs; 0 for a slot ``>= TREES``). No popcount
-    of ``N_NODES`` bits is built (about 44 gate levels at 512 nodes): a
-    COMMIT's accepted-path length comes with the pool's commit (decision
-    0020).
+    OPEN, 0 after reset), ``slot_count`` (its valid nodes); the queries
+    ``chk_valid``, ``chk2_valid`` (two independent ones: no select between
+    two operands before a query) and ``chk_any`` (combinational from the
+    inputs; 0 for a slot ``>= TREES``). No popcount of ``N_NODES`` bits is
+    built (about 44 gate levels at 512 nodes): a COMMIT's accepted-path
+    length comes with the pool's commit (decision 0020).
 
     Invalid input (the pool never gives it): a slot ``>= TREES`` (when
     ``TREES`` is not a power of two): OPEN / ADD ignored, COMMIT / RELEASE
