@@ -280,11 +280,11 @@ class ScaledPool(wiring.Component):
         pb = self.POS_BITS
         return net(m, Value.cast(ts.slot_lo).word_select(slot, pb), name)
 
-    def _facts(self, m: Module, u: Units, o, pre: str = "op") -> dict:
+    def _facts(self, m: Module, u: Units, o, node_valid: Value, pre: str = "op") -> dict:
         """The comb values the FSM's checks and steps read, from the op ``o`` (the
         registered one; ``pre = "in"``: the one on the port, for the fast insert).
-        ``node_valid`` is the tree slots' ``chk_valid`` (``"op"``) or ``chk2_valid``
-        (``"in"``), whose query the caller drives."""
+        ``node_valid``: the tree slots' valid query of ``o``'s node, which the caller
+        drives."""
         p, seg, ts = self.p, u.seg, u.ts
         S, N = p["SEQS"], p["N_NODES"]
         sw = len(o.seq)
@@ -312,7 +312,7 @@ class ScaledPool(wiring.Component):
             dst_nz=seg.len_nz(o.dst, f"{pre}_dst_nz"),
             has_tree=has_tree,
             dst_tree=dst_tree,
-            node_valid=ts.chk2_valid if pre == "in" else ts.chk_valid,
+            node_valid=node_valid,
             in_window=in_window,
             tree_free=ts.has_free,
             acc_any=acc_any,
@@ -361,9 +361,9 @@ class ScaledPool(wiring.Component):
             done=Signal(name="op_done"),
             idle=Signal(name="op_idle"),
         )
-        facts = self._facts(m, u, r.o)
-        fast = self._facts(m, u, self.op.payload, "in")
         ts = u.ts
+        facts = self._facts(m, u, r.o, ts.chk_valid)
+        fast = self._facts(m, u, self.op.payload, ts.chk2_valid, "in")
         # the tree slots' valid queries: the registered op's (CHECK's) and the port's
         # (the fast insert's; two, so it does not wait on a select by the FSM's
         # state); the accept query: the port's op in IDLE (a fast commit's)

@@ -182,7 +182,7 @@ class _Fsm:
             wait_sc = score_waits(self, op, self.fast)
             m.d.comb += [op.ready.eq(~to_tag & ~wait_sc), r.idle.eq(1)]
             take = op.valid & ~to_tag & ~wait_sc
-            ins_c, ins_s = fast_eligible(m, op, self.fast)
+            ins_c, ins_s = self.ins  # built outside the FSM (a net in a state is gated by it)
             with m.If(take):
                 m.d.sync += [
                     o.eq(op.payload),
@@ -493,6 +493,7 @@ def op_fsm(
         "node_busy": fast["facts"].node_valid
         | (s2.valid & ~s2.committed & (s2.slot == fast["slot"]) & (s2.owner == o.owner))
     }
+    fsm.ins = fast_eligible(m, op, fsm.fast)  # (committed, speculative), read in IDLE
     # the op's own units are idle (a cut's stream or the drain's belong to them)
     busy = (u.bt.busy & ~u.cutting) | u.ps.busy | (u.ts.busy & ~u.drain)
     tag_setup(fsm)
