@@ -60,6 +60,11 @@ def _cut_long(c_of) -> object:
     return cmd
 
 
+def _cut_first(b: "BTBench") -> tuple:
+    """A directed CUT of table 0 (not the long table) to 0."""
+    return ("cut", 0, 0, len(b.tables.get(0, [])), 0)
+
+
 def _append_long(b: "BTBench") -> tuple | None:
     if not b._can_append(b.long_t):
         return None
@@ -75,8 +80,8 @@ GROWN = (
         _cut_long(lambda n: 4096 - 63),
     ]
     + [_append_long] * 80
-    + [_cut_long(lambda n: n)]
-)  # the last: a cut of nothing (cut_n)
+    + [_cut_long(lambda n: n), _cut_first]
+)  # a cut of nothing (cut_n), then table 0 emptied (cut_0)
 
 
 class BTBench(Lockstep):
