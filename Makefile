@@ -100,7 +100,8 @@ soak: $(STAMP)
 # k-induction attempt at a reduced size; its own report, a section of docs/results/formal.md),
 # then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence, formal.kvpool_alloc:
 # page conservation, formal.kvpool_seg: segment chains, formal.kvpool_seg_derived: the
-# segment table's derived registers; rows of the same report)
+# segment table's derived registers, formal.kvpool_bt: the block table as the page table;
+# rows of the same report)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -110,6 +111,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_alloc
 	$(VPY) -m formal.kvpool_seg
 	$(VPY) -m formal.kvpool_seg_derived
+	$(VPY) -m formal.kvpool_bt
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

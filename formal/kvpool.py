@@ -85,8 +85,8 @@ stage). What runs here is a BMC from reset of ``BMC_DEPTH`` steps, with the
 witnesses of :data:`REACH` (the step each state first occurs): see
 ``build/reports/formal_kvpool.json``.
 
-What closes by induction is at the leaf level, assume-guarantee: three leaves
-are proved for every reachable state at a small size, each against a shadow
+What closes by induction is at the leaf level, assume-guarantee: five leaf
+proofs hold for every reachable state at a small size, each against a shadow
 model in its harness under the pool's protocol stated as assumptions, with
 strengthening invariants over the leaf's state (read through
 :mod:`formal.kvpool_probes`). :mod:`formal.kvpool_tlb`: *a TLB entry never
@@ -101,7 +101,11 @@ held pages are pushed), 16 pages, closed at ``k = 1``.
 :mod:`formal.kvpool_seg`: a sequence's chain covers ``0 .. len - 1`` exactly
 once (outside a fast commit's drain, whose owed positions a shadow counts),
 on the segment table at 4 and 5 segments, 3 sequences, 3 position bits,
-closed at ``k = 1``. The protocols are
+closed at ``k = 1`` (:mod:`formal.kvpool_seg_derived`: its derived registers).
+:mod:`formal.kvpool_bt`: the block table answers every lookup and streams
+every CUT as the shadow page table its commands wrote, its nodes conserved
+and never shared by two tables (the protocol: each command names its
+table's length), 2 and 3 tables of 16 indices, closed at ``k = 1``. The protocols are
 the pool's side of these contracts and are not proved: the BMC here checks
 their consequences on the whole pool from reset, to its depth (properties
 1-5). Their rows are in the same report.

@@ -61,7 +61,7 @@ from formal.sat import (
 )
 from hw.common import sum_tree
 
-__all__ = ["AllocFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
+__all__ = ["AllocFormal", "CONFIG", "fifo_invariants", "run", "build_parser", "parse_args", "main"]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
@@ -143,32 +143,39 @@ class AllocFormal(Elaboratable):
 
     def _fifo(self, m: Module, held: Signal) -> None:
         """Properties 5 and 6 over the FIFO's words and pointers."""
-        d = self.dut
-        P = d.PAGES
-        m.d.comb += [
-            Assert(d.free_pages == d.level + P - d.mark),
-            Assert(d.level <= P),
-            Assert(d.mark <= P),
-            Assert(d.tail == (d.head + d.level)[: len(d.tail)]),
-        ]
-        pb = len(d.head)
-        queued = [net for net in ((j - d.head)[:pb] < d.level for j in range(P))]
-        w = d.words
-        for j in range(P):
-            with m.If(queued[j]):
-                m.d.comb += [
-                    Assert(w[j] < d.mark),
-                    Assert(~held.bit_select(w[j], 1)),
-                    Assert(~(d.page_valid & (d.page == w[j]))),
-                ]
-            for i in range(j):
-                m.d.comb += Assert(~(queued[i] & queued[j] & (w[i] == w[j])))
-        for q in range(P):
-            m.d.comb += Assert(~held[q] | (d.mark > q))
-        m.d.comb += [
-            Assert(~d.page_valid | (d.page < d.mark)),
-            Assert(d.level + _count(held) + d.page_valid == d.mark),
-        ]
+        fifo_invariants(m, self.dut, held)
+
+
+def fifo_invariants(m: Module, d: Allocator, held: Value) -> None:
+    """Properties 5 and 6 of a probed allocator ``d`` as assertions in ``m``: ``held``
+    (``PAGES`` bits) is the set of pages handed out in cycles before and not pushed
+    back since (the page shown this cycle apart). :mod:`formal.kvpool_bt` states
+    them of the block table's node allocators."""
+    P = d.PAGES
+    m.d.comb += [
+        Assert(d.free_pages == d.level + P - d.mark),
+        Assert(d.level <= P),
+        Assert(d.mark <= P),
+        Assert(d.tail == (d.head + d.level)[: len(d.tail)]),
+    ]
+    pb = len(d.head)
+    queued = [(j - d.head)[:pb] < d.level for j in range(P)]
+    w = d.words
+    for j in range(P):
+        with m.If(queued[j]):
+            m.d.comb += [
+                Assert(w[j] < d.mark),
+                Assert(~held.bit_select(w[j], 1)),
+                Assert(~(d.page_valid & (d.page == w[j]))),
+            ]
+        for i in range(j):
+            m.d.comb += Assert(~(queued[i] & queued[j] & (w[i] == w[j])))
+    for q in range(P):
+        m.d.comb += Assert(~held[q] | (d.mark > q))
+    m.d.comb += [
+        Assert(~d.page_valid | (d.page < d.mark)),
+        Assert(d.level + _count(held) + d.page_valid == d.mark),
+    ]
 
 
 def run(

@@ -5,7 +5,9 @@ builds :class:`hw.kvpool.ScaledPool` with :class:`TLB`, :class:`BlockTable`
 and :class:`TreeSlots` in place of its own (``mock.patch`` of the names in
 :mod:`hw.kvpool.pool`, for its ``_units`` only) and keeps its units (``u``:
 the segment table, the allocators, the counters) for :mod:`formal.kvpool`; :mod:`formal.kvpool_tlb`
-uses :class:`TLB` alone, :mod:`formal.kvpool_alloc` :class:`Allocator`. What
+uses :class:`TLB` alone, :mod:`formal.kvpool_alloc` :class:`Allocator`,
+:mod:`formal.kvpool_bt` :class:`ProbedBlockTable` (the block table's
+``state``, which ``hw/`` exposes, with its allocators probed). What
 they rely on of ``hw/`` (private names): the pool's ``_units``, the TLB's
 ``_set_next(m, s, st, c)`` and its memory ``mem``, the block table's ``root``
 / ``mid`` / ``leaf`` memories and ``_root_addr`` / ``_mid_addr`` /
@@ -19,6 +21,7 @@ from unittest import mock
 
 from amaranth import Module, Value
 
+import hw.kvpool.blocktable as bt_mod
 import hw.kvpool.pool as pool_mod
 from hw.kvpool.allocator import PageAllocator as _PageAllocator
 from hw.kvpool.blocktable import BlockTable as _BlockTable
@@ -26,7 +29,7 @@ from hw.kvpool.pool import ScaledPool
 from hw.kvpool.tlb import TLB as _TLB
 from hw.kvpool.treeslots import TreeSlots as _TreeSlots
 
-__all__ = ["Cached", "TLB", "BlockTable", "Allocator", "TreeSlots", "Pool"]
+__all__ = ["Cached", "TLB", "BlockTable", "ProbedBlockTable", "Allocator", "TreeSlots", "Pool"]
 
 
 class Cached:
@@ -76,6 +79,21 @@ class BlockTable(Cached, _BlockTable):
             leaf.addr.eq(self._leaf_addr(mid.data, i)),
         ]
         return leaf.data
+
+
+class ProbedBlockTable(BlockTable):
+    """The block table with its node allocators probed (:class:`Allocator`: ``la``,
+    ``ma`` read their FIFOs' words and pointers) and :meth:`word`."""
+
+    def elaborate(self, platform) -> Module:
+        with mock.patch.object(bt_mod, "PageAllocator", Allocator):
+            return super().elaborate(platform)
+
+    def word(self, m: Module, mem: object, addr: Value) -> Value:
+        """Word ``addr`` of the memory ``mem`` (an asynchronous read)."""
+        rp = mem.read_port(domain="comb")
+        m.d.comb += rp.addr.eq(addr)
+        return rp.data
 
 
 class Allocator(Cached, _PageAllocator):

@@ -42,6 +42,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kv_pool": ([], []),
     "formal.kvpool": ([], []),
     "formal.kvpool_alloc": ([], []),
+    "formal.kvpool_bt": ([], []),
     "formal.kvpool_seg": ([], []),
     "formal.kvpool_seg_derived": ([], []),
     "formal.kvpool_tlb": ([], []),

@@ -1,6 +1,7 @@
 """Block tables of the scaled pool (SPEC §4.6, decision 0016 §2 - §3): radix trees of PTEs."""
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, memory, stream, wiring
@@ -173,6 +174,12 @@ class BlockTable(wiring.Component):
     previous one's from a register). A CUT sets the cursor to the nodes of
     index ``c`` (when ``c < n``). Design notes: ``docs/blocks/kvpool_leaves.md``.
 
+    After :meth:`elaborate`, ``state`` names the pipeline registers (for the
+    formal harness, :mod:`formal.kvpool_bt`; nothing reads them in ``hw/``):
+    ``state.a`` the APPEND's stage A and the cursor it reads, ``state.w`` the
+    walker (its command, ``j`` / ``n``, the stages' valids, indices and read
+    data), ``state.rd[k]`` lookup port ``k``'s pipeline.
+
     Parameters
     ----------
     TABLES : int
@@ -293,6 +300,7 @@ class BlockTable(wiring.Component):
         m.submodules.leaf_alloc = la = PageAllocator(PAGES=self.LEAVES)
         m.submodules.mid_alloc = ma = PageAllocator(PAGES=self.MIDS)
         self.la, self.ma = la, ma
+        self.state = SimpleNamespace(rd=[])
         # write ports first (the read ports are created by the lookups and the walker)
         self.root_wr = self.root.write_port()
         self.mid_wr = self.mid.write_port()
@@ -333,6 +341,9 @@ class BlockTable(wiring.Component):
             rsp.payload.eq(leaf.data),
         ]
         m.d.sync += [v1.eq(rd.valid), v2.eq(v1), v3.eq(v2), i1.eq(rd.payload.i), i2.eq(i1)]
+        self.state.rd.append(
+            SimpleNamespace(v=(v1, v2, v3), i=(i1, i2), data=(root.data, mid.data, leaf.data))
+        )
 
     def _append(self, m: Module) -> Value:
         """APPEND: allocations and the cursor read in the acceptance cycle, the
@@ -389,6 +400,9 @@ class BlockTable(wiring.Component):
             last_cur.eq(Cat(mid_ptr, leaf_ptr)),
         ]
         self.a_ok = ok
+        self.state.a = SimpleNamespace(v=a_v, t=a_t, i=a_i, pte=a_pte, leaf=a_leaf, mid=a_mid)
+        self.state.a.__dict__.update(cur=cur_rd.data, last_v=last_v, last_t=last_t)
+        self.state.a.last_cur = last_cur
         self.a_write = [
             (self.leaf_wr, self._leaf_addr(leaf_ptr, a_i), a_pte, ok),
             (self.mid_wr, self._mid_addr(mid_ptr, a_i), leaf_ptr, ok & a_leaf),
@@ -484,6 +498,10 @@ class BlockTable(wiring.Component):
         ]
         self._ports(m, v2 & ~is_cut, self._leaf_addr(mid.data, j2), w_pte)
         self._cursor_port(m, v2 & ~stall & is_cut & first2, w_t, Cat(m2, mid.data))
+        w = SimpleNamespace(running=running, is_cut=is_cut, t=w_t, pte=w_pte, j=j, n=n, m2=m2)
+        w.__dict__.update(v=(v1, v2, v3), js=(j1, j2, j3), first=(first0, first1, first2))
+        w.data = (root.data, mid.data, leaf.data)
+        self.state.w = w
         # S3: the beat
         m.d.comb += [out.valid.eq(v3), out.payload.i.eq(j3), out.payload.pte.eq(leaf.data)]
         return running
