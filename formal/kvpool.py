@@ -47,7 +47,14 @@ every cycle after the first reset:
    len(s)``, else none (its chain covers ``0 .. len - 1`` exactly once, so
    alive segments seen by ``s`` are disjoint and their union is ``[0,
    len)``), ``len(s) <= 2**POS_BITS``; every alive segment lies within its
-   table's live PTEs (``base <= start <= end <= base + tlen``, table used).
+   table's live PTEs (``base <= start <= end <= base + tlen``, table used);
+7. the leaf protocols the leaf proofs assume, at the pool's side (every
+   cycle without reset): every block-table command taken names its table's
+   length (:mod:`formal.kvpool_bt`'s B1, against lengths the harness keeps
+   from the commands themselves: an APPEND at the length, a WRITE below it,
+   a CUT of the whole table, a kind of 0 - 2), and every push to the page or
+   the HBM-slot allocator is of a page it handed out and not pushed since
+   (:mod:`formal.kvpool_alloc`'s A1, a shadow of the held pages).
 
 Not expressed (the RTL keeps it where the harness cannot reach it without
 changing ``hw/``): that a page queued in the free FIFO is held by no PTE and no
@@ -105,10 +112,12 @@ closed at ``k = 1`` (:mod:`formal.kvpool_seg_derived`: its derived registers).
 :mod:`formal.kvpool_bt`: the block table answers every lookup and streams
 every CUT as the shadow page table its commands wrote, its nodes conserved
 and never shared by two tables (the protocol: each command names its
-table's length), 2 and 3 tables of 16 indices, closed at ``k = 1``. The protocols are
+table's length), 2 tables of 16 indices, one and two lookup ports, closed
+at ``k = 1``. The protocols are
 the pool's side of these contracts and are not proved: the BMC here checks
-their consequences on the whole pool from reset, to its depth (properties
-1-5). Their rows are in the same report.
+two of them directly (property 7: the block table's B1, the allocators'
+A1) and the consequences of all on the whole pool from reset, to its depth
+(properties 1-5). Their rows are in the same report.
 
 Measured by ``make formal`` (``build/reports/formal_kvpool.json``; 2 cores,
 one of them busy with a synthesis): the BMC passes 12 steps (847 s); the
@@ -122,7 +131,10 @@ and free: about 25). Before the fast insert the BMC passed 16 steps (405 s,
 ``sat -seq 16``) and a spill was not reached in 20. So the BMC covers
 inserts, forks, lookups with TLB fills and hits and the failing checks;
 spills (hence fills), releases that cut a table and shares are not
-witnessed within its depth.
+witnessed within its depth, and no page is freed within it (property 7's
+allocator half is not exercised there; in simulation a page freed twice or
+never handed out shows in ``free_pages``, which the pool's testbench
+compares with the golden model's).
 """
 
 import argparse
@@ -130,7 +142,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from amaranth import Cat, Const, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 
@@ -146,6 +158,7 @@ from formal.sat import (
     run_checks,
     solve,
 )
+from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.tlb import entry_layout, set_index
 
@@ -173,7 +186,7 @@ BMC_DEPTH = 12
 PROVE_DEPTH = 3
 TASKS = ("prove", "bmc")
 #: the properties of the module docstring
-PROPS = (1, 2, 3, 4, 5, 6)
+PROPS = (1, 2, 3, 4, 5, 6, 7)
 #: states a BMC must reach for its depth to mean something (run with ``reach``: the
 #: negation is asserted, so a counterexample within the depth is the witness)
 REACH = {
@@ -245,6 +258,8 @@ class KVPoolScaledFormal(Elaboratable):
                     Assert(~u.bt.error),
                 ]
             m.d.comb += port
+            if 7 in on:
+                self._protocols(m)
             if self.reach is not None:
                 m.d.comb += Assert(~self._reached(self.reach))
             with m.If(idle):
@@ -395,6 +410,39 @@ class KVPoolScaledFormal(Elaboratable):
             pte = rsp.payload
             out.append(Assert(~hit2 | (rsp.valid & (pte.loc == loc2) & (pte.addr == addr2))))
         return out
+
+    def _protocols(self, m: Module) -> None:
+        """Property 7: B1 of the block table, A1 of both allocators."""
+        u = self.dut.u
+        bt = u.bt
+        rst = ResetSignal()
+        c = bt.cmd.payload
+        take = bt.cmd.valid & bt.cmd.ready
+        ib = len(c.i)
+        lens = Array(Signal(ib + 1, name=f"fv_bt_len{t}") for t in range(bt.TABLES))
+        kind = c.kind.as_value()
+        append, write, cut = (kind == k.value for k in (BtCmd.APPEND, BtCmd.WRITE, BtCmd.CUT))
+        with m.If(take & append):
+            m.d.sync += lens[c.t].eq(c.i + 1)
+        with m.If(take & cut):
+            m.d.sync += lens[c.t].eq(Mux(c.i > c.n, c.n, c.i))
+        length = lens[c.t]
+        with m.If(~rst & take):
+            m.d.comb += [
+                Assert(c.t < bt.TABLES),
+                Assert(kind != 3),
+                Assert(~append | (c.i == length)),
+                Assert(~write | (c.i < length)),
+                Assert(~cut | (c.n == length)),
+            ]
+        for name, al in (("page", u.alloc), ("hbm", u.halloc)):
+            P = al.PAGES
+            held = Signal(P, name=f"fv_{name}_held")
+            shown = Mux(al.page_valid, Const(1, P) << al.page, 0)[:P]
+            pushed = Mux(al.push, Const(1, P) << al.push_page, 0)[:P]
+            m.d.sync += held.eq((held | shown) & ~pushed)
+            with m.If(~rst & al.push):
+                m.d.comb += Assert((held | shown).bit_select(al.push_page, 1))
 
     def _segments(self, m: Module) -> None:
         """Property 6."""

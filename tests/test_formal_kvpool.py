@@ -43,7 +43,7 @@ def test_a_committed_insert_is_reached(tmp_path) -> None:
 
 def test_bad_arguments_are_errors() -> None:
     with pytest.raises(ValueError, match="props"):
-        kvpool.KVPoolScaledFormal(props=(7,))
+        kvpool.KVPoolScaledFormal(props=(8,))
     with pytest.raises(ValueError, match="reach"):
         kvpool.KVPoolScaledFormal(reach="moon")
     with pytest.raises(ValueError, match="tasks"):
