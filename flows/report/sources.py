@@ -369,9 +369,10 @@ def formal(ctx: Context) -> Page:
             f"Source: `{rel(ctx, ctx.reports / 'formal_kvpool.json')}`; parameters "
             f"{fmt((scaled['results'][0] or {}).get('params'))}. Depth: the steps from reset "
             "a BMC checked (a witness: the step it reached), the induction length tried "
-            "(closed, when it passes). Checks `tlb:...`, `alloc:...` and `seg:...` are leaf "
-            "proofs (`python -m formal.kvpool_tlb`, `formal.kvpool_alloc`, "
-            "`formal.kvpool_seg`), at the sizes in *shows*.",
+            "(closed, when it passes). Checks `tlb:...`, `alloc:...`, `seg:...`, `segd:...` "
+            "and `bt:...` are leaf proofs (`python -m formal.kvpool_tlb`, "
+            "`formal.kvpool_alloc`, `formal.kvpool_seg`, `formal.kvpool_seg_derived`, "
+            "`formal.kvpool_bt`), at the sizes in *shows*.",
             "",
             *table(
                 ["check", "status", "as required", "depth", "seconds", "shows"],
