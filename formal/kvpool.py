@@ -147,6 +147,8 @@ from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, 
 from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 
+from formal.kvpool_alloc import held_shadow
+from formal.kvpool_bt import protocol_b1
 from formal.kvpool_probes import Pool
 from formal.sat import (
     MODES,
@@ -422,26 +424,15 @@ class KVPoolScaledFormal(Elaboratable):
         ib = len(c.i)
         lens = Array(Signal(ib + 1, name=f"fv_bt_len{t}") for t in range(bt.TABLES))
         kind = c.kind.as_value()
-        append, write, cut = (kind == k.value for k in (BtCmd.APPEND, BtCmd.WRITE, BtCmd.CUT))
+        append, cut = (kind == k.value for k in (BtCmd.APPEND, BtCmd.CUT))
         with m.If(take & append):
             m.d.sync += lens[c.t].eq(c.i + 1)
         with m.If(take & cut):
             m.d.sync += lens[c.t].eq(Mux(c.i > c.n, c.n, c.i))
-        length = lens[c.t]
         with m.If(~rst & take):
-            m.d.comb += [
-                Assert(c.t < bt.TABLES),
-                Assert(kind != 3),
-                Assert(~append | (c.i == length)),
-                Assert(~write | (c.i < length)),
-                Assert(~cut | (c.n == length)),
-            ]
+            m.d.comb += [Assert(x) for x in protocol_b1(c, lens[c.t], bt.TABLES)]
         for name, al in (("page", u.alloc), ("hbm", u.halloc)):
-            P = al.PAGES
-            held = Signal(P, name=f"fv_{name}_held")
-            shown = Mux(al.page_valid, Const(1, P) << al.page, 0)[:P]
-            pushed = Mux(al.push, Const(1, P) << al.push_page, 0)[:P]
-            m.d.sync += held.eq((held | shown) & ~pushed)
+            held, shown = held_shadow(m, al, f"fv_{name}_held")
             with m.If(~rst & al.push):
                 m.d.comb += Assert((held | shown).bit_select(al.push_page, 1))
 

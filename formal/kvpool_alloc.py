@@ -61,7 +61,16 @@ from formal.sat import (
 )
 from hw.common import sum_tree
 
-__all__ = ["AllocFormal", "CONFIG", "fifo_invariants", "run", "build_parser", "parse_args", "main"]
+__all__ = [
+    "AllocFormal",
+    "CONFIG",
+    "held_shadow",
+    "fifo_invariants",
+    "run",
+    "build_parser",
+    "parse_args",
+    "main",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
@@ -112,12 +121,11 @@ class AllocFormal(Elaboratable):
         m.d.sync += started.eq(1)
         with m.If(~started):
             m.d.comb += Assume(rst)
-        held = Signal(P, name="fv_held")  # reset with the allocator
+        held, shown = held_shadow(m, d, "fv_held")  # reset with the allocator
         ever = Signal(P, name="fv_ever")  # pushed back at least once
         ever_d = Signal(P, name="fv_ever_d")  # ... before the last cycle
-        shown = Mux(d.page_valid, Const(1, P) << d.page, 0)[:P]
         pushed = Mux(d.push, Const(1, P) << d.push_page, 0)[:P]
-        m.d.sync += [held.eq((held | shown) & ~pushed), ever.eq(ever | pushed), ever_d.eq(ever)]
+        m.d.sync += [ever.eq(ever | pushed), ever_d.eq(ever)]
         if self.variant != "unprotected":
             with m.If(~rst):
                 m.d.comb += Assume(~d.push | (held | shown).bit_select(d.push_page, 1))
@@ -144,6 +152,21 @@ class AllocFormal(Elaboratable):
     def _fifo(self, m: Module, held: Signal) -> None:
         """Properties 5 and 6 over the FIFO's words and pointers."""
         fifo_invariants(m, self.dut, held)
+
+
+def held_shadow(m: Module, al: object, name: str) -> tuple[Signal, Value]:
+    """``(held, shown)`` of an allocator ``al`` (any with ``page_valid`` / ``page`` and
+    ``push`` / ``push_page``): ``held`` (a register, reset with the design, named
+    ``name``) the pages handed out in cycles before and not pushed back since,
+    ``shown`` the page handed out this cycle, as ``PAGES`` bits. Shared by the
+    harnesses that state the allocator's protocol (A1: a push is of a page in
+    ``held | shown``)."""
+    P = al.PAGES
+    held = Signal(P, name=name)
+    shown = Mux(al.page_valid, Const(1, P) << al.page, 0)[:P]
+    pushed = Mux(al.push, Const(1, P) << al.push_page, 0)[:P]
+    m.d.sync += held.eq((held | shown) & ~pushed)
+    return held, shown
 
 
 def fifo_invariants(m: Module, d: Allocator, held: Value) -> None:

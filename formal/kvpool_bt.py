@@ -76,14 +76,23 @@ from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, 
 from amaranth.hdl import Assert, Assume
 from amaranth.utils import bits_for
 
-from formal.kvpool_alloc import fifo_invariants
+from formal.kvpool_alloc import fifo_invariants, held_shadow
 from formal.kvpool_probes import ProbedBlockTable
 from formal.leaf import LeafChecks
 from formal.sat import Outcome, convert, free_inputs, solve
 from hw.common import sum_tree
 from hw.kvpool.blocktable import BtCmd
 
-__all__ = ["BlockTableFormal", "CONFIG", "LARGER", "run", "build_parser", "parse_args", "main"]
+__all__ = [
+    "BlockTableFormal",
+    "CONFIG",
+    "LARGER",
+    "protocol_b1",
+    "run",
+    "build_parser",
+    "parse_args",
+    "main",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
@@ -109,6 +118,21 @@ REACH = {
     "stall": "a CUT's beat held by out.ready low",
     "read_in_cut": "a lookup answered while a CUT streams",
 }
+
+
+def protocol_b1(cmd: object, length: Value, tables: int) -> list[Value]:
+    """B1 for a command ``cmd`` (a block table's ``cmd.payload``) taken with its
+    table's length ``length``: the conditions the pool must keep (assumed here,
+    asserted by :mod:`formal.kvpool`'s property 7)."""
+    kind = cmd.kind.as_value()
+    append, write, cut = (kind == k.value for k in (BtCmd.APPEND, BtCmd.WRITE, BtCmd.CUT))
+    return [
+        cmd.t < tables,
+        kind != 3,
+        ~append | (cmd.i == length),
+        ~write | (cmd.i < length),
+        ~cut | (cmd.n == length),
+    ]
 
 
 def _count(bits: list[Value]) -> Value:
@@ -201,13 +225,7 @@ class BlockTableFormal(Elaboratable):
                         m.d.sync += self.sh_pte[t][i].eq(c.pte)
         if self.variant != "unprotected":
             with m.If(~rst & take):
-                m.d.comb += [
-                    Assume(c.t < T),
-                    Assume(kind != 3),
-                    Assume(~append | (c.i == length)),
-                    Assume(~write | (c.i < length)),
-                    Assume(~cut | (c.n == length)),
-                ]
+                m.d.comb += [Assume(x) for x in protocol_b1(c, length, T)]
         # the WRITE in progress (taken, its PTE not yet written) and the CUT's next beat
         w = d.state.w
         self.wp = Signal(name="fv_wp")
@@ -260,12 +278,7 @@ class BlockTableFormal(Elaboratable):
         d = self.dut
         self.held = {}
         for name, al in (("leaf", d.la), ("mid", d.ma)):
-            P = al.PAGES
-            held = Signal(P, name=f"fv_held_{name}")
-            shown = Mux(al.page_valid, Const(1, P) << al.page, 0)[:P]
-            pushed = Mux(al.push, Const(1, P) << al.push_page, 0)[:P]
-            m.d.sync += held.eq((held | shown) & ~pushed)
-            self.held[name] = held
+            self.held[name], _ = held_shadow(m, al, f"fv_held_{name}")
 
     # ------------------------------------------------------------------ properties 2, 3
     def _beats(self, m: Module) -> list:
