@@ -87,10 +87,11 @@ pipeline (the operation FSM's registers against the state, the allocators'
 FIFOs against ``head``, ``level`` and ``mark``, the block table's read and
 walk pipelines and node free lists, the page-state queue, the tree slots),
 most of them locals of an ``elaborate``: the RTL would have to expose them (a
-``state`` attribute per leaf, the pool's operation registers and fast-insert
-stage). What runs here is a BMC from reset of ``BMC_DEPTH`` steps, with the
-witnesses of :data:`REACH` (the step each state first occurs): see
-``build/reports/formal_kvpool.json``.
+``state`` attribute per leaf, as the block table's, decision 0025; the pool's
+operation registers and fast-insert stage); :mod:`formal.kvpool_bt` states
+the block table's (its properties 5-10). What runs here is a BMC from reset
+of ``BMC_DEPTH`` steps, with the witnesses of :data:`REACH` (the step each
+state first occurs): see ``build/reports/formal_kvpool.json``.
 
 What closes by induction is at the leaf level, assume-guarantee: five leaf
 proofs hold for every reachable state at a small size, each against a shadow

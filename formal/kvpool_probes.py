@@ -13,8 +13,9 @@ they rely on of ``hw/`` (private names): the pool's ``_units``, the TLB's
 / ``mid`` / ``leaf`` memories and ``_root_addr`` / ``_mid_addr`` /
 ``_leaf_addr``, the tree slots' ``_commands(m, st, ...)``, the page
 allocator's memory ``fifo`` (its read and write
-ports' addresses are its ``head`` and ``tail``). Were the RTL to expose its
-state (a ``state`` attribute per leaf), these would go.
+ports' addresses are its ``head`` and ``tail``). Were the other leaves to
+expose their state as the block table does (``state``, decision 0025), these
+would go.
 """
 
 from unittest import mock
