@@ -168,13 +168,13 @@ if cocotb is not None:
     async def random_phases(dut) -> None:
         """Fill, drain, mixed and both-every-cycle phases; at a small ``PAGES`` every
         case is reached (the FIFO empty and full, the mark at ``PAGES``, wraps,
-        a push meeting an allocation on an empty FIFO, both refused pushes; a push onto
-        a full FIFO is made by hand first)."""
+        a push meeting an allocation on an empty FIFO, both refused pushes; a refused
+        allocation and a push onto a full FIFO are made by hand first)."""
         n = params()["PAGES"]
-        # first, by hand, a push onto a full FIFO (every page handed out and pushed
-        # back): the random phases reach it only by chance
+        # first, by hand, an allocation refused (every page handed out) and a push onto
+        # a full FIFO (every page pushed back): the random phases reach them by chance
         op = {"alloc": 0, "push": 1, "push_page": 0}
-        script = [{"alloc": 1, "push": 0, "push_page": 0}] * n
+        script = [{"alloc": 1, "push": 0, "push_page": 0}] * (n + 1)
         script += [dict(op, push_page=k) for k in range(n)] + [op]
         bench = await run(dut, sized(CYCLES, 40_000), script=script if n <= 64 else None)
         if n <= 64:
