@@ -65,6 +65,12 @@ def _cut_first(b: "BTBench") -> tuple:
     return ("cut", 0, 0, len(b.tables.get(0, [])), 0)
 
 
+def _write_long(b: "BTBench") -> tuple:
+    """A directed WRITE of a random index of the long table."""
+    n = len(b.tables.get(b.long_t, []))
+    return ("write", b.long_t, b.tb.rng.randrange(n), 0, b._pte())
+
+
 def _append_long(b: "BTBench") -> tuple | None:
     if not b._can_append(b.long_t):
         return None
@@ -80,8 +86,8 @@ GROWN = (
         _cut_long(lambda n: 4096 - 63),
     ]
     + [_append_long] * 80
-    + [_cut_long(lambda n: n), _cut_first]
-)  # a cut of nothing (cut_n), then table 0 emptied (cut_0)
+    + [_cut_long(lambda n: n), _cut_first, _write_long]
+)  # a cut of nothing (cut_n), table 0 emptied (cut_0), a WRITE
 
 
 class BTBench(Lockstep):
