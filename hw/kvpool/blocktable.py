@@ -400,9 +400,18 @@ class BlockTable(wiring.Component):
             last_cur.eq(Cat(mid_ptr, leaf_ptr)),
         ]
         self.a_ok = ok
-        self.state.a = SimpleNamespace(v=a_v, t=a_t, i=a_i, pte=a_pte, leaf=a_leaf, mid=a_mid)
-        self.state.a.__dict__.update(cur=cur_rd.data, last_v=last_v, last_t=last_t)
-        self.state.a.last_cur = last_cur
+        self.state.a = SimpleNamespace(
+            v=a_v,
+            t=a_t,
+            i=a_i,
+            pte=a_pte,
+            leaf=a_leaf,
+            mid=a_mid,
+            cur=cur_rd.data,
+            last_v=last_v,
+            last_t=last_t,
+            last_cur=last_cur,
+        )
         self.a_write = [
             (self.leaf_wr, self._leaf_addr(leaf_ptr, a_i), a_pte, ok),
             (self.mid_wr, self._mid_addr(mid_ptr, a_i), leaf_ptr, ok & a_leaf),
@@ -498,10 +507,19 @@ class BlockTable(wiring.Component):
         ]
         self._ports(m, v2 & ~is_cut, self._leaf_addr(mid.data, j2), w_pte)
         self._cursor_port(m, v2 & ~stall & is_cut & first2, w_t, Cat(m2, mid.data))
-        w = SimpleNamespace(running=running, is_cut=is_cut, t=w_t, pte=w_pte, j=j, n=n, m2=m2)
-        w.__dict__.update(v=(v1, v2, v3), js=(j1, j2, j3), first=(first0, first1, first2))
-        w.data = (root.data, mid.data, leaf.data)
-        self.state.w = w
+        self.state.w = SimpleNamespace(
+            running=running,
+            is_cut=is_cut,
+            t=w_t,
+            pte=w_pte,
+            j=j,
+            n=n,
+            m2=m2,
+            v=(v1, v2, v3),
+            js=(j1, j2, j3),
+            first=(first0, first1, first2),
+            data=(root.data, mid.data, leaf.data),
+        )
         # S3: the beat
         m.d.comb += [out.valid.eq(v3), out.payload.i.eq(j3), out.payload.pte.eq(leaf.data)]
         return running
