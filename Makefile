@@ -101,7 +101,8 @@ soak: $(STAMP)
 # then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence, formal.kvpool_alloc:
 # page conservation, formal.kvpool_seg: segment chains, formal.kvpool_seg_derived: the
 # segment table's derived registers, formal.kvpool_bt: the block table as the page table;
-# rows of the same report)
+# rows of the same report), then the pool's side of the block table's protocol on the whole
+# pool (formal.kvpool_proto, decision 0026)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -112,6 +113,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_seg
 	$(VPY) -m formal.kvpool_seg_derived
 	$(VPY) -m formal.kvpool_bt
+	$(VPY) -m formal.kvpool_proto
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

@@ -73,7 +73,9 @@ about 7 minutes for 8 steps of this design; ``sat`` 46 seconds.
 ``run(..., reach=...)`` asserts that a state of :data:`REACH` never occurs,
 so that its counterexample shows the BMC's depth reaches it.
 
-What is proved: at the pool level no property is closed by induction.
+What is proved: at the pool level none of properties 1-7 is closed by
+induction here (:mod:`formal.kvpool_proto` closes B1, property 7's first half,
+with its own invariants).
 ``sat -tempinduct`` up to length ``PROVE_DEPTH`` fails its induction step
 (``UNKNOWN``) for all six together and for each alone (length 2, 30 - 90 s
 each). The properties hold at idle points, and the pool can stay busy for any
@@ -86,12 +88,13 @@ reaches. Closing it needs invariants for every FSM state and every leaf
 pipeline (the operation FSM's registers against the state, the allocators'
 FIFOs against ``head``, ``level`` and ``mark``, the block table's read and
 walk pipelines and node free lists, the page-state queue, the tree slots),
-most of them locals of an ``elaborate``: the RTL would have to expose them (a
-``state`` attribute per leaf, as the block table's, decision 0025; the pool's
-operation registers and fast-insert stage); :mod:`formal.kvpool_bt` states
-the block table's (its properties 5-10). What runs here is a BMC from reset
-of ``BMC_DEPTH`` steps, with the witnesses of :data:`REACH` (the step each
-state first occurs): see ``build/reports/formal_kvpool.json``.
+most of them locals of an ``elaborate``: the RTL exposes them as a ``state``
+attribute (the block table's, decision 0025; the pool's operation FSM's,
+decision 0026, whose invariants :mod:`formal.kvpool_proto_inv` states);
+:mod:`formal.kvpool_bt` states the block table's (its properties 5-10).
+What runs here is a BMC from reset of ``BMC_DEPTH`` steps, with the
+witnesses of :data:`REACH` (the step each state first occurs): see
+``build/reports/formal_kvpool.json``.
 
 What closes by induction is at the leaf level, assume-guarantee: five leaf
 proofs hold for every reachable state at a small size, each against a shadow
@@ -115,10 +118,13 @@ every CUT as the shadow page table its commands wrote, its nodes conserved
 and never shared by two tables (the protocol: each command names its
 table's length), 2 tables of 16 indices, one and two lookup ports, closed
 at ``k = 1``. The protocols are
-the pool's side of these contracts and are not proved: the BMC here checks
-two of them directly (property 7: the block table's B1, the allocators'
-A1) and the consequences of all on the whole pool from reset, to its depth
-(properties 1-5). Their rows are in the same report.
+the pool's side of these contracts: :mod:`formal.kvpool_proto` proves the
+block table's B1 on the whole pool by k-induction (under the sampler's, the
+tree slots' and the page states' contracts it names; decision 0026); the
+others are not proved: the BMC here checks two of them directly (property 7:
+the block table's B1, the allocators' A1) and the consequences of all on the
+whole pool from reset, to its depth (properties 1-5). Their rows are in the
+same report.
 
 Measured by ``make formal`` (``build/reports/formal_kvpool.json``; 2 cores,
 the other one busy): the BMC of properties 1-7 passes 12 steps (1,346 s;
@@ -166,7 +172,15 @@ from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.tlb import entry_layout, set_index
 
-__all__ = ["KVPoolScaledFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
+__all__ = [
+    "KVPoolScaledFormal",
+    "CONFIG",
+    "tree_counts",
+    "run",
+    "build_parser",
+    "parse_args",
+    "main",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
@@ -200,6 +214,25 @@ REACH = {
     "fork": "a segment seen by both sequences",
     "spill": "a page spilled to HBM, idle",
 }
+
+
+def tree_counts(pool: Pool, o: Value, *, adding: bool = False) -> list[tuple[Value, Value]]:
+    """Per tree slot of the probed ``pool``: ``(mine, k)``: it is the live tree of
+    ``o.seq`` (an operation's payload); ``k`` its nodes in ``valid & o.accept``
+    (``adding``: with the node a fast insert's stage 2 adds in this cycle, which an
+    operation taken in it follows)."""
+    ts, s2 = pool.u.ts, pool.state.s2
+    st = ts.st
+    out = []
+    for r, valid in enumerate(st.valid):
+        mine = st.active[r] & ~ts.draining[r] & (st.seq[r] == o.seq)
+        if adding:
+            add = s2.valid & ~s2.committed & (s2.slot == r)
+            valid = valid | Mux(add, Const(1, len(valid)) << s2.owner, 0)[: len(valid)]
+        acc = valid & o.accept
+        k = sum((acc[j] for j in range(len(acc))), Const(0, len(o.acc_len)))
+        out.append((mine, k))
+    return out
 
 
 def _count(bits: list[Value]) -> Value:
@@ -277,14 +310,12 @@ class KVPoolScaledFormal(Elaboratable):
 
     def _acc_len(self, m: Module) -> None:
         """Assumed: a commit taken on the port has ``acc_len = |valid & accept|`` of
-        its sequence's tree (the acceptance sampler's ``accepted + 1``)."""
+        its sequence's tree (the acceptance sampler's ``accepted + 1``), with the node
+        a fast insert's stage 2 adds in that cycle (the commit follows it)."""
         d = self.dut
-        st, o = d.u.ts.st, d.op.payload
+        o = d.op.payload
         with m.If(d.op.valid & d.op.ready & (o.op == PoolOp.COMMIT)):
-            for r, valid in enumerate(st.valid):
-                mine = st.active[r] & ~d.u.ts.draining[r] & (st.seq[r] == o.seq)
-                acc = valid & o.accept
-                k = sum((acc[j] for j in range(len(acc))), Const(0, len(o.acc_len)))
+            for mine, k in tree_counts(d, o, adding=True):
                 with m.If(mine):
                     m.d.comb += Assume(o.acc_len == k)
 

@@ -56,10 +56,9 @@ pointer). The radix levels of larger tables (a mid of up to 64 leaf pointers,
 a root of several mids) are exercised by the testbench (``tb/kvpool``), not
 here.
 
-The pool's side of the contract (B1) is not proved here: the pool keeps the
-tables' lengths in its segment table (:mod:`formal.kvpool_seg` proves its
-chains) and the pool-level BMC of :mod:`formal.kvpool` checks the
-consequences from reset, to its depth (its properties 2 and 3).
+The pool's side of the contract (B1) is proved on the whole pool by
+:mod:`formal.kvpool_proto` (k-induction, decision 0026): the pool keeps the
+tables' lengths in its segment table, and every command site names them.
 
 Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH`:
 must close), ``prove:larger`` (two lookup ports, as the pool has), ``negated``

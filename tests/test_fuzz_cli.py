@@ -43,6 +43,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kvpool": ([], []),
     "formal.kvpool_alloc": ([], []),
     "formal.kvpool_bt": ([], []),
+    "formal.kvpool_proto": ([], []),
     "formal.kvpool_seg": ([], []),
     "formal.kvpool_seg_derived": ([], []),
     "formal.kvpool_tlb": ([], []),

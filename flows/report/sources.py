@@ -372,7 +372,8 @@ def formal(ctx: Context) -> Page:
             "(closed, when it passes). Checks `tlb:...`, `alloc:...`, `seg:...`, `segd:...` "
             "and `bt:...` are leaf proofs (`python -m formal.kvpool_tlb`, "
             "`formal.kvpool_alloc`, `formal.kvpool_seg`, `formal.kvpool_seg_derived`, "
-            "`formal.kvpool_bt`), at the sizes in *shows*.",
+            "`formal.kvpool_bt`), at the sizes in *shows*; `proto:...` the pool's side of "
+            "the block table's protocol on the whole pool (`formal.kvpool_proto`).",
             "",
             *table(
                 ["check", "status", "as required", "depth", "seconds", "shows"],

@@ -401,7 +401,7 @@ class ScaledPool(wiring.Component):
                 seqs=p["SEQS"],
             )
             inflight.append(lp.inflight)
-        res_fast, fork_done, done_next, lk_hold = op_fsm(
+        res_fast, fork_done, done_next, lk_hold, self.state = op_fsm(
             m,
             self.op,
             u,

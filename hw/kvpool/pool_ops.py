@@ -469,13 +469,16 @@ def op_fsm(
     tags,
     tok,
     fast: dict,
-) -> tuple[Signal, Signal, Signal, Value]:
+) -> tuple[Signal, Signal, Signal, Value, object]:
     """Build the operation FSM (``p``: the pool's parameters and widths; ``facts``:
     the comb values its checks and steps read, ``fast`` the same of the port's op, see
     :func:`hw.kvpool.pool.ScaledPool`). Returns ``(res_fast, fork_done, done_next,
     lookup_hold)``: a fast insert's, a fast fork's, a fast commit's result is shown
     this cycle; lookups must wait
-    (:mod:`hw.kvpool.pool_fast`)."""
+    (:mod:`hw.kvpool.pool_fast`); and the FSM's registers, ``state``: the builder, whose
+    attributes are its registers (``t``, ``i``, ``g``, ..., the fast insert's ``s2``,
+    the cut job's ``cut``) and whose ``states`` is the ``m.FSM`` (its ``state`` and
+    ``encoding``), for the formal checks (decision 0026)."""
     fsm = _Fsm(m, u, r, p, facts)
     fsm.s2 = s2 = make_stage2(fsm)
     fsm.cut = cut_regs(m, u)
@@ -497,7 +500,7 @@ def op_fsm(
     # the op's own units are idle (a cut's stream or the drain's belong to them)
     busy = (u.bt.busy & ~u.cutting) | u.ps.busy | (u.ts.busy & ~u.drain)
     tag_setup(fsm)
-    sh = ShareRegs(fsm)
+    fsm.sh = sh = ShareRegs(fsm)
     with m.FSM(name="op") as states:
         fsm.frame(op, inflight, busy)
         fsm.insert()
@@ -506,6 +509,7 @@ def op_fsm(
         spill_fill_score(fsm)
         tag_states(fsm, crc, tags)
         share_states(fsm, sh, crc, tags, tok)
+    fsm.states = states
     # the FSM's states that drive no unit (an allocation waiting for the drain too)
     quiet = [states.ongoing(n) for n in ("IDLE", "CHECK", "INS", "FILL_ALLOC", "RESULT")]
     units_free = Cat(*quiet).any() & ~s2.valid
@@ -513,4 +517,4 @@ def op_fsm(
     drive_operands(fsm, op, fsm.fast)
     cut_engine(fsm, fsm.cut, units_free, inflight)
     score_engine(fsm, units_free)
-    return fsm.res_fast, fsm.fork_done, fsm.done_next, s2.valid | s2.after
+    return fsm.res_fast, fsm.fork_done, fsm.done_next, s2.valid | s2.after, fsm

@@ -238,6 +238,7 @@ def _apply(fsm, sh: ShareRegs) -> None:
     for tlb in u.tlbs:
         m.d.comb += tlb.kill_seg.eq(Mux(fsm.cut.kv, fsm.cut.kg, g))
     end = Signal.like(seg.end[0], name="sh_last_end")
+    sh.g, sh.end = g, end  # registered by SH_LAST (read by the formal checks)
     with m.State("SH_LAST"):
         m.d.sync += [g.eq(seg.index(g1h, "sh_last")), end.eq(seg.pick(g1h, seg.end, "sh_end"))]
         m.next = "SH_APPLY"

@@ -1,0 +1,330 @@
+"""The pool keeps the block table's protocol, by k-induction: ``python -m formal.kvpool_proto``.
+
+The pool's side of :mod:`formal.kvpool_bt`'s contract, closed at the pool
+level: a harness around the whole :class:`hw.kvpool.ScaledPool` (through the
+probe :class:`formal.kvpool_probes.Pool`; the operation FSM's registers from
+its ``state``, decision 0026) at :data:`formal.kvpool.CONFIG` (16 pages, 2
+sequences, 2 segments and block tables, 1 tree of 4 nodes, 4 position bits)
+whose every input is free, with a shadow of each block table's length as
+the commands taken set it (an APPEND's ``i + 1``, a CUT's ``min(c, n)``).
+Property (asserted every cycle after the first reset, out of reset):
+
+B1. every block-table command taken names its table's length: an APPEND is
+    of ``i == len(t)``, a WRITE of ``i < len(t)``, a CUT has ``n ==
+    len(t)``; ``kind`` is not 3 and ``t < TABLES``.
+
+So the block table's leaf proof (:mod:`formal.kvpool_bt`: it answers every
+lookup and streams every CUT as the page table its commands wrote, its nodes
+conserved, ``error`` low), which assumes B1, holds inside the pool.
+
+Assumed (every cycle out of reset): the other sides' contracts, which this
+proof does not discharge:
+
+C1. the acceptance sampler's: a commit taken carries its accepted path's
+    length, ``acc_len = |valid & accept|`` of its sequence's tree (with the
+    node a fast insert's stage 2 adds in that cycle), the path's positions
+    below ``2**POS_BITS`` (``len + acc_len <= 2**POS_BITS``): the RTL trusts
+    both (SPEC §4.8's ancestor chain, decision 0020);
+T1. the tree slots': a COMMIT streams exactly ``|valid & accept|`` ACC beats
+    before its first other beat, a RELEASE none (what the leaf streams for an
+    ancestor chain from ``d0``, :class:`hw.kvpool.treeslots.TreeSlots`);
+T2. the tree slots': a beat is ACC, REJ or END; ``busy`` falls exactly in the
+    cycle after an END beat is taken;
+V1. the page states' and the pool's: a spill's victim (``VICTIM``'s ``done``
+    in ``SP_VWAIT``) is found (``none`` low) and has a live PTE: its table is
+    used and its position within the table (``tbase <= pos < tbase + tlen``).
+
+The tree slots have no leaf proof (their testbench checks them against the
+golden model); V1 rests on the page-state words of the committed pages
+matching the PTEs that map them (the pool's property 3, checked by
+:mod:`formal.kvpool`'s BMC and by the pool's testbench).
+
+The strengthening invariants (:mod:`formal.kvpool_proto_inv`, each a named
+assertion) relate the operation FSM's, the fast insert's, the drain's and the
+cut job's registers to the segment table, its tables to the shadow lengths,
+and the segment table's own structure (the invariants
+:mod:`formal.kvpool_seg` and :mod:`formal.kvpool_seg_derived` prove of the
+leaf under its protocol, here proved of the pool's use of it).
+
+Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH`:
+must close), ``negated`` (B1 with an APPEND's index claimed one past the
+length: a BMC must refute it), ``unprotected`` (the invariants without C1,
+T1, T2 and V1: a BMC must find a failure: the proof rests on them), the
+witnesses of :data:`REACH` (the BMC's counterexample to the state's absence:
+the assumptions allow it), and ``weak`` (B1 without the invariants: the
+induction must stop ``UNKNOWN``: they are needed). Measured in
+``build/reports/formal_kvpool.json`` (rows ``proto:``).
+"""
+
+import sys
+from pathlib import Path
+
+from amaranth import Array, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Assume
+
+from formal.kvpool import CONFIG, tree_counts
+from formal.kvpool_bt import protocol_b1
+from formal.kvpool_probes import Pool
+from formal.kvpool_proto_inv import SPILLING, Invariants
+from formal.leaf import Answer, LeafChecks
+from formal.sat import Outcome, convert, free_inputs, solve
+from hw.kvpool.blocktable import BtCmd
+from hw.kvpool.layouts import PoolOp
+from hw.kvpool.treeslots import TsCmd, TsOut
+
+__all__ = [
+    "PoolProtocolFormal",
+    "CONFIG",
+    "run",
+    "build_parser",
+    "parse_args",
+    "main",
+]
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "build" / "formal"
+PROVE_DEPTH = 2
+BMC_DEPTH = 24
+#: B1 and the invariants; B1 claimed wrong; the invariants without the assumptions;
+#: B1 alone
+VARIANTS = ("props", "negated", "unprotected", "weak")
+#: states the assumptions must allow (asserted absent: the counterexample is the witness)
+REACH = {
+    "append": "a committed insert's APPEND (the fast insert's stage 2)",
+    "drain": "a fast commit's path appended by the drain",
+    "cut": "a release's CUT of a block table",
+    "spill": "a spill's WRITE (a committed page's PTE to HBM)",
+}
+
+
+class PoolProtocolFormal(Invariants, Elaboratable):
+    """The pool, the block tables' shadow lengths, B1, the assumptions C1, T1, T2, V1
+    and the strengthening invariants (:class:`formal.kvpool_proto_inv.Invariants`).
+
+    Parameters
+    ----------
+    variant : str
+        One of :data:`VARIANTS`.
+    reach : str or None
+        A state of :data:`REACH` asserted absent instead of the properties.
+
+    Raises
+    ------
+    ValueError
+        An unknown variant or witness.
+    """
+
+    def __init__(self, *, variant: str = "props", reach: str | None = None) -> None:
+        self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
+        if variant not in VARIANTS:
+            raise ValueError(f"variant = {variant!r}: must be one of {VARIANTS}")
+        if reach is not None and reach not in REACH:
+            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        self._MustUse__silence = False
+        self.variant, self.reach = variant, reach
+        self.dut = Pool(**CONFIG)
+        self.dut._MustUse__silence = True  # elaborated by the harness
+
+    def ports(self) -> list[Signal]:
+        """The pool's inputs (free for the solver)."""
+        return free_inputs(self.dut)
+
+    def _chk(self, m: Module, label: str, guard: Value, conds: list) -> None:
+        """Assert ``guard -> cond`` for each of ``conds``, each through a signal named
+        ``fva_<label>_<k>`` (a counterexample's trace shows which one failed)."""
+        for k, cond in enumerate(conds):
+            ok = Signal(name=f"fva_{label}_{k}")
+            m.d.comb += [ok.eq(~guard | cond), Assert(ok)]
+
+    def at(self, *names: str) -> Value:
+        """The operation FSM is in one of the states ``names``."""
+        st = self.dut.state.states
+        return Value.cast(sum((st.state == st.encoding[n] for n in names), Const(0, 1)) != 0)
+
+    # ------------------------------------------------------------------ elaborate
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        d = self.dut
+        m.submodules.dut = d.elaborate(platform)
+        u = d.u
+        for leaf in (u.bt, u.ts, *u.tlbs):
+            leaf.elaborate(platform)  # the probes' state (the same modules later)
+        rst = ResetSignal()
+        started = Signal(reset_less=True)
+        m.d.sync += started.eq(1)
+        with m.If(~started):
+            m.d.comb += Assume(rst)
+        self._lengths(m)
+        self._stream(m)
+        if self.variant != "unprotected":
+            with m.If(~rst):
+                self._commit_length(m)
+                self._stream_contract(m)
+                self._victim(m)
+        with m.If(started & ~rst):
+            if self.reach is not None:
+                m.d.comb += Assert(~self._reached(self.reach))
+            elif self.variant == "unprotected":
+                self._invariants(m)
+            else:
+                self._b1(m)
+                if self.variant == "props":
+                    self._invariants(m)
+        return m
+
+    # ------------------------------------------------------------------ shadows
+    def _lengths(self, m: Module) -> None:
+        """Each block table's length as the commands taken set it (``lens``)."""
+        bt = self.dut.u.bt
+        c = bt.cmd.payload
+        self.take = bt.cmd.valid & bt.cmd.ready
+        ib = len(c.i)
+        self.lens = Array(Signal(ib + 1, name=f"fv_bt_len{t}") for t in range(bt.TABLES))
+        kind = c.kind.as_value()
+        with m.If(self.take & (kind == BtCmd.APPEND.value)):
+            m.d.sync += self.lens[c.t].eq(c.i + 1)
+        with m.If(self.take & (kind == BtCmd.CUT.value)):
+            m.d.sync += self.lens[c.t].eq(Mux(c.i > c.n, c.n, c.i))
+
+    def _stream(self, m: Module) -> None:
+        """``owe``: the ACC beats the tree slots' stream still owes (set by a COMMIT
+        taken to its slot's ``|valid & accept|``, 0 by a RELEASE, one less per ACC
+        beat taken)."""
+        ts = self.dut.u.ts
+        c, st = ts.cmd, ts.st
+        w = len(self.dut.op.payload.acc_len)
+        self.owe = Signal(w, name="fv_owe")
+        kind = c.payload.kind
+        acc = Array(st.valid)[c.payload.slot] & c.payload.accept
+        k = sum((acc[j] for j in range(len(acc))), Const(0, w))
+        beat = ts.out.valid & ts.out.ready & (ts.out.payload.kind == TsOut.ACC)
+        with m.If(c.valid & c.ready & (kind == TsCmd.COMMIT)):
+            m.d.sync += self.owe.eq(k)
+        with m.Elif(c.valid & c.ready & (kind == TsCmd.RELEASE)):
+            m.d.sync += self.owe.eq(0)
+        with m.Elif(beat):
+            m.d.sync += self.owe.eq(self.owe - 1)
+
+    # ------------------------------------------------------------------ assumptions
+    def _commit_length(self, m: Module) -> None:
+        """C1."""
+        d = self.dut
+        o = d.op.payload
+        with m.If(d.op.valid & d.op.ready & (o.op == PoolOp.COMMIT)):
+            for mine, k in tree_counts(d, o, adding=True):
+                with m.If(mine):
+                    m.d.comb += Assume(o.acc_len == k)
+            m.d.comb += Assume(o.acc_len + Array(d.u.seg.len)[o.seq] <= (1 << d.POS_BITS))
+
+    def _stream_contract(self, m: Module) -> None:
+        """T1 and T2."""
+        ts = self.dut.u.ts
+        out = ts.out
+        kind = out.payload.kind.as_value()
+        end = Signal(name="fv_ts_end")  # an END beat taken in the previous cycle
+        was = Signal(name="fv_ts_was_busy")
+        m.d.sync += [
+            end.eq(out.valid & out.ready & (kind == TsOut.END.value)),
+            was.eq(ts.busy),
+        ]
+        acc = out.valid & (kind == TsOut.ACC.value)
+        m.d.comb += [
+            Assume(~acc | (self.owe != 0)),
+            Assume(~(out.valid & ~acc) | (self.owe == 0)),
+            Assume(~out.valid | (kind != 3)),
+            Assume(end == (was & ~ts.busy)),
+        ]
+
+    def _victim(self, m: Module) -> None:
+        """V1."""
+        u = self.dut.u
+        ps, seg = u.ps, u.seg
+        v = ps.victim
+        base = Array(seg.tbase)[v.tab]
+        live = (
+            seg.tused.bit_select(v.tab, 1)
+            & (v.tab < seg.n)
+            & (base <= v.pos)
+            & (v.pos < base + Array(seg.tlen)[v.tab])
+        )
+        with m.If(ps.done & self.at("SP_VWAIT")):
+            m.d.comb += [Assume(~ps.none), Assume(live)]
+
+    # ------------------------------------------------------------------ properties
+    def _b1(self, m: Module) -> None:
+        """B1 (``negated``: an APPEND claimed at ``len + 1``)."""
+        bt = self.dut.u.bt
+        c = bt.cmd.payload
+        length = self.lens[c.t]
+        if self.variant == "negated":
+            append = c.kind.as_value() == BtCmd.APPEND.value
+            self._chk(m, "b1_lie", self.take & append, [c.i == length + 1])
+            return
+        self._chk(m, "b1", self.take, protocol_b1(c, length, bt.TABLES))
+
+    def _reached(self, what: str) -> Value:
+        """The state :data:`REACH` names (asserted absent: its counterexample is a
+        witness that the BMC reaches it)."""
+        u, s = self.dut.u, self.dut.state
+        kind = u.bt.cmd.payload.kind.as_value()
+        if what == "append":
+            return s.s2.valid & s.s2.committed
+        if what == "drain":
+            return u.drain_acc & self.take & (kind == BtCmd.APPEND.value)
+        if what == "cut":
+            return self.take & (kind == BtCmd.CUT.value)
+        return self.take & (kind == BtCmd.WRITE.value) & self.at(*SPILLING)  # "spill"
+
+
+def run(
+    task: str,
+    *,
+    variant: str = "props",
+    reach: str | None = None,
+    depth: int | None = None,
+    out: Path = OUT,
+) -> Outcome:
+    """Run ``task`` (``prove``: k-induction up to ``depth``, default
+    :data:`PROVE_DEPTH`; ``bmc``: from reset, default :data:`BMC_DEPTH`) on the
+    harness's ``variant`` or a :data:`REACH` witness. A failure leaves its trace in
+    ``out/kvpool_proto_<name>/<task>/trace.vcd``.
+
+    Raises
+    ------
+    ValueError
+        An unknown task, variant or witness.
+    """
+    h = PoolProtocolFormal(variant=variant, reach=reach)
+    if depth is None:
+        depth = PROVE_DEPTH if task == "prove" else BMC_DEPTH
+    name = f"reach_{reach}" if reach else variant
+    return solve(convert(h, h.ports()), out / f"kvpool_proto_{name}", task, depth)
+
+
+def _weak() -> Answer:
+    """B1 without the invariants: the induction stops with a counterexample."""
+    o = run("prove", variant="weak")
+    return o, o.status == "UNKNOWN", f"B1 alone: k-induction up to {o.steps}, {o.status}"
+
+
+#: the checks and the command line (:class:`formal.leaf.LeafChecks`)
+LEAF = LeafChecks(
+    module="formal.kvpool_proto",
+    title="the pool keeps the block table's protocol",
+    doc=__doc__,
+    config=CONFIG,
+    run=run,
+    unit="pool",
+    props="B1 (under C1, T1, T2, V1)",
+    negated="an APPEND claimed at its table's length + 1 refuted",
+    unprotected="the invariants without C1, T1, T2, V1: a failure",
+    reach=REACH,
+    label="proto:",
+    extra={"weak": _weak},
+)
+#: the checks of :func:`main`
+CHECKS = LEAF.checks
+build_parser, parse_args, main = LEAF.build_parser, LEAF.parse_args, LEAF.main
+
+if __name__ == "__main__":
+    sys.exit(main())
