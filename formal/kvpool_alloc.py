@@ -52,11 +52,10 @@ from amaranth.hdl import Assert, Assume
 from amaranth.utils import bits_for
 
 from formal.kvpool_probes import Allocator
-from formal.leaf import LeafChecks
+from formal.leaf import Harness, LeafChecks, check_run
 from formal.sat import (
     Outcome,
     convert,
-    free_inputs,
     solve,
 )
 from hw.common import sum_tree
@@ -93,23 +92,16 @@ def _count(bits: Value) -> Value:
     return sum_tree([bits[i].as_unsigned() for i in range(len(bits))], bits_for(len(bits)))
 
 
-class AllocFormal(Elaboratable):
+class AllocFormal(Harness, Elaboratable):
     """The allocator, the shadow ``held``, assumption A1 and properties 1-6."""
 
     def __init__(self, *, variant: str = "props", reach: str | None = None) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
-        if variant not in VARIANTS:
-            raise ValueError(f"variant = {variant!r}: must be one of {VARIANTS}")
-        if reach is not None and reach not in REACH:
-            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        check_run(variant, reach, VARIANTS, REACH)
         self._MustUse__silence = False
         self.variant, self.reach = variant, reach
         self.dut = Allocator(**CONFIG)
         self.dut._MustUse__silence = True  # elaborated by the harness
-
-    def ports(self) -> list[Signal]:
-        """The allocator's inputs (free for the solver)."""
-        return free_inputs(self.dut)
 
     def elaborate(self, platform) -> Module:
         m = Module()

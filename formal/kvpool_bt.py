@@ -80,8 +80,8 @@ from amaranth.utils import bits_for
 
 from formal.kvpool_alloc import fifo_invariants, held_shadow
 from formal.kvpool_probes import ProbedBlockTable
-from formal.leaf import LeafChecks
-from formal.sat import Outcome, convert, free_inputs, solve
+from formal.leaf import Harness, LeafChecks, check_run
+from formal.sat import Outcome, convert, solve
 from hw.common import sum_tree
 from hw.kvpool.blocktable import BtCmd
 
@@ -141,15 +141,12 @@ def _count(bits: list[Value]) -> Value:
     return sum_tree([b.as_unsigned() for b in bits], bits_for(len(bits)))
 
 
-class BlockTableFormal(Elaboratable):
+class BlockTableFormal(Harness, Elaboratable):
     """The block table, its shadow page table, assumption B1 and properties 1-10."""
 
     def __init__(self, *, variant: str = "props", reach: str | None = None, **params: int):
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
-        if variant not in VARIANTS:
-            raise ValueError(f"variant = {variant!r}: must be one of {VARIANTS}")
-        if reach is not None and reach not in REACH:
-            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        check_run(variant, reach, VARIANTS, REACH)
         cfg = {**CONFIG, **params}
         if cfg["INDEX_BITS"] > 6:
             raise ValueError(f"INDEX_BITS = {cfg['INDEX_BITS']!r}: the harness takes 1 .. 6")
@@ -157,17 +154,6 @@ class BlockTableFormal(Elaboratable):
         self.variant, self.reach = variant, reach
         self.dut = ProbedBlockTable(**cfg)
         self.dut._MustUse__silence = True  # elaborated by the harness
-
-    def ports(self) -> list[Signal]:
-        """The block table's inputs (free for the solver)."""
-        return free_inputs(self.dut)
-
-    def _chk(self, m: Module, label: str, guard: Value, conds: list) -> None:
-        """Assert ``guard -> cond`` for each of ``conds``, each through a signal named
-        ``fva_<label>_<k>`` (a counterexample's trace shows which one failed)."""
-        for k, cond in enumerate(conds):
-            ok = Signal(name=f"fva_{label}_{k}")
-            m.d.comb += [ok.eq(~guard | cond), Assert(ok)]
 
     # ------------------------------------------------------------------ elaborate
     def elaborate(self, platform) -> Module:

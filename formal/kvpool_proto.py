@@ -66,8 +66,8 @@ from formal.kvpool import CONFIG, tree_counts
 from formal.kvpool_bt import protocol_b1
 from formal.kvpool_probes import Pool
 from formal.kvpool_proto_inv import SPILLING, Invariants
-from formal.leaf import Answer, LeafChecks
-from formal.sat import Outcome, convert, free_inputs, solve
+from formal.leaf import Answer, Harness, LeafChecks, check_run
+from formal.sat import Outcome, convert, solve
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.treeslots import TsCmd, TsOut
@@ -97,7 +97,7 @@ REACH = {
 }
 
 
-class PoolProtocolFormal(Invariants, Elaboratable):
+class PoolProtocolFormal(Invariants, Harness, Elaboratable):
     """The pool, the block tables' shadow lengths, B1, the assumptions C1, T1, T2, V1
     and the strengthening invariants (:class:`formal.kvpool_proto_inv.Invariants`).
 
@@ -116,25 +116,11 @@ class PoolProtocolFormal(Invariants, Elaboratable):
 
     def __init__(self, *, variant: str = "props", reach: str | None = None) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
-        if variant not in VARIANTS:
-            raise ValueError(f"variant = {variant!r}: must be one of {VARIANTS}")
-        if reach is not None and reach not in REACH:
-            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        check_run(variant, reach, VARIANTS, REACH)
         self._MustUse__silence = False
         self.variant, self.reach = variant, reach
         self.dut = Pool(**CONFIG)
         self.dut._MustUse__silence = True  # elaborated by the harness
-
-    def ports(self) -> list[Signal]:
-        """The pool's inputs (free for the solver)."""
-        return free_inputs(self.dut)
-
-    def _chk(self, m: Module, label: str, guard: Value, conds: list) -> None:
-        """Assert ``guard -> cond`` for each of ``conds``, each through a signal named
-        ``fva_<label>_<k>`` (a counterexample's trace shows which one failed)."""
-        for k, cond in enumerate(conds):
-            ok = Signal(name=f"fva_{label}_{k}")
-            m.d.comb += [ok.eq(~guard | cond), Assert(ok)]
 
     def at(self, *names: str) -> Value:
         """The operation FSM is in one of the states ``names``."""

@@ -106,7 +106,7 @@ from pathlib import Path
 from amaranth import Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 
-from formal.leaf import LeafChecks
+from formal.leaf import LeafChecks, check_run
 from formal.sat import Outcome, convert, solve
 from hw.kvpool.segtable import SegState
 
@@ -152,10 +152,7 @@ class SegFormal(Elaboratable):
         **params: int,
     ) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
-        if variant not in VARIANTS:
-            raise ValueError(f"variant = {variant!r}: must be one of {VARIANTS}")
-        if reach is not None and reach not in REACH:
-            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        check_run(variant, reach, VARIANTS, REACH)
         drop = frozenset(drop)
         if not drop <= set(PRECONDITIONS):
             raise ValueError(f"drop = {sorted(drop)}: each must be one of {PRECONDITIONS}")

@@ -104,7 +104,7 @@ from amaranth.hdl import Assert, Assume
 
 from formal import kvpool_seg
 from formal.kvpool_seg import OUT, SegFormal
-from formal.leaf import LeafChecks
+from formal.leaf import LeafChecks, check_run
 from formal.sat import Outcome, convert, solve
 
 __all__ = ["DerivedFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
@@ -152,10 +152,7 @@ class DerivedFormal(SegFormal):
         **params: int,
     ) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
-        if variant not in VARIANTS:
-            raise ValueError(f"variant = {variant!r}: must be one of {VARIANTS}")
-        if reach is not None and reach not in REACH:
-            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        check_run(variant, reach, VARIANTS, REACH)
         drop = frozenset(drop)
         known = set(kvpool_seg.PRECONDITIONS) | set(PRECONDITIONS)
         if not drop <= known:

@@ -63,7 +63,7 @@ from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 
 from formal.kvpool_probes import TLB
-from formal.leaf import LeafChecks
+from formal.leaf import LeafChecks, check_run
 from formal.sat import (
     Outcome,
     convert,
@@ -96,10 +96,7 @@ class TLBFormal(Elaboratable):
 
     def __init__(self, *, variant: str = "props", reach: str | None = None, **params: int) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
-        if variant not in VARIANTS:
-            raise ValueError(f"variant = {variant!r}: must be one of {VARIANTS}")
-        if reach is not None and reach not in REACH:
-            raise ValueError(f"reach = {reach!r}: must be one of {sorted(REACH)}")
+        check_run(variant, reach, VARIANTS, REACH)
         self._MustUse__silence = False
         self.variant, self.reach = variant, reach
         self.dut = TLB(**{**CONFIG, **params})

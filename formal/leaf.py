@@ -23,12 +23,50 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from formal.sat import Outcome, checks_parser, parse_checks, run_checks
+from amaranth import Module, Signal, Value
+from amaranth.hdl import Assert
 
-__all__ = ["LeafChecks"]
+from formal.sat import Outcome, checks_parser, free_inputs, parse_checks, run_checks
+
+__all__ = ["LeafChecks", "Harness", "check_run"]
 
 #: a check's answer: (outcome, as required, what it shows)
 Answer = tuple[Outcome, bool, str]
+
+
+def check_run(
+    variant: str, reach: str | None, variants: Sequence[str], states: dict[str, str]
+) -> None:
+    """A harness's run: ``variant`` one of ``variants``, ``reach`` ``None`` or one of the
+    witnessed ``states``.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument and quoting its value.
+    """
+    if variant not in variants:
+        raise ValueError(f"variant = {variant!r}: must be one of {tuple(variants)}")
+    if reach is not None and reach not in states:
+        raise ValueError(f"reach = {reach!r}: must be one of {sorted(states)}")
+
+
+class Harness:
+    """What a proof harness around one device (``dut``) shares: the device's inputs as
+    the solver's free ports, and assertions that a counterexample names."""
+
+    dut: object
+
+    def ports(self) -> list[Signal]:
+        """The device's inputs (free for the solver)."""
+        return free_inputs(self.dut)
+
+    def _chk(self, m: Module, label: str, guard: Value, conds: list) -> None:
+        """Assert ``guard -> cond`` for each of ``conds``, each through a signal named
+        ``fva_<label>_<k>`` (a counterexample's trace shows which one failed)."""
+        for k, cond in enumerate(conds):
+            ok = Signal(name=f"fva_{label}_{k}")
+            m.d.comb += [ok.eq(~guard | cond), Assert(ok)]
 
 
 @dataclass(frozen=True)
