@@ -150,12 +150,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth import Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 from amaranth.lib import data
 
 from formal.kvpool_alloc import held_shadow
-from formal.kvpool_bt import protocol_b1
+from formal.kvpool_bt import length_shadow, protocol_b1
 from formal.kvpool_probes import Pool
 from formal.sat import (
     MODES,
@@ -168,7 +168,6 @@ from formal.sat import (
     run_checks,
     solve,
 )
-from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.tlb import entry_layout, set_index
 
@@ -452,15 +451,7 @@ class KVPoolScaledFormal(Elaboratable):
         bt = u.bt
         rst = ResetSignal()
         c = bt.cmd.payload
-        take = bt.cmd.valid & bt.cmd.ready
-        ib = len(c.i)
-        lens = Array(Signal(ib + 1, name=f"fv_bt_len{t}") for t in range(bt.TABLES))
-        kind = c.kind.as_value()
-        append, cut = (kind == k.value for k in (BtCmd.APPEND, BtCmd.CUT))
-        with m.If(take & append):
-            m.d.sync += lens[c.t].eq(c.i + 1)
-        with m.If(take & cut):
-            m.d.sync += lens[c.t].eq(Mux(c.i > c.n, c.n, c.i))
+        lens, take = length_shadow(m, bt)
         with m.If(~rst & take):
             m.d.comb += [Assert(x) for x in protocol_b1(c, lens[c.t], bt.TABLES)]
         for name, al in (("page", u.alloc), ("hbm", u.halloc)):

@@ -90,6 +90,7 @@ __all__ = [
     "CONFIG",
     "LARGER",
     "protocol_b1",
+    "length_shadow",
     "run",
     "build_parser",
     "parse_args",
@@ -120,6 +121,23 @@ REACH = {
     "stall": "a CUT's beat held by out.ready low",
     "read_in_cut": "a lookup answered while a CUT streams",
 }
+
+
+def length_shadow(m: Module, bt: object, name: str = "fv_bt_len") -> tuple[Array, Value]:
+    """``(lens, take)`` of a block table ``bt`` (its ``cmd`` stream): ``lens[t]`` each
+    table's length as the commands taken set it (an APPEND's ``i + 1``, a CUT's
+    ``min(c, n)``; registers reset with the design, named ``<name><t>``), ``take`` a
+    command is taken this cycle. What :func:`protocol_b1` checks a command against,
+    in the pool's harnesses (:mod:`formal.kvpool`, :mod:`formal.kvpool_proto`)."""
+    c = bt.cmd.payload
+    take = bt.cmd.valid & bt.cmd.ready
+    lens = Array(Signal(len(c.i) + 1, name=f"{name}{t}") for t in range(bt.TABLES))
+    kind = c.kind.as_value()
+    with m.If(take & (kind == BtCmd.APPEND.value)):
+        m.d.sync += lens[c.t].eq(c.i + 1)
+    with m.If(take & (kind == BtCmd.CUT.value)):
+        m.d.sync += lens[c.t].eq(Mux(c.i > c.n, c.n, c.i))
+    return lens, take
 
 
 def protocol_b1(cmd: object, length: Value, tables: int) -> list[Value]:

@@ -59,11 +59,11 @@ induction must stop ``UNKNOWN``: they are needed). Measured in
 import sys
 from pathlib import Path
 
-from amaranth import Array, Const, Elaboratable, Module, Mux, ResetSignal, Signal, Value
+from amaranth import Array, Const, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 
 from formal.kvpool import CONFIG, tree_counts
-from formal.kvpool_bt import protocol_b1
+from formal.kvpool_bt import length_shadow, protocol_b1
 from formal.kvpool_probes import Pool
 from formal.kvpool_proto_inv import SPILLING, Invariants
 from formal.leaf import Answer, Harness, LeafChecks, check_run
@@ -161,16 +161,7 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
     # ------------------------------------------------------------------ shadows
     def _lengths(self, m: Module) -> None:
         """Each block table's length as the commands taken set it (``lens``)."""
-        bt = self.dut.u.bt
-        c = bt.cmd.payload
-        self.take = bt.cmd.valid & bt.cmd.ready
-        ib = len(c.i)
-        self.lens = Array(Signal(ib + 1, name=f"fv_bt_len{t}") for t in range(bt.TABLES))
-        kind = c.kind.as_value()
-        with m.If(self.take & (kind == BtCmd.APPEND.value)):
-            m.d.sync += self.lens[c.t].eq(c.i + 1)
-        with m.If(self.take & (kind == BtCmd.CUT.value)):
-            m.d.sync += self.lens[c.t].eq(Mux(c.i > c.n, c.n, c.i))
+        self.lens, self.take = length_shadow(m, self.dut.u.bt)
 
     def _stream(self, m: Module) -> None:
         """``owe``: the ACC beats the tree slots' stream still owes (set by a COMMIT
