@@ -2,7 +2,7 @@
 test``: B1 claimed wrong is refuted, B1 alone is not inductive (the invariants are
 needed), the invariants fail without the other sides' contracts (the proof rests on
 them), and the states worth checking are reached under the assumptions, so that the
-proof is not vacuous. The closing induction (about a minute and a half) runs in
+proof is not vacuous. The closing induction (under two minutes) runs in
 ``make formal``; the witnesses deeper than a few seconds' BMC too."""
 
 import pytest
