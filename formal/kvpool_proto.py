@@ -67,7 +67,7 @@ from formal.kvpool_bt import length_shadow, protocol_b1
 from formal.kvpool_probes import Pool
 from formal.kvpool_proto_inv import SPILLING, Invariants
 from formal.leaf import Answer, Harness, LeafChecks, check_run
-from formal.sat import Outcome, convert, solve
+from formal.sat import MODES, Outcome, convert, solve
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 from hw.kvpool.treeslots import TsCmd, TsOut
@@ -271,6 +271,8 @@ def run(
     ValueError
         An unknown task, variant or witness.
     """
+    if task not in MODES:  # before the harness's conversion (seconds)
+        raise ValueError(f"task = {task!r}: must be one of {sorted(MODES)}")
     h = PoolProtocolFormal(variant=variant, reach=reach)
     if depth is None:
         depth = PROVE_DEPTH if task == "prove" else BMC_DEPTH
