@@ -150,6 +150,13 @@ class Invariants:
         self._coverage(m)
         self._act(m)
 
+    def _own(self, seq: Value) -> tuple[Value, Value]:
+        """``(own, last)``: ``seq`` has an own segment (a length and an exclusive last
+        segment), and its last segment."""
+        seg = self.dut.u.seg
+        last = Array(seg.last)[seq]
+        return (Array(seg.len)[seq] != 0) & seg.excl.bit_select(last, 1), last
+
     def _beating(self) -> Value:
         """A sequential commit appends its path (``COM_BEAT``, or a block's tag states
         on the way back to it)."""
@@ -400,8 +407,7 @@ class Invariants:
         tl, tu = Array(seg.tlen), seg.tused
         ins = self.at("INS", "ALLOC_INS_GO", "GOT_INS_GO", "INS_GO")
         ins_c = (ins | (self.at(*SPILLING) & (f.ret == RET_INSERT))) & o.committed
-        lastx = Array(seg.last)[o.seq]
-        own = (Array(seg.len)[o.seq] != 0) & seg.excl.bit_select(lastx, 1)
+        own, lastx = self._own(o.seq)
         self._chk(m, "ins_pos", ins_c, [Array(seg.len)[o.seq] == o.pos, f.ln == o.pos])
         self._chk(
             m,
@@ -462,8 +468,7 @@ class Invariants:
             ],
         )
         acc_any = f.f["facts"].acc_any
-        lastx = Array(seg.last)[o.seq]
-        own = (ln0 != 0) & seg.excl.bit_select(lastx, 1)
+        own, lastx = self._own(o.seq)
         self._chk(m, "com_own", com_ok & own, [f.g == lastx, f.t == Array(seg.tab)[lastx]])
         self._chk(
             m,
@@ -575,8 +580,7 @@ class Invariants:
             fork,
             [o.seq < seg.s, o.dst < seg.s, o.seq != o.dst, ln[o.seq] != 0, ln[o.dst] == 0],
         )
-        lastx = Array(seg.last)[o.seq]
-        own = (ln[o.seq] != 0) & seg.excl.bit_select(lastx, 1)
+        own, lastx = self._own(o.seq)
         ins = ok & (o.op == PoolOp.INSERT) & o.committed
         self._chk(
             m,
