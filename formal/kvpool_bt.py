@@ -91,6 +91,7 @@ __all__ = [
     "LARGER",
     "protocol_b1",
     "length_shadow",
+    "write_pending",
     "run",
     "build_parser",
     "parse_args",
@@ -153,6 +154,20 @@ def protocol_b1(cmd: object, length: Value, tables: int) -> list[Value]:
         ~write | (cmd.i < length),
         ~cut | (cmd.n == length),
     ]
+
+
+def write_pending(m: Module, bt: object, write: Value) -> tuple[Signal, Signal]:
+    """``(wp, wi)`` of a block table ``bt`` (its ``state``): a WRITE taken (``write``: in
+    this cycle) whose PTE its walker has not written yet, and its index. Property 2's
+    reads exclude its index; :mod:`formal.kvpool_tlbproto` assumes property 2."""
+    w = bt.state.w
+    wp = Signal(name="fv_wp")
+    wi = Signal(len(bt.cmd.payload.i), name="fv_wi")
+    with m.If(write):
+        m.d.sync += [wp.eq(1), wi.eq(bt.cmd.payload.i)]
+    with m.Elif(w.v[1] & ~w.is_cut):
+        m.d.sync += wp.eq(0)
+    return wp, wi
 
 
 def _count(bits: list[Value]) -> Value:
@@ -233,14 +248,8 @@ class BlockTableFormal(Harness, Elaboratable):
             with m.If(~rst & take):
                 m.d.comb += [Assume(x) for x in protocol_b1(c, length, T)]
         # the WRITE in progress (taken, its PTE not yet written) and the CUT's next beat
-        w = d.state.w
-        self.wp = Signal(name="fv_wp")
-        self.wi = Signal(ib, name="fv_wi")
+        self.wp, self.wi = write_pending(m, d, take & write)
         self.next = Signal(ib + 1, name="fv_next")
-        with m.If(take & write):
-            m.d.sync += [self.wp.eq(1), self.wi.eq(c.i)]
-        with m.Elif(w.v[1] & ~w.is_cut):
-            m.d.sync += self.wp.eq(0)
         with m.If(take & cut):
             m.d.sync += self.next.eq(c.i)
         with m.Elif(d.out.valid & d.out.ready):

@@ -114,9 +114,11 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
         An unknown variant or witness.
     """
 
+    VARIANTS, REACH = VARIANTS, REACH
+
     def __init__(self, *, variant: str = "props", reach: str | None = None) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
-        check_run(variant, reach, VARIANTS, REACH)
+        check_run(variant, reach, self.VARIANTS, self.REACH)
         self._MustUse__silence = False
         self.variant, self.reach = variant, reach
         self.dut = Pool(**CONFIG)
@@ -140,23 +142,36 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
         m.d.sync += started.eq(1)
         with m.If(~started):
             m.d.comb += Assume(rst)
-        self._lengths(m)
-        self._stream(m)
+        self._shadows(m)
         if self.variant != "unprotected":
             with m.If(~rst):
-                self._commit_length(m)
-                self._stream_contract(m)
-                self._victim(m)
+                self._assumptions(m)
         with m.If(started & ~rst):
             if self.reach is not None:
                 m.d.comb += Assert(~self._reached(self.reach))
-            elif self.variant == "unprotected":
-                self._invariants(m)
             else:
-                self._b1(m)
-                if self.variant == "props":
-                    self._invariants(m)
+                self._properties(m)
         return m
+
+    def _shadows(self, m: Module) -> None:
+        """The harness's shadows of what the leaves were told."""
+        self._lengths(m)
+        self._stream(m)
+
+    def _assumptions(self, m: Module) -> None:
+        """C1, T1, T2, V1."""
+        self._commit_length(m)
+        self._stream_contract(m)
+        self._victim(m)
+
+    def _properties(self, m: Module) -> None:
+        """The variant's assertions."""
+        if self.variant == "unprotected":
+            self._invariants(m)
+        else:
+            self._b1(m)
+            if self.variant == "props":
+                self._invariants(m)
 
     # ------------------------------------------------------------------ shadows
     def _lengths(self, m: Module) -> None:

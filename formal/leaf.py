@@ -92,7 +92,8 @@ class LeafChecks:
     props : str
         What ``prove`` proves (``"properties 1-3"``).
     negated, unprotected : str
-        What the ``negated`` and ``unprotected`` runs show when they fail.
+        What the ``negated`` and ``unprotected`` runs show when they fail
+        (``unprotected`` ``None``: no such check).
     reach : dict
         The witnessed states: name -> description.
     label : str
@@ -111,7 +112,7 @@ class LeafChecks:
     unit: str
     props: str
     negated: str
-    unprotected: str
+    unprotected: str | None
     reach: dict[str, str]
     label: str
     larger: dict | None = None
@@ -125,7 +126,8 @@ class LeafChecks:
     def checks(self) -> tuple[str, ...]:
         """Every check, in the order :func:`main` runs them."""
         prove = ("prove", "prove:larger") if self.larger is not None else ("prove",)
-        rest = ("negated", "unprotected", *(f"reach:{w}" for w in self.reach))
+        unprotected = ("unprotected",) if self.unprotected is not None else ()
+        rest = ("negated", *unprotected, *(f"reach:{w}" for w in self.reach))
         return (*prove, *self.extra, *rest)
 
     def check(self, name: str) -> Answer:

@@ -47,6 +47,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kvpool_seg": ([], []),
     "formal.kvpool_seg_derived": ([], []),
     "formal.kvpool_tlb": ([], []),
+    "formal.kvpool_tlbproto": ([], []),
     "golden.bench": ([], []),
     "golden.kvpool.bench": ([], []),
     "golden.__main__": ([], []),

@@ -377,7 +377,7 @@ class ScaledPool(wiring.Component):
         # a release's sequence, driven always (only rel_en waits for the checks): the
         # port's op in IDLE, else the registered one
         m.d.comb += u.seg.rel_seq.eq(Mux(r.idle, self.op.payload.seq, r.o.seq))
-        inflight = []
+        inflight, lookups = [], []
         hold = Signal(name="lookup_hold")
         for k in range(2):
             lp = lookup_port(
@@ -401,6 +401,8 @@ class ScaledPool(wiring.Component):
                 seqs=p["SEQS"],
             )
             inflight.append(lp.inflight)
+            lookups.append(lp)
+        self.lookups = tuple(lookups)  # their stage registers, for the formal checks
         res_fast, fork_done, done_next, lk_hold, self.state = op_fsm(
             m,
             self.op,

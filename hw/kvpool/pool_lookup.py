@@ -34,10 +34,19 @@ __all__ = ["LookupPort", "lookup_port"]
 
 @dataclass
 class LookupPort:
-    """What the operation FSM needs of a lookup port."""
+    """What the operation FSM needs of a lookup port, and its stage registers (for the
+    formal checks: nothing in ``hw/`` reads them)."""
 
     #: a lookup is in a stage after its issue cycle (the FSM waits for 0)
     inflight: Signal
+    #: issued last cycle; its kind (0 nothing / error, 1 committed, 2 tree) and TLB key
+    s1: Signal
+    s1_kind: Signal
+    s1_key: Value
+    #: a miss's walk, second and reply (fill) cycle, and its key
+    w2: Signal
+    w3: Signal
+    w_key: Value
 
 
 def lookup_port(
@@ -140,4 +149,6 @@ def lookup_port(
     with m.Elif(t2):
         m.d.comb += [rp.hit.eq(tree_rsp.payload.hit), rp.addr.eq(tree_rsp.payload.page)]
     inflight = net(m, or_tree([s1, w2, w3, t2]), f"{p}_inflight")
-    return LookupPort(inflight=inflight)
+    return LookupPort(
+        inflight=inflight, s1=s1, s1_kind=s1_kind, s1_key=s1_key, w2=w2, w3=w3, w_key=w_key
+    )
