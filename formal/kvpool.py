@@ -75,7 +75,8 @@ so that its counterexample shows the BMC's depth reaches it.
 
 What is proved: at the pool level none of properties 1-7 is closed by
 induction here (:mod:`formal.kvpool_proto` closes B1, property 7's first half,
-with its own invariants).
+with its own invariants; :mod:`formal.kvpool_tlbproto` the TLB's protocol,
+from which the TLB's leaf proof gives property 4's coherence).
 ``sat -tempinduct`` up to length ``PROVE_DEPTH`` fails its induction step
 (``UNKNOWN``) for all six together and for each alone (length 2, 30 - 90 s
 each). The properties hold at idle points, and the pool can stay busy for any
@@ -120,11 +121,13 @@ table's length), 2 tables of 16 indices, one and two lookup ports, closed
 at ``k = 1``. The protocols are
 the pool's side of these contracts: :mod:`formal.kvpool_proto` proves the
 block table's B1 on the whole pool by k-induction (under the sampler's, the
-tree slots' and the page states' contracts it names; decision 0026); the
-others are not proved: the BMC here checks two of them directly (property 7:
-the block table's B1, the allocators' A1) and the consequences of all on the
-whole pool from reset, to its depth (properties 1-5). Their rows are in the
-same report.
+tree slots' and the page states' contracts it names; decision 0026),
+:mod:`formal.kvpool_tlbproto` the TLB's A1 and A2 (against the pool's key
+map; and B2, the lookups' side of the block table's contract; decision
+0027); the allocators' A1 and the segment table's protocol are not proved:
+the BMC here checks the allocators' A1 directly (property 7) and the
+consequences of all on the whole pool from reset, to its depth (properties
+1-5). Their rows are in the same report.
 
 Measured by ``make formal`` (``build/reports/formal_kvpool.json``; 2 cores,
 the other one busy): the BMC of properties 1-7 passes 12 steps (1,256 s;

@@ -35,13 +35,17 @@ that make 1 inductive, each true on its own):
    ahead: the kill that wraps a generation flushes, so an old entry never
    becomes live again).
 
-The pool's side of the contract (A1, A2) is not proved here. A1 abstracts
-the pool's order: it invalidates a position's set in both TLBs in the cycle it
-issues that position's PTE write (a spill, a fill) and kills a segment when it
-dies or is split, and takes no lookup while an operation runs; A2 is the
-lookup port's walk. The pool-level BMC of :mod:`formal.kvpool` checks their
-consequence from reset, to its depth (its properties 4 and 5: every live TLB
-entry, and every hit, against the block table).
+The pool's side of the contract (A1, A2) is proved on the whole pool by
+:mod:`formal.kvpool_tlbproto` (k-induction, decision 0027), against the
+pool's *key map* (a key's segment and position through the segment table to
+the block table's PTE): the pool invalidates a key in both TLBs in the cycle
+it issues that position's PTE write (a spill, a fill), kills a segment in the
+cycle it is split and, after a release, before its table is cut, and holds the
+operations that do either while a lookup is in flight (its K1); a walk's fill
+carries the PTE its key maps to (K2). The pool-level BMC of
+:mod:`formal.kvpool` checks the consequence from reset, to its depth (its
+properties 4 and 5: every live TLB entry, and every hit, against the block
+table).
 
 Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH` at
 :data:`CONFIG`: must close), ``prove:larger`` (the same at :data:`LARGER`: 4
