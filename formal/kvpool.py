@@ -178,6 +178,7 @@ __all__ = [
     "KVPoolScaledFormal",
     "CONFIG",
     "tree_counts",
+    "count",
     "run",
     "build_parser",
     "parse_args",
@@ -237,7 +238,8 @@ def tree_counts(pool: Pool, o: Value, *, adding: bool = False) -> list[tuple[Val
     return out
 
 
-def _count(bits: list[Value]) -> Value:
+def count(bits: list[Value]) -> Value:
+    """How many of ``bits`` are set (8 bits wide: the harnesses' sizes)."""
     return sum((b.as_unsigned() for b in bits), Const(0, 8))
 
 
@@ -376,8 +378,8 @@ class KVPoolScaledFormal(Elaboratable):
         pte = [(v, w[0], w[1 : 1 + len(u.tlbs[0].fill.addr)]) for v, w in live]
         chip = [v & ~loc for v, loc, _ in pte]
         hbm = [v & loc for v, loc, _ in pte]
-        m.d.comb += Assert(_count(chip) == d.committed_pages)
-        m.d.comb += Assert(_count(hbm) == d.hbm_used)
+        m.d.comb += Assert(count(chip) == d.committed_pages)
+        m.d.comb += Assert(count(hbm) == d.hbm_used)
         for k, (_v, _loc, a) in enumerate(pte):
             m.d.comb += Assert(~chip[k] | (a < u.alloc.mark))
             m.d.comb += Assert(~hbm[k] | (a < d.HBM_PAGES))
@@ -473,7 +475,7 @@ class KVPoolScaledFormal(Elaboratable):
                     seg.used[g] & seg.seqs[g][s] & (seg.start[g] <= p) & (p < seg.end[g])
                     for g in range(seg.n)
                 ]
-                m.d.comb += Assert(_count(holders) == (p < seg.len[s]))
+                m.d.comb += Assert(count(holders) == (p < seg.len[s]))
         for g in range(seg.n):
             t = seg.tab[g]
             base = seg.table_base(t, f"fv_seg{g}_base")

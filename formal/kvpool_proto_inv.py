@@ -43,7 +43,7 @@ the first reset, out of reset):
 
 from amaranth import Array, Cat, Const, Module, Mux, Value
 
-from formal.kvpool import tree_counts
+from formal.kvpool import count, tree_counts
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pool_release import _CUT, _ISSUE, _KILL, _TEST
 from hw.kvpool.pool_spill import RET_FILL, RET_INSERT, RET_SPILL
@@ -62,10 +62,6 @@ FILLING = (
     "FILL_GO",
     "FILL_PSC",
 )
-
-
-def _count(bits: list[Value]) -> Value:
-    return sum((b.as_unsigned() for b in bits), Const(0, 8))
 
 
 class Invariants:
@@ -182,7 +178,7 @@ class Invariants:
             self._chk(m, f"s2len{t}", s2_here, [bl + 1 == tl, s2.i == bl])
             self._chk(m, f"cutlen{t}", cut_here, [bl == cut.c, tl == cut.n, cut.c < cut.n])
             self._chk(m, f"unused{t}", ~seg.tused[t], [tl == 0])
-            named = _count([seg.used[g] & (seg.tab[g] == t) for g in range(seg.n)])
+            named = count([seg.used[g] & (seg.tab[g] == t) for g in range(seg.n)])
             self._chk(m, f"named{t}", seg.tused[t], [named != 0, seg.tbase[t] + tl <= P])
             first = self._first(u.drain_t == t, self.dut.state.t == t)
             self._chk(m, f"empty{t}", seg.tused[t] & (tl == 0), [first])
@@ -196,7 +192,7 @@ class Invariants:
             kept = seg.used[g] & (seg.seqs[g].any() | ~self.dut.u.cutting)  # (a cut frees first)
             self._chk(m, f"seg{g}_tab", kept, [seg.tused.bit_select(t, 1)])
             self._chk(m, f"seg{g}_t", seg.used[g], [t < seg.n])
-            pop = _count([seg.seqs[g][x] for x in range(seg.s)])
+            pop = count([seg.seqs[g][x] for x in range(seg.s)])
             alive = seg.seqs[g].any()
             self._chk(m, f"seg{g}_excl", 1, [seg.excl[g] == (pop == 1), ~alive | seg.used[g]])
             self._chk(
@@ -239,7 +235,7 @@ class Invariants:
                     for g in range(seg.n)
                 ]
                 here = seg.tused[t] & (base <= p) & (p < top)
-                self._chk(m, f"tile{t}_{p}", here, [_count(holders) == 1])
+                self._chk(m, f"tile{t}_{p}", here, [count(holders) == 1])
 
     def _sequences(self, m: Module) -> None:
         """Per sequence: its last segment ends at its length (a drain's: behind it),
@@ -560,11 +556,11 @@ class Invariants:
                     seg.used[g] & seg.seqs[g][x] & (seg.start[g] <= p) & (p < seg.end[g])
                     for g in range(seg.n)
                 ]
-                self._chk(m, f"cov{x}_{p}", 1, [_count(holders) == (p < top)])
+                self._chk(m, f"cov{x}_{p}", 1, [count(holders) == (p < top)])
         cut = self.dut.state.cut
         for p in range(1 << self.dut.POS_BITS):
             holders = [cut.chain[g] & (seg.start[g] <= p) & (p < seg.end[g]) for g in range(seg.n)]
-            self._chk(m, f"cov_cut{p}", u.cutting, [_count(holders) == (p < cut.ln)])
+            self._chk(m, f"cov_cut{p}", u.cutting, [count(holders) == (p < cut.ln)])
 
     def _act(self, m: Module) -> None:
         """``ACT`` of an operation that passed its checks: what they checked still

@@ -439,9 +439,10 @@ def run(
 
 
 def _weak() -> Answer:
-    """K1 and B1 without the invariants: the induction stops with a counterexample."""
+    """K1, K2, B1, B2 without the invariants: the induction stops with a counterexample."""
     o = run("prove", variant="weak")
-    return o, o.status == "UNKNOWN", f"K1 alone: k-induction up to {o.steps}, {o.status}"
+    what = f"K1, K2, B1, B2 alone: k-induction up to {o.steps}, {o.status}"
+    return o, o.status == "UNKNOWN", what
 
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)
@@ -452,7 +453,7 @@ LEAF = LeafChecks(
     config=CONFIG,
     run=run,
     unit="pool",
-    props="K1 (the TLB's A1) and B1 (under C1, T1, T2, V1)",
+    props="K1, K2 (the TLB's A1, A2), B1, B2 (under C1, T1, T2, V1, G2)",
     negated="K2 of a fill's addr XOR 1 refuted",
     unprotected=None,
     reach=REACH,
