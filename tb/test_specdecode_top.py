@@ -57,7 +57,9 @@ def _seed() -> int:
 
 @pytest.fixture(scope="module")
 def rtl():
-    with open_rtl(**HP) as backends:
+    # the testbenches' C++ flags (the model at toolchain.MODEL_OPT, the shared run-time
+    # library), not the chip model's -CFLAGS -O1: no run-time library of its own to compile
+    with open_rtl(**HP, build_args=()) as backends:
         yield backends
 
 

@@ -481,10 +481,21 @@ def _rtl_available() -> bool:
     )
 
 
+@pytest.mark.long  # the largest test of tests/: started first (tb/conftest.py)
 @pytest.mark.skipif(not _rtl_available(), reason="rtl backend or Verilator not available")
-def test_rtl_backend_equals_golden_and_cycle_model(pair):
+def test_rtl_backend_equals_golden_and_cycle_model(pair, monkeypatch):
     """64 tokens of the default workload on the RTL: golden's tokens, the python cycle model's
-    cycles (tree manager per phase, KV pool per step)."""
+    cycles (tree manager per phase, KV pool per step).
+
+    Built with the testbenches' C++ flags (no ``-CFLAGS -O1``: the model at
+    ``toolchain.MODEL_OPT``, the run-time library the one every testbench build
+    shares) rather than the chip model's own (``sim.rtl.build.DEFAULT_BUILD_ARGS``):
+    the same Verilog and checks, about 40 % less C++ work for a 64-token run
+    (docs/decisions/0012, "Not done here")."""
+    import sim.rtl.backends as rtl_backends
+    from sim.rtl.build import build_top
+
+    monkeypatch.setattr(rtl_backends, "build_top", lambda hdl, build_args=(): build_top(hdl, ()))
     cfg = ChipConfig(backend="rtl", tokens=64)
     target, draft = pair
     prompts = code_prompts(1, cfg.prompt_len, cfg.prompt_seed)
