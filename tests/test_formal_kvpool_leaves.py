@@ -3,7 +3,9 @@
 ``make test``: each k-induction closes at its proof size, its false property is refuted,
 its protocol matters (the run without it fails) and its witnesses are reached, so that
 the proof is not vacuous. Each ``sat`` run takes seconds, except the block table's
-induction (minutes: ``make formal`` runs it; here its other checks)."""
+induction (minutes: ``make formal`` runs it; here its other checks) and the
+allocator's and the segment chains' (half a minute each: ``make formal`` and ``make
+sim-full``)."""
 
 import json
 
@@ -48,8 +50,9 @@ def test_tlb_bad_arguments_are_errors() -> None:
         kvpool_tlb.parse_args(["prove", "prove"])
 
 
+@pytest.mark.full
 def test_allocator_conservation_closes_by_induction(tmp_path) -> None:
-    """The slowest of these checks: 26 s alone, up to a minute with both cores busy."""
+    """26 s alone, up to a minute with both cores busy (``make formal`` runs it too)."""
     o = kvpool_alloc.run("prove", out=tmp_path)
     assert o.status == "PASS" and o.steps <= kvpool_alloc.PROVE_DEPTH, o.log
 
@@ -81,8 +84,10 @@ def test_allocator_bad_arguments_are_errors() -> None:
         kvpool_alloc.parse_args(["moon"])
 
 
+@pytest.mark.full
 def test_segment_chains_close_by_induction(tmp_path) -> None:
-    """15 - 25 s alone (k = 1)."""
+    """15 - 25 s alone, up to 80 s with both cores busy (k = 1; ``make formal`` runs it
+    too)."""
     o = kvpool_seg.run("prove", out=tmp_path)
     assert o.status == "PASS" and o.steps <= kvpool_seg.PROVE_DEPTH, o.log
 
