@@ -103,8 +103,9 @@ REACH = {
 
 
 class TLBProtocolFormal(PoolProtocolFormal):
-    """The pool, the shadow page table, the key map, K1 (and B1), the assumptions of
-    :class:`formal.kvpool_proto.PoolProtocolFormal` and its invariants.
+    """The pool, the shadow page table, the key map, the lookups' trackers, K1, K2, B1
+    and B2, the assumptions of :class:`formal.kvpool_proto.PoolProtocolFormal` and G2,
+    and the invariants (its own and the proto's).
 
     Parameters
     ----------
@@ -175,7 +176,8 @@ class TLBProtocolFormal(PoolProtocolFormal):
         bt = self.dut.u.bt
         a, w = bt.state.a, bt.state.w
         kind = bt.cmd.payload.kind.as_value()
-        self.wp = wp, wi = write_pending(m, bt, self.take & (kind == BtCmd.WRITE.value))
+        self.writing = write_pending(m, bt, self.take & (kind == BtCmd.WRITE.value))
+        wp, wi = self.writing
         self.rtrack = []
         for k in range(bt.PORTS):
             rd = getattr(bt, f"rd{k}")
@@ -213,7 +215,7 @@ class TLBProtocolFormal(PoolProtocolFormal):
         bt = self.dut.u.bt
         w = bt.state.w
         # and its property 9 (``w_idle``, ``w_cut``): a WRITE pending is being walked
-        m.d.comb += Assume(~self.wp[0] | (w.running & ~w.is_cut))
+        m.d.comb += Assume(~self.writing[0] | (w.running & ~w.is_cut))
         for k, (ok, exp) in enumerate(self.rtrack):
             rsp = getattr(bt, f"rd{k}_rsp")
             got = Cat(rsp.payload.loc, rsp.payload.addr)
