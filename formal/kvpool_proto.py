@@ -76,6 +76,7 @@ __all__ = [
     "PoolProtocolFormal",
     "CONFIG",
     "run",
+    "run_harness",
     "build_parser",
     "parse_args",
     "main",
@@ -286,13 +287,38 @@ def run(
     ValueError
         An unknown task, variant or witness.
     """
-    if task not in MODES:  # before the harness's conversion (seconds)
+    return run_harness(
+        PoolProtocolFormal, "kvpool_proto", PROVE_DEPTH, task, variant, reach, depth, out
+    )
+
+
+def run_harness(
+    cls: type,
+    prefix: str,
+    prove_depth: int,
+    task: str,
+    variant: str,
+    reach: str | None,
+    depth: int | None,
+    out: Path,
+) -> Outcome:
+    """A whole-pool harness's run (this module's and :mod:`formal.kvpool_tlbproto`'s
+    ``run``): ``cls(variant=..., reach=...)`` solved in ``out/<prefix>_<name>/<task>``,
+    ``depth`` by default ``prove_depth`` (``prove``) or :data:`BMC_DEPTH` (``bmc``).
+
+    Raises
+    ------
+    ValueError
+        An unknown task (before the harness's conversion, which takes seconds),
+        variant or witness.
+    """
+    if task not in MODES:
         raise ValueError(f"task = {task!r}: must be one of {sorted(MODES)}")
-    h = PoolProtocolFormal(variant=variant, reach=reach)
+    h = cls(variant=variant, reach=reach)
     if depth is None:
-        depth = PROVE_DEPTH if task == "prove" else BMC_DEPTH
+        depth = prove_depth if task == "prove" else BMC_DEPTH
     name = f"reach_{reach}" if reach else variant
-    return solve(convert(h, h.ports()), out / f"kvpool_proto_{name}", task, depth)
+    return solve(convert(h, h.ports()), out / f"{prefix}_{name}", task, depth)
 
 
 def _weak() -> Answer:

@@ -78,10 +78,10 @@ from amaranth.hdl import Assume
 
 from formal.kvpool import CONFIG
 from formal.kvpool_bt import write_pending
-from formal.kvpool_proto import BMC_DEPTH, PoolProtocolFormal
+from formal.kvpool_proto import PoolProtocolFormal, run_harness
 from formal.kvpool_proto_inv import FILLING, SPILLING, TAGGING
 from formal.leaf import Answer, LeafChecks
-from formal.sat import MODES, Outcome, convert, solve
+from formal.sat import Outcome
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pool_release import _KILL
@@ -431,13 +431,9 @@ def run(
     ValueError
         An unknown task, variant or witness.
     """
-    if task not in MODES:  # before the harness's conversion (seconds)
-        raise ValueError(f"task = {task!r}: must be one of {sorted(MODES)}")
-    h = TLBProtocolFormal(variant=variant, reach=reach)
-    if depth is None:
-        depth = PROVE_DEPTH if task == "prove" else BMC_DEPTH
-    name = f"reach_{reach}" if reach else variant
-    return solve(convert(h, h.ports()), out / f"kvpool_tlbproto_{name}", task, depth)
+    return run_harness(
+        TLBProtocolFormal, "kvpool_tlbproto", PROVE_DEPTH, task, variant, reach, depth, out
+    )
 
 
 def _weak() -> Answer:
