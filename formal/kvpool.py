@@ -130,9 +130,9 @@ consequences of all on the whole pool from reset, to its depth (properties
 1-5). Their rows are in the same report.
 
 Measured by ``make formal`` (``build/reports/formal_kvpool.json``; 2 cores,
-the other one busy): the BMC of properties 1-7 passes 12 steps (1,256 s;
+the other one busy): the BMC of properties 1-7 passes 12 steps (1,110 s;
 847 s for 1-6 before property 7, the other core busy with a synthesis); the
-induction up to 3 steps stops with a counterexample to induction (80 s);
+induction up to 3 steps stops with a counterexample to induction (79 s);
 the false property fails at step 2; the witnesses come at step 5 (a
 committed insert, idle: the fast insert's PTE lands two cycles after it), 5
 (a fork), 9 (a TLB hit), 11 (a speculative insert: the tree's sequential
