@@ -149,7 +149,7 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
                 self._assumptions(m)
         with m.If(started & ~rst):
             if self.reach is not None:
-                m.d.comb += Assert(~self._reached(self.reach))
+                m.d.comb += Assert(~self._reached(m, self.reach))
             else:
                 self._properties(m)
         return m
@@ -255,7 +255,7 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
             return
         self._chk(m, "b1", self.take, protocol_b1(c, length, bt.TABLES))
 
-    def _reached(self, what: str) -> Value:
+    def _reached(self, m: Module, what: str) -> Value:
         """The state :data:`REACH` names (asserted absent: its counterexample is a
         witness that the BMC reaches it)."""
         u, s = self.dut.u, self.dut.state

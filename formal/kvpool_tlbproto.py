@@ -124,7 +124,6 @@ class TLBProtocolFormal(PoolProtocolFormal):
 
     # ------------------------------------------------------------------ shadows
     def _shadows(self, m: Module) -> None:
-        self._m, self._befores = m, []
         super()._shadows(m)
         self._ptes(m)
         self._keys(m)
@@ -386,7 +385,7 @@ class TLBProtocolFormal(PoolProtocolFormal):
             ],
         )
 
-    def _reached(self, what: str) -> Value:
+    def _reached(self, m: Module, what: str) -> Value:
         """The state :data:`REACH` names: a walk's fill, or a mapped key changed with the
         excuse named (the cut job's kill, a spill's WRITE: registered with what the TLB
         was told)."""
@@ -400,16 +399,12 @@ class TLBProtocolFormal(PoolProtocolFormal):
             ]
         ).any()
         inv, _iseg, _ipos, kill, _kseg = self.told[0]
+        by = Signal(name="fv_by")  # the excuse's source, in the previous cycle
         if what == "kill":
-            return changed & kill & self._before(self.dut.state.cut.kv)
-        return changed & inv & self._before(self.at("SP_WR"))  # "spill"
-
-    def _before(self, v: Value) -> Signal:
-        """``v`` in the previous cycle."""
-        r = Signal(name=f"fv_before{len(self._befores)}")
-        self._befores.append(r)
-        self._m.d.sync += r.eq(v)
-        return r
+            m.d.sync += by.eq(self.dut.state.cut.kv)
+            return changed & kill & by
+        m.d.sync += by.eq(self.at("SP_WR"))  # "spill"
+        return changed & inv & by
 
 
 def run(

@@ -8,6 +8,7 @@ Verilator is present (it builds ``hw/specdecode_top.py`` once, cached under ``bu
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import re
 import shutil
@@ -492,10 +493,10 @@ def test_rtl_backend_equals_golden_and_cycle_model(pair, monkeypatch):
     shares) rather than the chip model's own (``sim.rtl.build.DEFAULT_BUILD_ARGS``):
     the same Verilog and checks, about 40 % less C++ work for a 64-token run
     (docs/decisions/0012, "Not done here")."""
-    import sim.rtl.backends as rtl_backends
-    from sim.rtl.build import build_top
+    import sim.rtl
 
-    monkeypatch.setattr(rtl_backends, "build_top", lambda hdl, build_args=(): build_top(hdl, ()))
+    # the chip's loop opens the RTL through sim.rtl.open_rtl: its build_args given
+    monkeypatch.setattr(sim.rtl, "open_rtl", functools.partial(sim.rtl.open_rtl, build_args=()))
     cfg = ChipConfig(backend="rtl", tokens=64)
     target, draft = pair
     prompts = code_prompts(1, cfg.prompt_len, cfg.prompt_seed)
