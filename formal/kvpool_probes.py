@@ -5,7 +5,8 @@ builds :class:`hw.kvpool.ScaledPool` with :class:`TLB`, :class:`BlockTable`
 and :class:`TreeSlots` in place of its own (``mock.patch`` of the names in
 :mod:`hw.kvpool.pool`, for its ``_units`` only) and keeps its units (``u``:
 the segment table, the allocators, the counters) for :mod:`formal.kvpool`; :mod:`formal.kvpool_tlb`
-uses :class:`TLB` alone, :mod:`formal.kvpool_alloc` :class:`Allocator`,
+uses :class:`TLB` alone, :mod:`formal.kvpool_alloc` :class:`Allocator`
+(:mod:`formal.kvpool_allocproto` the pool with its allocators probed, :class:`AllocPool`),
 :mod:`formal.kvpool_bt` :class:`ProbedBlockTable` (the block table's
 ``state``, which ``hw/`` exposes, with its allocators probed). What
 they rely on of ``hw/`` (private names): the pool's ``_units``, the TLB's
@@ -18,6 +19,7 @@ expose their state as the block table does (``state``, decision 0025), these
 would go.
 """
 
+from contextlib import ExitStack
 from unittest import mock
 
 from amaranth import Module, Value
@@ -30,7 +32,16 @@ from hw.kvpool.pool import ScaledPool
 from hw.kvpool.tlb import TLB as _TLB
 from hw.kvpool.treeslots import TreeSlots as _TreeSlots
 
-__all__ = ["Cached", "TLB", "BlockTable", "ProbedBlockTable", "Allocator", "TreeSlots", "Pool"]
+__all__ = [
+    "Cached",
+    "TLB",
+    "BlockTable",
+    "ProbedBlockTable",
+    "Allocator",
+    "TreeSlots",
+    "Pool",
+    "AllocPool",
+]
 
 
 class Cached:
@@ -115,25 +126,35 @@ class Allocator(Cached, _PageAllocator):
 
 class TreeSlots(Cached, _TreeSlots):
     """The tree slots with their flip-flops kept (``st``: ``active``, ``seq``,
-    ``valid`` per slot)."""
+    ``valid`` per slot, the stream's ``phase`` and slot ``cs``) and this cycle's ADD
+    (``add``: ``ok``, an ADD taken and written)."""
 
     st = None
+    add = None
 
     def _commands(self, m: Module, st: object, nodes: object, levels: object) -> object:
         self.st = st
-        return super()._commands(m, st, nodes, levels)
+        self.add = super()._commands(m, st, nodes, levels)
+        return self.add
 
 
 class Pool(ScaledPool):
     """The pool with its units kept (``u``), built from the probed leaves."""
 
     u = None
+    #: the probes that replace the pool's leaves (names in :mod:`hw.kvpool.pool`)
+    PROBES = {"TLB": TLB, "BlockTable": BlockTable, "TreeSlots": TreeSlots}
 
     def _units(self, m: Module) -> object:
-        with (
-            mock.patch.object(pool_mod, "TLB", TLB),
-            mock.patch.object(pool_mod, "BlockTable", BlockTable),
-            mock.patch.object(pool_mod, "TreeSlots", TreeSlots),
-        ):
+        with ExitStack() as stack:
+            for name, probe in self.PROBES.items():
+                stack.enter_context(mock.patch.object(pool_mod, name, probe))
             self.u = super()._units(m)
         return self.u
+
+
+class AllocPool(Pool):
+    """:class:`Pool` whose page and HBM-slot allocators are :class:`Allocator` probes
+    (their FIFOs' words and pointers)."""
+
+    PROBES = Pool.PROBES | {"PageAllocator": Allocator}

@@ -116,13 +116,15 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
     """
 
     VARIANTS, REACH = VARIANTS, REACH
+    #: the probed pool the harness builds
+    POOL = Pool
 
     def __init__(self, *, variant: str = "props", reach: str | None = None) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
         check_run(variant, reach, self.VARIANTS, self.REACH)
         self._MustUse__silence = False
         self.variant, self.reach = variant, reach
-        self.dut = Pool(**CONFIG)
+        self.dut = self.POOL(**CONFIG)
         self.dut._MustUse__silence = True  # elaborated by the harness
 
     def at(self, *names: str) -> Value:
