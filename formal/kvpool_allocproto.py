@@ -1,4 +1,4 @@
-"""The pool keeps the page allocator's protocol, by k-induction: ``python -m formal.kvpool_allocproto``.
+"""The pool keeps the page allocator's protocol: ``python -m formal.kvpool_allocproto``.
 
 The pool's side of :mod:`formal.kvpool_alloc`'s contract (its A1), closed at
 the pool level: the harness of :mod:`formal.kvpool_tlbproto` (the whole
@@ -44,9 +44,9 @@ structures hold is ``PAGES``.
 Assumed (every cycle out of reset): :mod:`formal.kvpool_tlbproto`'s
 assumptions (C1, T1, T2, V1, G2) and:
 
-T3. the tree slots': a beat comes while ``busy``; an ACC or REJ beat is of a node of the streamed slot
-    in the tree shadow, with its ``npage``; the END beat comes when no node
-    of the slot is left (what the leaf streams when ``valid & accept`` is an
+T3. the tree slots': a beat comes while ``busy``; an ACC or REJ beat is of a
+    node of the streamed slot in the tree shadow, with its ``npage``; the END
+    beat comes when no node of the slot is left (what the leaf streams when ``valid & accept`` is an
     ancestor chain from ``d0``, the sampler's contract C1 trusts);
 V2. the page states': a spill's victim page is the page of its PTE
     (``loc = 0``, ``addr = page``; V1's live PTE);
