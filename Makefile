@@ -100,8 +100,8 @@ soak: $(STAMP)
 # k-induction attempt at a reduced size; its own report, a section of docs/results/formal.md),
 # then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence, formal.kvpool_alloc:
 # page conservation, formal.kvpool_seg: segment chains, formal.kvpool_seg_derived: the
-# segment table's derived registers, formal.kvpool_bt: the block table as the page table;
-# rows of the same report), then the pool's side of the block table's, the TLB's and the
+# segment table's derived registers, formal.kvpool_bt: the block table as the page table,
+# formal.kvpool_ts: the tree slots' stream; rows of the same report), then the pool's side of the block table's, the TLB's and the
 # page allocator's protocols on the whole pool (formal.kvpool_proto, decision 0026;
 # formal.kvpool_tlbproto, decision 0027; formal.kvpool_allocproto, decision 0028)
 formal: $(STAMP)
@@ -114,6 +114,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_seg
 	$(VPY) -m formal.kvpool_seg_derived
 	$(VPY) -m formal.kvpool_bt
+	$(VPY) -m formal.kvpool_ts
 	$(VPY) -m formal.kvpool_proto
 	$(VPY) -m formal.kvpool_tlbproto
 	$(VPY) -m formal.kvpool_allocproto

@@ -34,7 +34,14 @@ allocation* on the pool's own state:
 
 O1. every on-chip page has as many owners as it is held: one if ``held``,
     else none (a page shown this cycle has none yet; a page in the free FIFO
-    none).
+    none);
+
+and the pool's side of the tree slots' contract (:mod:`formal.kvpool_ts`,
+which proves T1 - T3 of the leaf under it):
+
+S1. every ADD the tree slots take is of a slot in range, active, not the
+    slot streamed, of a node not valid in it, at a position in its window;
+S2. every COMMIT they take is of an active slot in range.
 
 So the allocator's leaf proof (no page handed out twice while held,
 ``free_pages`` plus the held pages is ``PAGES``), which assumes A1, holds
@@ -57,9 +64,10 @@ P1. the pool's page accounting: while the drain pushes a tree's rejected
     not 0 (it counts the pages the cut and the drain still push; a spill in
     that window would push in the drain's cycle).
 
-T3 and V2 are contracts of leaves without a leaf proof (as T1, T2, V1); P1
-rests on the segment table's page counters matching the PTEs, which no
-proof states yet.
+T1 - T3 are proved of the tree slots by :mod:`formal.kvpool_ts` under S1, S2
+(asserted here) and the sampler's ancestor chain (C1's); V2 is a contract of
+the page states without a leaf proof (as V1); P1 rests on the segment table's
+page counters matching the PTEs, which no proof states yet.
 
 Asserted with A1 and O1: B1, :mod:`formal.kvpool_proto_inv`'s invariants
 and :mod:`formal.kvpool_tlbproto`'s key invariants, the allocator's FIFO
@@ -124,7 +132,7 @@ FILL_ON = ("FILL_ALLOC", "ALLOC_FILL_GO", "GOT_FILL_GO", "FILL_GO")
 
 
 class AllocProtocolFormal(TLBProtocolFormal):
-    """The pool, ``held``, the tree shadow, ``cnext``, A1 and O1, the assumptions of
+    """The pool, ``held``, the tree shadow, ``cnext``, A1, O1, S1, S2, the assumptions of
     :class:`formal.kvpool_tlbproto.TLBProtocolFormal` and T3, V2, G3, P1, and the
     invariants.
 
@@ -255,6 +263,7 @@ class AllocProtocolFormal(TLBProtocolFormal):
             return
         self._chk(m, "a1", a.push, [may.bit_select(a.push_page, 1)])
         if self.variant == "props":
+            self._tree_protocol(m)
             self._b1(m)
             self._invariants(m)
             self._key_invariants(m)
@@ -354,22 +363,34 @@ class AllocProtocolFormal(TLBProtocolFormal):
             [self._pte(f.vtab, f.vi) == Cat(Const(0, 1), f.vpage), f.vi < self.lens[f.vtab]],
         )
 
-    def _addable(self, slot: Value, seq: Value, node: Value, pos: Value) -> list[Value]:
-        """A speculative insert's ADD to ``slot`` is taken and adds ``node``: the slot is
-        in range, active, of ``seq``, not streamed, ``node`` not valid, ``pos`` in its
-        window."""
+    def _addable(self, slot: Value, node: Value, pos: Value, seq: Value | None = None) -> list:
+        """An ADD to ``slot`` is taken and adds ``node`` (:mod:`formal.kvpool_ts`'s S1): the
+        slot is in range, active (of ``seq`` if given), not streamed, ``node`` not valid,
+        ``pos`` in its window."""
         ts = self.dut.u.ts
         st = ts.st
         lo = Array(st.lo)[slot]
+        mine = [] if seq is None else [Array(st.seq)[slot] == seq]
         return [
             ts._slot_ok(slot),
             st.active.bit_select(slot, 1),
-            Array(st.seq)[slot] == seq,
+            *mine,
             ~((st.phase != 0) & (st.cs == slot)),
             ~Array(st.valid)[slot].bit_select(node, 1),
             lo <= pos,
             pos < lo + ts.MAX_DEPTH,
         ]
+
+    def _tree_protocol(self, m: Module) -> None:
+        """S1 and S2 of :mod:`formal.kvpool_ts`: every ADD taken is addable, every COMMIT
+        taken is of an active slot."""
+        ts = self.dut.u.ts
+        c = ts.cmd.payload
+        fire = ts.cmd.valid & ts.cmd.ready
+        kind = c.kind.as_value()
+        self._chk(m, "s1", fire & (kind == TsCmd.ADD.value), self._addable(c.slot, c.node, c.pos))
+        active = ts.st.active.bit_select(c.slot, 1)
+        self._chk(m, "s2", fire & (kind == TsCmd.COMMIT.value), [ts._slot_ok(c.slot), active])
 
     def _spec_adds(self, m: Module) -> None:
         """A speculative insert's ADD will be taken: a fast one's stage 2, a sequential
@@ -380,13 +401,13 @@ class AllocProtocolFormal(TLBProtocolFormal):
             m,
             "s2_add",
             s2.valid & ~s2.committed,
-            self._addable(s2.slot, s2.seq, s2.owner, s2.pos),
+            self._addable(s2.slot, s2.owner, s2.pos, s2.seq),
         )
         ins = self.at("INS", "ALLOC_INS_GO", "GOT_INS_GO", "INS_GO")
         ins = (ins | (self.at(*SPILLING) & (f.ret == RET_INSERT))) & ~o.committed
         has = f.f["has_tree"]
         self._chk(m, "ins_slot", ins & has, [f.f["slot"] == f.slot])
-        self._chk(m, "ins_add", ins & has, self._addable(f.slot, o.seq, o.owner, o.pos))
+        self._chk(m, "ins_add", ins & has, self._addable(f.slot, o.owner, o.pos, o.seq))
         self._chk(m, "ins_open", ins & ~has, [f.f["facts"].tree_free])
 
     def _reached(self, m: Module, what: str) -> Value:
@@ -442,7 +463,7 @@ LEAF = LeafChecks(
     config=CONFIG,
     run=run,
     unit="pool",
-    props="A1 (the allocator's), O1 (under C1, T1 - T3, V1, V2, G2, G3, P1)",
+    props="A1 (the allocator's), O1, S1, S2 (under C1, T1 - T3, V1, V2, G2, G3, P1)",
     negated="A1 of push_page XOR 1 refuted",
     unprotected=None,
     reach=REACH,

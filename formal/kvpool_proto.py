@@ -34,10 +34,12 @@ V1. the page states' and the pool's: a spill's victim (``VICTIM``'s ``done``
     in ``SP_VWAIT``) is found (``none`` low) and has a live PTE: its table is
     used and its position within the table (``tbase <= pos < tbase + tlen``).
 
-The tree slots have no leaf proof (their testbench checks them against the
-golden model); V1 rests on the page-state words of the committed pages
-matching the PTEs that map them (the pool's property 3, checked by
-:mod:`formal.kvpool`'s BMC and by the pool's testbench).
+T1 and T2 are proved of the tree slots by :mod:`formal.kvpool_ts` (decision
+0029), under the pool's S1 and S2 (which :mod:`formal.kvpool_allocproto`
+proves of the pool) and the sampler's ancestor chain (C1's); V1 rests on the
+page-state words of the committed pages matching the PTEs that map them (the
+pool's property 3, checked by :mod:`formal.kvpool`'s BMC and by the pool's
+testbench).
 
 The strengthening invariants (:mod:`formal.kvpool_proto_inv`, each a named
 assertion) relate the operation FSM's, the fast insert's, the drain's and the
