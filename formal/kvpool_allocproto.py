@@ -104,6 +104,7 @@ from formal.kvpool_probes import AllocPool
 from formal.kvpool_proto import run_harness
 from formal.kvpool_proto_inv import SPILLING
 from formal.kvpool_tlbproto import TLBProtocolFormal
+from formal.kvpool_ts import tree_shadow
 from formal.leaf import Answer, LeafChecks
 from formal.sat import Outcome
 from hw.common import sum_tree
@@ -162,30 +163,10 @@ class AllocProtocolFormal(TLBProtocolFormal):
         self._cut_next(m)
 
     def _tree(self, m: Module) -> None:
-        """``nval[r]`` (``N_NODES`` bits) and ``npage[r][n]``: the tree shadow."""
-        ts = self.dut.u.ts
-        st, c, out = ts.st, ts.cmd.payload, ts.out
-        T, N = ts.TREES, ts.N_NODES
-        self.nval = [Signal(N, name=f"fv_nval{r}") for r in range(T)]
-        self.npage = [
-            [Signal(ts.PAGE_BITS, name=f"fv_npage{r}_{n}") for n in range(N)] for r in range(T)
-        ]
-        fire = ts.cmd.valid & ts.cmd.ready
-        ok = ts._slot_ok(c.slot) & ~((st.phase != 0) & (c.slot == st.cs))
-        is_open = fire & (c.kind == TsCmd.OPEN) & ok
-        node = (Const(1, N) << c.node)[:N]
-        gone = (Const(1, N) << out.payload.node)[:N]
-        beat = out.valid & out.ready & (out.payload.kind != TsOut.END)
-        for r in range(T):
-            with m.If(is_open & (c.slot == r)):
-                m.d.sync += self.nval[r].eq(0)
-            with m.Elif(ts.add.ok & (c.slot == r)):
-                m.d.sync += self.nval[r].eq(self.nval[r] | node)
-                for n in range(N):
-                    with m.If(c.node == n):
-                        m.d.sync += self.npage[r][n].eq(c.page)
-            with m.Elif(beat & (st.cs == r)):
-                m.d.sync += self.nval[r].eq(self.nval[r] & ~gone)
+        """``nval[r]`` and ``npage[r][n]``: the tree shadow
+        (:func:`formal.kvpool_ts.tree_shadow`)."""
+        self.tree = tree_shadow(m, self.dut.u.ts)
+        self.nval, self.npage = self.tree.nval, self.tree.npage
 
     def _cut_next(self, m: Module) -> None:
         """``cnext``: the next index the block table's CUT in progress streams."""
@@ -207,11 +188,7 @@ class AllocProtocolFormal(TLBProtocolFormal):
 
     def _streamed(self) -> tuple[Value, Value]:
         """The tree shadow of the slot streamed: ``(nval, npage of the beat's node)``."""
-        ts = self.dut.u.ts
-        cs = ts.st.cs
-        nv = Array(self.nval)[cs]
-        np = Array(Array(row) for row in self.npage)[cs][ts.out.payload.node]
-        return nv, np
+        return self.tree.streamed(self.dut.u.ts)
 
     def _node_stream(self, m: Module) -> None:
         """T3."""

@@ -89,6 +89,7 @@ allow it within :data:`BMC_DEPTH` steps).
 """
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -105,6 +106,8 @@ from hw.kvpool.treeslots import TsCmd, TsOut
 __all__ = [
     "ProbedTreeSlots",
     "TreeSlotsFormal",
+    "TreeShadow",
+    "tree_shadow",
     "CONFIG",
     "LARGER",
     "run",
@@ -178,6 +181,70 @@ class ProbedTreeSlots(TreeSlots):
         ]
 
 
+@dataclass
+class TreeShadow:
+    """The tree shadow of a probed :class:`~hw.kvpool.treeslots.TreeSlots`: per slot
+    ``r`` the nodes held (``nval[r]``, ``N_NODES`` bits), per node the word its
+    last ADD wrote (``ndepth``, ``npage``, ``ntoken``; never reset, as the node
+    table)."""
+
+    nval: list[Signal]
+    ndepth: list[list[Signal]]
+    npage: list[list[Signal]]
+    ntoken: list[list[Signal]]
+
+    def streamed(self, ts: TreeSlots) -> tuple[Value, Value]:
+        """``(nval, npage)`` of the slot streamed (``cs``) and the beat's node."""
+        cs = ts.st.cs
+        nv = Array(self.nval)[cs]
+        np = Array(Array(row) for row in self.npage)[cs][ts.out.payload.node]
+        return nv, np
+
+
+def tree_shadow(m: Module, ts: TreeSlots) -> TreeShadow:
+    """The tree shadow of ``ts`` (elaborated: its ``st`` and ``add``), in ``m``: a node
+    is held from the ADD the slots take (``add.ok``) until its ACC or REJ beat is
+    taken (of slot ``cs``), or an OPEN they take of its slot (in range, not the slot
+    streamed). Shared by this proof and :mod:`formal.kvpool_allocproto`."""
+    st, c, out = ts.st, ts.cmd.payload, ts.out
+    T, N, db = ts.TREES, ts.N_NODES, idx_bits(ts.MAX_DEPTH)
+
+    def words(name: str, width: int) -> list[list[Signal]]:
+        return [
+            [Signal(width, name=f"fv_{name}{r}_{n}", reset_less=True) for n in range(N)]
+            for r in range(T)
+        ]
+
+    sh = TreeShadow(
+        nval=[Signal(N, name=f"fv_nval{r}") for r in range(T)],
+        ndepth=words("ndepth", db),
+        npage=words("npage", ts.PAGE_BITS),
+        ntoken=words("ntoken", ts.TOKEN_BITS),
+    )
+    fire = ts.cmd.valid & ts.cmd.ready
+    streamed = (st.phase != 0) & (c.slot == st.cs)
+    is_open = fire & (c.kind == TsCmd.OPEN) & ts._slot_ok(c.slot) & ~streamed
+    node = (Const(1, N) << c.node)[:N]
+    gone = (Const(1, N) << out.payload.node)[:N]
+    beat = out.valid & out.ready & (out.payload.kind != TsOut.END)
+    depth = (c.pos - Array(st.lo)[c.slot])[:db]
+    for r in range(T):
+        with m.If(is_open & (c.slot == r)):
+            m.d.sync += sh.nval[r].eq(0)
+        with m.Elif(ts.add.ok & (c.slot == r)):
+            m.d.sync += sh.nval[r].eq(sh.nval[r] | node)
+        with m.Elif(beat & (st.cs == r)):
+            m.d.sync += sh.nval[r].eq(sh.nval[r] & ~gone)
+        for n in range(N):
+            with m.If(ts.add.ok & (c.slot == r) & (c.node == n)):
+                m.d.sync += [
+                    sh.ndepth[r][n].eq(depth),
+                    sh.npage[r][n].eq(c.page),
+                    sh.ntoken[r][n].eq(c.token),
+                ]
+    return sh
+
+
 def _count(bits: Value) -> Value:
     """The set bits of ``bits``."""
     w = bits_for(len(bits))
@@ -226,42 +293,14 @@ class TreeSlotsFormal(Harness, Elaboratable):
 
     # ------------------------------------------------------------------ the shadow
     def _shadow(self, m: Module) -> None:
-        """``nval``, ``ndepth``, ``npage``, ``ntoken`` per slot and node; ``owe``."""
+        """The tree shadow (:func:`tree_shadow`) and ``owe``."""
         d = self.dut
         st, c, out = d.st, d.cmd.payload, d.out
-        T, N, db = d.TREES, d.N_NODES, idx_bits(d.MAX_DEPTH)
-        self.nval = [Signal(N, name=f"fv_nval{r}") for r in range(T)]
-
-        def words(name: str, width: int) -> list[list[Signal]]:
-            return [
-                [Signal(width, name=f"fv_{name}{r}_{n}", reset_less=True) for n in range(N)]
-                for r in range(T)
-            ]
-
-        self.ndepth = words("ndepth", db)
-        self.npage = words("npage", d.PAGE_BITS)
-        self.ntoken = words("ntoken", d.TOKEN_BITS)
+        N = d.N_NODES
+        self.tree = tree_shadow(m, d)
+        self.nval, self.ndepth = self.tree.nval, self.tree.ndepth
+        self.npage, self.ntoken = self.tree.npage, self.tree.ntoken
         self.fire = fire = d.cmd.valid & d.cmd.ready
-        streamed = (st.phase != 0) & (c.slot == st.cs)
-        is_open = fire & (c.kind == TsCmd.OPEN) & d._slot_ok(c.slot) & ~streamed
-        node = (Const(1, N) << c.node)[:N]
-        gone = (Const(1, N) << out.payload.node)[:N]
-        beat = out.valid & out.ready & (out.payload.kind != TsOut.END)
-        depth = (c.pos - Array(st.lo)[c.slot])[:db]
-        for r in range(T):
-            with m.If(is_open & (c.slot == r)):
-                m.d.sync += self.nval[r].eq(0)
-            with m.Elif(d.add.ok & (c.slot == r)):
-                m.d.sync += self.nval[r].eq(self.nval[r] | node)
-            with m.Elif(beat & (st.cs == r)):
-                m.d.sync += self.nval[r].eq(self.nval[r] & ~gone)
-            for n in range(N):
-                with m.If(d.add.ok & (c.slot == r) & (c.node == n)):
-                    m.d.sync += [
-                        self.ndepth[r][n].eq(depth),
-                        self.npage[r][n].eq(c.page),
-                        self.ntoken[r][n].eq(c.token),
-                    ]
         # owe (as formal.kvpool_proto's)
         self.valid_acc = Array(st.valid)[c.slot] & c.accept
         self.owe = Signal(bits_for(N), name="fv_owe")
@@ -275,13 +314,8 @@ class TreeSlotsFormal(Harness, Elaboratable):
             m.d.sync += self.owe.eq(self.owe - 1)
 
     def _streamed(self) -> tuple[Value, Value]:
-        """The shadow of the slot streamed: ``(nval, npage of the beat's node)`` (as
-        :meth:`formal.kvpool_allocproto.AllocProtocolFormal._streamed`)."""
-        d = self.dut
-        cs = d.st.cs
-        nv = Array(self.nval)[cs]
-        np = Array(Array(row) for row in self.npage)[cs][d.out.payload.node]
-        return nv, np
+        """The shadow of the slot streamed (:meth:`TreeShadow.streamed`)."""
+        return self.tree.streamed(self.dut)
 
     # ------------------------------------------------------------------ assumptions
     def _protocol(self, m: Module) -> None:
