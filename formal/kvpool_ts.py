@@ -97,6 +97,7 @@ from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, 
 from amaranth.hdl import Assert, Assume
 from amaranth.utils import bits_for
 
+from formal.kvpool import count
 from formal.kvpool_probes import TreeSlots
 from formal.leaf import Answer, Harness, LeafChecks, check_run
 from formal.sat import Outcome, convert, solve
@@ -245,12 +246,6 @@ def tree_shadow(m: Module, ts: TreeSlots) -> TreeShadow:
     return sh
 
 
-def _count(bits: Value) -> Value:
-    """The set bits of ``bits``."""
-    w = bits_for(len(bits))
-    return sum((bits[i].as_unsigned() for i in range(len(bits))), Const(0, w))[:w]
-
-
 class TreeSlotsFormal(Harness, Elaboratable):
     """The tree slots, the tree shadow and ``owe``, assumptions S1-S3, T1-T3 and
     invariants 1-6."""
@@ -307,7 +302,7 @@ class TreeSlotsFormal(Harness, Elaboratable):
         kind = c.kind
         acc_beat = out.valid & out.ready & (out.payload.kind == TsOut.ACC)
         with m.If(fire & (kind == TsCmd.COMMIT)):
-            m.d.sync += self.owe.eq(_count(self.valid_acc))
+            m.d.sync += self.owe.eq(count(list(self.valid_acc)))
         with m.Elif(fire & (kind == TsCmd.RELEASE)):
             m.d.sync += self.owe.eq(0)
         with m.Elif(acc_beat):
@@ -344,7 +339,7 @@ class TreeSlotsFormal(Harness, Elaboratable):
         ``d0, ..., d0 + |va| - 1``, one each."""
         N = self.dut.N_NODES
         dep = Array(Array(row) for row in self.ndepth)[slot]
-        k = _count(va)
+        k = count(list(va))
         conds = [~va[n] | ((d0 <= dep[n]) & (dep[n] < d0 + k)) for n in range(N)]
         conds += [~(va[n] & va[j]) | (dep[n] != dep[j]) for n in range(N) for j in range(n + 1, N)]
         return conds
@@ -424,7 +419,7 @@ class TreeSlotsFormal(Harness, Elaboratable):
         p1 = [
             (g.acc & ~valid) == 0,
             (nv & ~g.acc) == g.rej,
-            self.owe == _count(live),
+            self.owe == count(list(live)),
             g.a_d >= 1 + g.c_valid,
             g.a_d <= D + 1,
             g.b_valid == (g.a_d <= D),
