@@ -104,7 +104,7 @@ from formal.kvpool_probes import AllocPool
 from formal.kvpool_proto import run_harness
 from formal.kvpool_proto_inv import SPILLING
 from formal.kvpool_tlbproto import TLBProtocolFormal
-from formal.kvpool_ts import tree_shadow
+from formal.kvpool_ts import addable, committable, node_stream, tree_shadow
 from formal.leaf import Answer, LeafChecks
 from formal.sat import Outcome
 from hw.common import sum_tree
@@ -113,7 +113,7 @@ from hw.kvpool.layouts import PoolOp
 from hw.kvpool.pool_release import _CUT
 from hw.kvpool.pool_score import QUEUE
 from hw.kvpool.pool_spill import RET_FILL, RET_INSERT, RET_SPILL
-from hw.kvpool.treeslots import TsCmd, TsOut
+from hw.kvpool.treeslots import TsCmd
 
 __all__ = ["AllocProtocolFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
@@ -191,16 +191,8 @@ class AllocProtocolFormal(TLBProtocolFormal):
         return self.tree.streamed(self.dut.u.ts)
 
     def _node_stream(self, m: Module) -> None:
-        """T3."""
-        out = self.dut.u.ts.out
-        o = out.payload
-        nv, np = self._streamed()
-        end = o.kind.as_value() == TsOut.END.value
-        m.d.comb += [
-            Assume(~out.valid | self.dut.u.ts.busy),
-            Assume(~(out.valid & ~end) | (nv.bit_select(o.node, 1) & (o.page == np))),
-            Assume(~(out.valid & end) | (nv == 0)),
-        ]
+        """T3 (:func:`formal.kvpool_ts.node_stream`)."""
+        m.d.comb += [Assume(x) for x in node_stream(self.dut.u.ts, self.tree)]
 
     def _victim_page(self, m: Module) -> None:
         """V2."""
@@ -340,51 +332,33 @@ class AllocProtocolFormal(TLBProtocolFormal):
             [self._pte(f.vtab, f.vi) == Cat(Const(0, 1), f.vpage), f.vi < self.lens[f.vtab]],
         )
 
-    def _addable(self, slot: Value, node: Value, pos: Value, seq: Value | None = None) -> list:
-        """An ADD to ``slot`` is taken and adds ``node`` (:mod:`formal.kvpool_ts`'s S1): the
-        slot is in range, active (of ``seq`` if given), not streamed, ``node`` not valid,
-        ``pos`` in its window."""
-        ts = self.dut.u.ts
-        st = ts.st
-        lo = Array(st.lo)[slot]
-        mine = [] if seq is None else [Array(st.seq)[slot] == seq]
-        return [
-            ts._slot_ok(slot),
-            st.active.bit_select(slot, 1),
-            *mine,
-            ~((st.phase != 0) & (st.cs == slot)),
-            ~Array(st.valid)[slot].bit_select(node, 1),
-            lo <= pos,
-            pos < lo + ts.MAX_DEPTH,
-        ]
-
     def _tree_protocol(self, m: Module) -> None:
-        """S1 and S2 of :mod:`formal.kvpool_ts`: every ADD taken is addable, every COMMIT
-        taken is of an active slot."""
+        """S1 and S2 of :mod:`formal.kvpool_ts` (:func:`~formal.kvpool_ts.addable`,
+        :func:`~formal.kvpool_ts.committable`): every ADD taken is addable, every
+        COMMIT taken is of an active slot."""
         ts = self.dut.u.ts
         c = ts.cmd.payload
         fire = ts.cmd.valid & ts.cmd.ready
         kind = c.kind.as_value()
-        self._chk(m, "s1", fire & (kind == TsCmd.ADD.value), self._addable(c.slot, c.node, c.pos))
-        active = ts.st.active.bit_select(c.slot, 1)
-        self._chk(m, "s2", fire & (kind == TsCmd.COMMIT.value), [ts._slot_ok(c.slot), active])
+        self._chk(m, "s1", fire & (kind == TsCmd.ADD.value), addable(ts, c.slot, c.node, c.pos))
+        self._chk(m, "s2", fire & (kind == TsCmd.COMMIT.value), committable(ts, c.slot))
 
     def _spec_adds(self, m: Module) -> None:
         """A speculative insert's ADD will be taken: a fast one's stage 2, a sequential
         one (its slot the sequence's tree once it has one)."""
         f, o = self.dut.state, self.dut.state.r.o
-        s2 = f.s2
+        s2, ts = f.s2, self.dut.u.ts
         self._chk(
             m,
             "s2_add",
             s2.valid & ~s2.committed,
-            self._addable(s2.slot, s2.owner, s2.pos, s2.seq),
+            addable(ts, s2.slot, s2.owner, s2.pos, s2.seq),
         )
         ins = self.at("INS", "ALLOC_INS_GO", "GOT_INS_GO", "INS_GO")
         ins = (ins | (self.at(*SPILLING) & (f.ret == RET_INSERT))) & ~o.committed
         has = f.f["has_tree"]
         self._chk(m, "ins_slot", ins & has, [f.f["slot"] == f.slot])
-        self._chk(m, "ins_add", ins & has, self._addable(f.slot, o.owner, o.pos, o.seq))
+        self._chk(m, "ins_add", ins & has, addable(ts, f.slot, o.owner, o.pos, o.seq))
         self._chk(m, "ins_open", ins & ~has, [f.f["facts"].tree_free])
 
     def _reached(self, m: Module, what: str) -> Value:

@@ -68,11 +68,11 @@ from formal.kvpool import CONFIG, tree_counts
 from formal.kvpool_bt import length_shadow, protocol_b1
 from formal.kvpool_probes import Pool
 from formal.kvpool_proto_inv import SPILLING, Invariants
+from formal.kvpool_ts import owe_shadow, stream_contract
 from formal.leaf import Answer, Harness, LeafChecks, check_run
 from formal.sat import MODES, Outcome, convert, solve
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
-from hw.kvpool.treeslots import TsCmd, TsOut
 
 __all__ = [
     "PoolProtocolFormal",
@@ -184,23 +184,9 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
         self.lens, self.take = length_shadow(m, self.dut.u.bt)
 
     def _stream(self, m: Module) -> None:
-        """``owe``: the ACC beats the tree slots' stream still owes (set by a COMMIT
-        taken to its slot's ``|valid & accept|``, 0 by a RELEASE, one less per ACC
-        beat taken)."""
-        ts = self.dut.u.ts
-        c, st = ts.cmd, ts.st
-        w = len(self.dut.op.payload.acc_len)
-        self.owe = Signal(w, name="fv_owe")
-        kind = c.payload.kind
-        acc = Array(st.valid)[c.payload.slot] & c.payload.accept
-        k = sum((acc[j] for j in range(len(acc))), Const(0, w))
-        beat = ts.out.valid & ts.out.ready & (ts.out.payload.kind == TsOut.ACC)
-        with m.If(c.valid & c.ready & (kind == TsCmd.COMMIT)):
-            m.d.sync += self.owe.eq(k)
-        with m.Elif(c.valid & c.ready & (kind == TsCmd.RELEASE)):
-            m.d.sync += self.owe.eq(0)
-        with m.Elif(beat):
-            m.d.sync += self.owe.eq(self.owe - 1)
+        """``owe``: the ACC beats the tree slots' stream still owes
+        (:func:`formal.kvpool_ts.owe_shadow`)."""
+        self.owe = owe_shadow(m, self.dut.u.ts, len(self.dut.op.payload.acc_len))
 
     # ------------------------------------------------------------------ assumptions
     def _commit_length(self, m: Module) -> None:
@@ -214,23 +200,9 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
             m.d.comb += Assume(o.acc_len + Array(d.u.seg.len)[o.seq] <= (1 << d.POS_BITS))
 
     def _stream_contract(self, m: Module) -> None:
-        """T1 and T2."""
-        ts = self.dut.u.ts
-        out = ts.out
-        kind = out.payload.kind.as_value()
-        end = Signal(name="fv_ts_end")  # an END beat taken in the previous cycle
-        was = Signal(name="fv_ts_was_busy")
-        m.d.sync += [
-            end.eq(out.valid & out.ready & (kind == TsOut.END.value)),
-            was.eq(ts.busy),
-        ]
-        acc = out.valid & (kind == TsOut.ACC.value)
-        m.d.comb += [
-            Assume(~acc | (self.owe != 0)),
-            Assume(~(out.valid & ~acc) | (self.owe == 0)),
-            Assume(~out.valid | (kind != 3)),
-            Assume(end == (was & ~ts.busy)),
-        ]
+        """T1 and T2 (:func:`formal.kvpool_ts.stream_contract`)."""
+        for conds in stream_contract(m, self.dut.u.ts, self.owe).values():
+            m.d.comb += [Assume(x) for x in conds]
 
     def _victim(self, m: Module) -> None:
         """V1."""

@@ -15,19 +15,18 @@ of slot ``cs``), and the ADD's word ``ndepth = pos - lo``, ``npage``,
 ``ntoken`` (written by an ADD taken, never reset: the node table is a
 memory); and ``owe``, the ACC beats still owed (set by a COMMIT taken to
 ``|valid & accept|`` of its slot, 0 by a RELEASE, one less per ACC beat
-taken), as :mod:`formal.kvpool_proto` states it. Every input and reset are
+taken: :func:`owe_shadow`, the pool's harnesses' too). Every input and reset are
 free (the lookup ports and the ``chk`` queries too: they drive nothing the
 properties see), except the pool's protocol, assumed for a command taken in a
 cycle without reset:
 
 S1. an ADD is of a slot ``< TREES``, active, not the slot streamed, of a
     node not ``valid`` in it, with ``lo <= pos < lo + MAX_DEPTH``
-    (:meth:`formal.kvpool_allocproto.AllocProtocolFormal._addable`, which
-    that proof asserts of the pool);
-S2. a COMMIT is of an active slot (``owe`` counts ``valid & accept`` as
-    :mod:`formal.kvpool_proto` does, but the leaf streams an inactive slot's
-    COMMIT as END only, whatever its stale ``valid``; a RELEASE owes nothing
-    and needs no assumption);
+    (:func:`addable`);
+S2. a COMMIT is of a slot ``< TREES``, active (:func:`committable`; ``owe``
+    counts ``valid & accept`` whatever the slot, but the leaf streams an
+    inactive slot's COMMIT as END only, whatever its stale ``valid``; a
+    RELEASE owes nothing and needs no assumption);
 S3. the sampler's contract (SPEC §4.8, decision 0020): the nodes of
     ``valid & accept`` of a COMMIT's slot are an ancestor chain from ``d0``:
     with ``k = |valid & accept|``, their shadow depths are ``d0 <= ndepth <
@@ -73,9 +72,13 @@ Each of 1-6 is needed (without any one the induction stays ``UNKNOWN`` up to
 6 steps); the beat's node-table read data needs no invariant of its own (T3's
 page, held through a stall, is it).
 
-The proof is the leaf's side of T1-T3; the pool's side of S1 is proved by
-:mod:`formal.kvpool_allocproto` (``_addable``); S2 and S3 are the pool's and
-the sampler's (C1 of :mod:`formal.kvpool_proto` trusts the same chain).
+The proof is the leaf's side of T1-T3; the pool's side of S1 and S2 is proved
+by :mod:`formal.kvpool_allocproto`; S3 is the sampler's (C1 of
+:mod:`formal.kvpool_proto` trusts the same chain). Each contract is stated
+once, by a function of this module that both sides call: S1 :func:`addable`,
+S2 :func:`committable`, T1 and T2 :func:`stream_contract` (with
+:func:`owe_shadow`), T3 :func:`node_stream` (with :func:`tree_shadow`); what
+the leaf assumes is what the pool proves, and the other way round.
 
 Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH`:
 must close), ``prove:larger`` (at :data:`LARGER`: 3 slots and 3 positions,
@@ -109,6 +112,11 @@ __all__ = [
     "TreeSlotsFormal",
     "TreeShadow",
     "tree_shadow",
+    "owe_shadow",
+    "addable",
+    "committable",
+    "stream_contract",
+    "node_stream",
     "CONFIG",
     "LARGER",
     "run",
@@ -246,6 +254,85 @@ def tree_shadow(m: Module, ts: TreeSlots) -> TreeShadow:
     return sh
 
 
+# ---------------------------------------------------------------------- the contracts
+# Each stated once: the leaf proof below assumes S1, S2 and proves T1-T3 with
+# them; the pool's harnesses (formal.kvpool_proto, formal.kvpool_allocproto)
+# assume T1-T3 and prove S1, S2 with the same functions.
+
+
+def owe_shadow(m: Module, ts: TreeSlots, width: int) -> Signal:
+    """``owe`` of ``ts``, in ``m``: the ACC beats its stream still owes (set by a COMMIT
+    taken to ``|valid & accept|`` of its slot, 0 by a RELEASE, one less per ACC beat
+    taken), ``width`` bits."""
+    c, st, out = ts.cmd.payload, ts.st, ts.out
+    owe = Signal(width, name="fv_owe")
+    fire = ts.cmd.valid & ts.cmd.ready
+    acc = Array(st.valid)[c.slot] & c.accept
+    beat = out.valid & out.ready & (out.payload.kind == TsOut.ACC)
+    with m.If(fire & (c.kind == TsCmd.COMMIT)):
+        m.d.sync += owe.eq(count(list(acc)))
+    with m.Elif(fire & (c.kind == TsCmd.RELEASE)):
+        m.d.sync += owe.eq(0)
+    with m.Elif(beat):
+        m.d.sync += owe.eq(owe - 1)
+    return owe
+
+
+def addable(ts: TreeSlots, slot: Value, node: Value, pos: Value, seq: Value | None = None) -> list:
+    """S1 for an ADD to ``slot`` of ``node`` at ``pos``: the slot is in range, active
+    (of ``seq`` if given), not the slot streamed, ``node`` not valid in it, ``pos`` in
+    its window ``lo <= pos < lo + MAX_DEPTH``."""
+    st = ts.st
+    lo = Array(st.lo)[slot]
+    mine = [] if seq is None else [Array(st.seq)[slot] == seq]
+    return [
+        ts._slot_ok(slot),
+        st.active.bit_select(slot, 1),
+        *mine,
+        ~((st.phase != 0) & (st.cs == slot)),
+        ~Array(st.valid)[slot].bit_select(node, 1),
+        lo <= pos,
+        pos < lo + ts.MAX_DEPTH,
+    ]
+
+
+def committable(ts: TreeSlots, slot: Value) -> list:
+    """S2 for a COMMIT of ``slot``: the slot is in range and active."""
+    return [ts._slot_ok(slot), ts.st.active.bit_select(slot, 1)]
+
+
+def stream_contract(m: Module, ts: TreeSlots, owe: Value) -> dict[str, list]:
+    """T1 and T2 of ``ts`` with its ``owe`` (:func:`owe_shadow`): ``{"t1": [...],
+    "t2": [...]}``; T2's "``busy`` fell after an END beat" through two registers
+    made in ``m``."""
+    out = ts.out
+    kind = out.payload.kind.as_value()
+    end = Signal(name="fv_ts_end")  # an END beat taken in the previous cycle
+    was = Signal(name="fv_ts_was_busy")
+    m.d.sync += [
+        end.eq(out.valid & out.ready & (kind == TsOut.END.value)),
+        was.eq(ts.busy),
+    ]
+    acc = out.valid & (kind == TsOut.ACC.value)
+    return {
+        "t1": [~acc | (owe != 0), ~(out.valid & ~acc) | (owe == 0)],
+        "t2": [~out.valid | (kind != 3), end == (was & ~ts.busy)],
+    }
+
+
+def node_stream(ts: TreeSlots, tree: "TreeShadow") -> list:
+    """T3 of ``ts`` with its tree shadow: a beat only while ``busy``; an ACC or REJ beat
+    of a node the shadow holds, with its page; END when the slot holds none."""
+    out, o = ts.out, ts.out.payload
+    nv, np = tree.streamed(ts)
+    is_end = o.kind.as_value() == TsOut.END.value
+    return [
+        ~out.valid | ts.busy,
+        ~(out.valid & ~is_end) | (nv.bit_select(o.node, 1) & (o.page == np)),
+        ~(out.valid & is_end) | (nv == 0),
+    ]
+
+
 class TreeSlotsFormal(Harness, Elaboratable):
     """The tree slots, the tree shadow and ``owe``, assumptions S1-S3, T1-T3 and
     invariants 1-6."""
@@ -290,23 +377,13 @@ class TreeSlotsFormal(Harness, Elaboratable):
     def _shadow(self, m: Module) -> None:
         """The tree shadow (:func:`tree_shadow`) and ``owe``."""
         d = self.dut
-        st, c, out = d.st, d.cmd.payload, d.out
-        N = d.N_NODES
+        st, c = d.st, d.cmd.payload
         self.tree = tree_shadow(m, d)
         self.nval, self.ndepth = self.tree.nval, self.tree.ndepth
         self.npage, self.ntoken = self.tree.npage, self.tree.ntoken
-        self.fire = fire = d.cmd.valid & d.cmd.ready
-        # owe (as formal.kvpool_proto's)
-        self.valid_acc = Array(st.valid)[c.slot] & c.accept
-        self.owe = Signal(bits_for(N), name="fv_owe")
-        kind = c.kind
-        acc_beat = out.valid & out.ready & (out.payload.kind == TsOut.ACC)
-        with m.If(fire & (kind == TsCmd.COMMIT)):
-            m.d.sync += self.owe.eq(count(list(self.valid_acc)))
-        with m.Elif(fire & (kind == TsCmd.RELEASE)):
-            m.d.sync += self.owe.eq(0)
-        with m.Elif(acc_beat):
-            m.d.sync += self.owe.eq(self.owe - 1)
+        self.fire = d.cmd.valid & d.cmd.ready
+        self.valid_acc = Array(st.valid)[c.slot] & c.accept  # S3's nodes
+        self.owe = owe_shadow(m, d, bits_for(d.N_NODES))
 
     def _streamed(self) -> tuple[Value, Value]:
         """The shadow of the slot streamed (:meth:`TreeShadow.streamed`)."""
@@ -316,23 +393,13 @@ class TreeSlotsFormal(Harness, Elaboratable):
     def _protocol(self, m: Module) -> None:
         """S1, S2, S3 (``unprotected``: without S3)."""
         d = self.dut
-        st, c = d.st, d.cmd.payload
-        slot = c.slot
-        lo = Array(st.lo)[slot]
-        active = st.active.bit_select(slot, 1)
+        c = d.cmd.payload
         with m.If(self.fire & (c.kind == TsCmd.ADD)):
-            m.d.comb += [
-                Assume(d._slot_ok(slot)),
-                Assume(active),
-                Assume(~((st.phase != 0) & (st.cs == slot))),
-                Assume(~Array(st.valid)[slot].bit_select(c.node, 1)),
-                Assume(lo <= c.pos),
-                Assume(c.pos < lo + d.MAX_DEPTH),
-            ]
+            m.d.comb += [Assume(x) for x in addable(d, c.slot, c.node, c.pos)]
         with m.If(self.fire & (c.kind == TsCmd.COMMIT)):
-            m.d.comb += Assume(active)
+            m.d.comb += [Assume(x) for x in committable(d, c.slot)]
             if self.variant != "unprotected":
-                m.d.comb += [Assume(x) for x in self._chain(slot, c.d0, self.valid_acc)]
+                m.d.comb += [Assume(x) for x in self._chain(c.slot, c.d0, self.valid_acc)]
 
     def _chain(self, slot: Value, d0: Value, va: Value) -> list[Value]:
         """S3: the nodes of ``va`` (``valid & accept`` of ``slot``) have the shadow depths
@@ -346,33 +413,11 @@ class TreeSlotsFormal(Harness, Elaboratable):
 
     # ------------------------------------------------------------------ T1 - T3
     def _contract(self, m: Module) -> None:
-        """T1, T2, T3: T1, T2 as :meth:`formal.kvpool_proto.PoolProtocolFormal.
-        _stream_contract` assumes them, T3 as :mod:`formal.kvpool_allocproto`'s
-        ``_node_stream``."""
+        """T1, T2, T3 (:func:`stream_contract`, :func:`node_stream`)."""
         d = self.dut
-        out, o = d.out, d.out.payload
-        kind = o.kind.as_value()
-        end = Signal(name="fv_ts_end")  # an END beat taken in the previous cycle
-        was = Signal(name="fv_ts_was_busy")
-        m.d.sync += [
-            end.eq(out.valid & out.ready & (kind == TsOut.END.value)),
-            was.eq(d.busy),
-        ]
-        acc = out.valid & (kind == TsOut.ACC.value)
-        self._chk(m, "t1", 1, [~acc | (self.owe != 0), ~(out.valid & ~acc) | (self.owe == 0)])
-        self._chk(m, "t2", 1, [~out.valid | (kind != 3), end == (was & ~d.busy)])
-        nv, np = self._streamed()
-        is_end = kind == TsOut.END.value
-        self._chk(
-            m,
-            "t3",
-            1,
-            [
-                ~out.valid | d.busy,
-                ~(out.valid & ~is_end) | (nv.bit_select(o.node, 1) & (o.page == np)),
-                ~(out.valid & is_end) | (nv == 0),
-            ],
-        )
+        for label, conds in stream_contract(m, d, self.owe).items():
+            self._chk(m, label, 1, conds)
+        self._chk(m, "t3", 1, node_stream(d, self.tree))
 
     # ------------------------------------------------------------------ 1 - 6
     def _invariants(self, m: Module) -> None:
