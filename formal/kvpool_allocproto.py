@@ -265,15 +265,27 @@ class AllocProtocolFormal(TLBProtocolFormal):
     def _flight(self, m: Module) -> None:
         """What O1 adds: the tree shadow, the CUT's ``cnext``, pages allocated and in
         flight, a fill's and a spill's PTE."""
-        u, f = self.dut.u, self.dut.state
-        ts, bt, a = u.ts, u.bt, u.alloc
-        st = ts.st
+        self._tree_flight(m)
+        self._walk_flight(m)
+        self._spec_adds(m)
+        self._spill_flight(m)
+        self._alloc_flight(m)
+        self._pte_flight(m)
+
+    def _tree_flight(self, m: Module) -> None:
+        """The tree shadow against the slots' ``valid`` and ``active``."""
+        st = self.dut.u.ts.st
         for r, nv in enumerate(self.nval):
             streamed = (st.phase != 0) & (st.cs == r)
             self._chk(m, f"nval{r}", ~st.active[r], [nv == 0])
             self._chk(m, f"nval{r}_idle", st.active[r] & ~streamed, [nv == st.valid[r]])
             self._chk(m, f"nval{r}_out", streamed, [(nv & ~st.valid[r]) == 0])
-        w = bt.state.w
+
+    def _walk_flight(self, m: Module) -> None:
+        """The block table's walk: idle stages when stopped, a CUT's for the cut job,
+        ``cnext`` against its stages."""
+        u = self.dut.u
+        w = u.bt.state.w
         v1, v2, v3 = w.v
         self._chk(m, "w_idle", ~w.running, [~v1 & ~v2 & ~v3])
         cut = self.dut.state.cut
@@ -288,8 +300,11 @@ class AllocProtocolFormal(TLBProtocolFormal):
                 self.lens[w.t] <= self.cnext,
             ],
         )
+
+    def _spill_flight(self, m: Module) -> None:
+        """Spills beside the drain, posted scores beside the frame."""
+        u, f = self.dut.u, self.dut.state
         o = f.r.o
-        self._spec_adds(m)
         # spill(n) waits for the drain in CHECK: its pushes never meet the drain's
         spill_n = self.at("SPL") | (self.at(*SPILLING) & (f.ret == RET_SPILL))
         self._chk(m, "spill_n", spill_n, [~u.drain])
@@ -305,11 +320,18 @@ class AllocProtocolFormal(TLBProtocolFormal):
         self._chk(m, "score_r", u.scoring, [f.sc.n != 0])
         sc = f.sc
         self._chk(m, "score_q", 1, [sc.ngot <= sc.nrd, sc.nrd <= sc.n, sc.n <= QUEUE])
-        # a page allocated: shown when its consumer takes it; an ALLOC_* finds one
+
+    def _alloc_flight(self, m: Module) -> None:
+        """A page allocated: shown when its consumer takes it; an ``ALLOC_*`` finds one."""
+        f, a = self.dut.state, self.dut.u.alloc
         got = self.at("GOT_INS_GO", "GOT_FILL_GO") | f.s2.valid
         self._chk(m, "got", got, [a.page_valid])
         self._chk(m, "alloc", self.at("ALLOC_INS_GO", "ALLOC_FILL_GO"), [a.free_pages != 0])
-        # a fill: its PTE's read (port 0), then its PTE as read, in HBM until its WRITE
+
+    def _pte_flight(self, m: Module) -> None:
+        """A fill's PTE read (port 0), then its PTE as read, in HBM until its WRITE; a
+        spill's victim PTE (below its table's length) maps ``vpage``."""
+        f = self.dut.state
         o = f.r.o
         fill = o.op == PoolOp.FILL
         here = self._pte(f.t, f.i)
@@ -323,7 +345,6 @@ class AllocProtocolFormal(TLBProtocolFormal):
         self._chk(m, "fill_pte", fill & self.at("FILL"), [Cat(f.loc, f.addr) == here])
         on = self.at(*FILL_ON) | (self.at(*SPILLING) & (f.ret == RET_FILL))
         self._chk(m, "fill_hbm", fill & on, [here[0]])
-        # a spill's victim: its PTE (below its table's length) maps ``vpage``
         vic = self.at("SP_RD", "SP_RDW", "SP_SLOT", "SP_WR")
         self._chk(
             m,
