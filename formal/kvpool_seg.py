@@ -71,13 +71,15 @@ invariants that make 1 inductive, each true on its own):
 By 1, ``own(s)`` reports at most one segment with positions (two would both
 hold ``len - 1``); an empty own segment beside it (an open whose append has
 not come, which the pool never leaves across another operation) is not
-excluded here. The pool's side of the contract (A1-A10) is not proved here:
-that the drain appends exactly the ``len_k`` positions of its ``len_add``
-(the tree slots' stream has that many accepted beats), that ``own_g`` and
-``drain_g`` name the own segment, that nothing but speculative inserts is
-taken while a commit's path is appended or a cut runs. The pool-level BMC of
-:mod:`formal.kvpool` checks the consequence from reset, to its depth (its
-property 6, at idle points).
+excluded here. The pool's side of the contract (A1-A10: that the drain
+appends exactly the ``len_k`` positions of its ``len_add``, that ``own_g``
+and ``drain_g`` name the own segment, that nothing but speculative inserts
+is taken while a commit's path is appended or a cut runs) is not proved
+here: :mod:`formal.kvpool_segproto` proves it of the whole pool, asserting
+the same statements (:func:`seg_protocol`, on the shadow of
+:func:`drain_shadow`: one statement of the contract, decision 0031). The
+pool-level BMC of :mod:`formal.kvpool` checks the consequence from reset,
+to its depth (its property 6, at idle points).
 
 Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH` at
 :data:`CONFIG`: must close; 15 - 25 s), ``prove:larger`` (the same at
@@ -110,7 +112,17 @@ from formal.leaf import LeafChecks, check_run
 from formal.sat import Outcome, convert, solve
 from hw.kvpool.segtable import SegState
 
-__all__ = ["SegFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
+__all__ = [
+    "SegFormal",
+    "drain_shadow",
+    "seg_ops",
+    "seg_protocol",
+    "CONFIG",
+    "run",
+    "build_parser",
+    "parse_args",
+    "main",
+]
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
@@ -138,6 +150,121 @@ CONTROLS = (
     "tag_en tag_seq tag_val split_en split_g split_m split_hbm hbm_inc hbm_inc_g "
     "hbm_dec hbm_dec_g share_en share_mask share_dst share_len"
 ).split()
+
+
+def drain_shadow(m: Module, st: SegState) -> dict[str, Value]:
+    """The drain's shadow of segment table ``st`` (registers in ``m``'s ``sync``
+    domain): ``dr_seq`` and ``owed`` (a ``len_add`` sets them to ``len_seq`` and
+    ``len_k``, a drain's append, ``app_en & app_keep_len``, takes 1 off ``owed``) and
+    ``cov`` (per sequence ``s``, the positions its chain must cover: ``len(s) - owed``
+    for ``s = dr_seq``, else ``len(s)``). What A1, A5 and property 1 read; stated once
+    for this module's harness, :mod:`formal.kvpool_seg_derived`'s and the pool's
+    (:mod:`formal.kvpool_segproto`)."""
+    dr_seq = Signal(st.sb, name="fv_dr_seq")
+    owed = Signal(len(st.len[0]), name="fv_owed")
+    keep = st.app_en & st.app_keep_len
+    with m.If(st.len_add):
+        m.d.sync += [dr_seq.eq(st.len_seq), owed.eq(st.len_k)]
+    with m.Elif(keep):
+        m.d.sync += owed.eq(owed - 1)
+    cov = [Signal(len(st.len[0]), name=f"fv_cov{s}") for s in range(st.s)]
+    for s in range(st.s):
+        m.d.comb += cov[s].eq(st.len[s] - Mux(dr_seq == s, owed, 0))
+    return {"dr_seq": dr_seq, "owed": owed, "cov": cov}
+
+
+def seg_ops(st: SegState) -> tuple[Value, Value]:
+    """``(n_ops, keep)``: how many of A1's operations (open, append, fork, release,
+    bury, split, share, ``len_add``) ``st``'s controls take this cycle, and whether an
+    append is a drain's (``app_keep_len``)."""
+    ops = [st.open_en, st.app_en, st.fork_en, st.rel_en, st.bury_en]
+    ops += [st.split_en, st.share_en, st.len_add]
+    return sum(op.as_unsigned() for op in ops), st.app_en & st.app_keep_len
+
+
+def seg_protocol(st: SegState, share_src: Value, dr: dict) -> dict[str, list[Value]]:
+    """Assumptions A1-A10 (the module docstring) on segment table ``st``'s controls,
+    ``share_src`` (the share's source sequence) and the drain's shadow ``dr``
+    (:func:`drain_shadow`): per assumption, the conditions that must hold in every
+    cycle out of reset (A2 is empty when every operand's width holds only valid
+    values). Assumed by :class:`SegFormal` (and :mod:`formal.kvpool_seg_derived`),
+    asserted of the pool by :mod:`formal.kvpool_segproto`: one statement of the
+    contract."""
+    top = 1 << (len(st.len[0]) - 1)
+    dr_seq, owed, cov = dr["dr_seq"], dr["owed"], dr["cov"]
+    n_ops, keep = seg_ops(st)
+    pairs = (st.open_en & st.app_en & ~st.app_keep_len) | (st.open_en & st.len_add)
+    ln = {name: st.len_of(v, f"fv_len_{name}") for name, v in _seq_operands(st, share_src).items()}
+    a: dict[str, list[Value]] = {}
+    # A1: one operation (or open + its append, open + len_add); a drain alone
+    a["A1"] = [
+        (n_ops <= 1) | ((n_ops == 2) & pairs),
+        Mux(owed != 0, ~(n_ops.bool() & ~(keep & (n_ops == 1))), ~keep),
+    ]
+    # A2: operands in range (for the operation that uses them)
+    a["A2"] = _ranges(st, share_src)
+    a["A3"] = [~st.open_en | (st.free_any & (st.open_len == ln["open_seq"]))]
+    with_open = st.open_en & (st.app_g == st.free_g) & (st.app_seq == st.open_seq)
+    own = ~st.open_en & _alone(st, st.app_g, st.app_seq, ln["app_seq"])
+    ok = (ln["app_seq"] < top) & (with_open | own)
+    a["A4"] = [~(st.app_en & ~st.app_keep_len) | ok]
+    c = Cat(*cov).word_select(dr_seq, len(cov[0])) if st.s > 1 else cov[0]
+    a["A5"] = [~keep | _alone(st, st.app_g, dr_seq, c)]
+    a["A6"] = [~st.len_add | (ln["len_seq"] + st.len_k <= top)]
+    a["A7"] = [~st.fork_en | (ln["fork_dst"] == 0)]
+    dead = Cat(*[st.used[g] & ~st.seqs[g].any() for g in range(st.n)])
+    a["A8"] = [~st.bury_en | ((st.bury_mask & ~dead) == 0)]
+    s1h = Const(1, st.n) << st.split_g
+    start = st.pick(s1h, st.start, "fv_split_start")
+    end = st.pick(s1h, st.end, "fv_split_end")
+    inside = st.used.bit_select(st.split_g, 1) & (start < st.split_m) & (st.split_m < end)
+    a["A9"] = [~st.split_en | (st.free_any & inside)]
+    a["A10"] = [~st.share_en | _share_ok(st, share_src, ln)]
+    return a
+
+
+def _alone(st: SegState, g: Value, seq: Value, e: Value) -> Value:
+    """A4, A5: segment ``g`` is used, seen by ``seq`` alone and ends at ``e``."""
+    seqs = Cat(*st.seqs).word_select(g, st.s)
+    end = Cat(*st.end).word_select(g, len(st.end[0]))
+    return st.used.bit_select(g, 1) & (seqs == (Const(1, st.s) << seq)[: st.s]) & (end == e)
+
+
+def _seq_operands(st: SegState, share_src: Value) -> dict[str, Value]:
+    names = ("open_seq", "app_seq", "len_seq", "fork_from", "fork_dst", "share_dst")
+    return {**{n: getattr(st, n) for n in names}, "share_src": share_src}
+
+
+def _ranges(st: SegState, share_src: Value) -> list[Value]:
+    """A2: the operands of the operation taken below ``SEQS`` / ``SEGS``."""
+    seq_of = [
+        (st.open_en, st.open_seq),
+        (st.app_en, st.app_seq),
+        (st.len_add, st.len_seq),
+        (st.fork_en, st.fork_from),
+        (st.fork_en, st.fork_dst),
+        (st.rel_en, st.rel_seq),
+        (st.share_en, st.share_dst),
+        (st.share_en, share_src),
+    ]
+    seg_of = [(st.app_en, st.app_g), (st.split_en, st.split_g)]
+    out = [~en | (v < st.s) for en, v in seq_of if st.s < (1 << len(v))]
+    return out + [~en | (v < st.n) for en, v in seg_of if st.n < (1 << len(v))]
+
+
+def _share_ok(st: SegState, share_src: Value, ln: dict) -> Value:
+    """A10: ``dst`` empty, ``share_mask`` the source's chain below ``share_len``, no
+    segment of it straddling ``share_len``, ``share_len <= len(source)``."""
+    mm = st.share_len
+    chain = st.chain(share_src, "fv_share_chain")
+    below = Cat(*[chain[g] & (st.start[g] < mm) for g in range(st.n)])
+    straddle = Cat(*[chain[g] & (st.start[g] < mm) & (mm < st.end[g]) for g in range(st.n)])
+    return (
+        (ln["share_dst"] == 0)
+        & (mm <= ln["share_src"])
+        & (straddle == 0)
+        & (st.share_mask == below)
+    )
 
 
 class SegFormal(Elaboratable):
@@ -182,19 +309,9 @@ class SegFormal(Elaboratable):
         m.d.sync += started.eq(1)
         with m.If(~started):
             m.d.comb += Assume(rst)
-        # the drain's shadow: len(dr_seq) is `owed` positions ahead of its chain
-        dr_seq = Signal(st.sb, name="fv_dr_seq")
-        owed = Signal(len(st.len[0]), name="fv_owed")
-        keep = st.app_en & st.app_keep_len
-        with m.If(st.len_add):
-            m.d.sync += [dr_seq.eq(st.len_seq), owed.eq(st.len_k)]
-        with m.Elif(keep):
-            m.d.sync += owed.eq(owed - 1)
-        # the positions each chain must cover
-        cov = [Signal(len(st.len[0]), name=f"fv_cov{s}") for s in range(st.s)]
-        for s in range(st.s):
-            m.d.comb += cov[s].eq(st.len[s] - Mux(dr_seq == s, owed, 0))
-        self._protocol(m, rst, dr_seq, owed, cov)
+        dr = drain_shadow(m, st)
+        dr_seq, owed, cov = dr["dr_seq"], dr["owed"], dr["cov"]
+        self._protocol(m, rst, dr)
         with m.If(started):
             if self.reach is not None:
                 m.d.comb += Assert(~self._witness(m, rst, owed))
@@ -207,94 +324,12 @@ class SegFormal(Elaboratable):
         return m
 
     # ------------------------------------------------------------------ protocol
-    def _protocol(self, m: Module, rst: Value, dr_seq: Signal, owed: Signal, cov: list) -> None:
-        """Assumptions A1-A10 (but those of ``drop``), in cycles without reset."""
-        st, d = self.st, self.drop
-        top = 1 << self.p["POS_BITS"]
-        ops = [st.open_en, st.app_en, st.fork_en, st.rel_en, st.bury_en]
-        ops += [st.split_en, st.share_en, st.len_add]
-        n_ops = sum(op.as_unsigned() for op in ops)
-        keep = st.app_en & st.app_keep_len
-        pairs = (st.open_en & st.app_en & ~st.app_keep_len) | (st.open_en & st.len_add)
-        alone = self._alone
-        ln = {name: st.len_of(v, f"fv_len_{name}") for name, v in self._seq_operands().items()}
-        assume = []
-        # A1: one operation (or open + its append, open + len_add); a drain alone
-        assume.append((n_ops <= 1) | ((n_ops == 2) & pairs))
-        assume.append(Mux(owed != 0, ~(n_ops.bool() & ~(keep & (n_ops == 1))), ~keep))
-        # A2: operands in range (for the operation that uses them)
-        assume += self._ranges()
-        if "A3" not in d:
-            assume.append(~st.open_en | (st.free_any & (st.open_len == ln["open_seq"])))
-        if "A4" not in d:
-            with_open = st.open_en & (st.app_g == st.free_g) & (st.app_seq == st.open_seq)
-            own = ~st.open_en & alone(st.app_g, st.app_seq, ln["app_seq"])
-            ok = (ln["app_seq"] < top) & (with_open | own)
-            assume.append(~(st.app_en & ~st.app_keep_len) | ok)
-        if "A5" not in d:
-            c = Cat(*cov).word_select(dr_seq, len(cov[0])) if st.s > 1 else cov[0]
-            assume.append(~keep | alone(st.app_g, dr_seq, c))
-        if "A6" not in d:
-            assume.append(~st.len_add | (ln["len_seq"] + st.len_k <= top))
-        if "A7" not in d:
-            assume.append(~st.fork_en | (ln["fork_dst"] == 0))
-        if "A8" not in d:
-            dead = Cat(*[st.used[g] & ~st.seqs[g].any() for g in range(st.n)])
-            assume.append(~st.bury_en | ((st.bury_mask & ~dead) == 0))
-        if "A9" not in d:
-            s1h = Const(1, st.n) << st.split_g
-            start = st.pick(s1h, st.start, "fv_split_start")
-            end = st.pick(s1h, st.end, "fv_split_end")
-            inside = st.used.bit_select(st.split_g, 1) & (start < st.split_m) & (st.split_m < end)
-            assume.append(~st.split_en | (st.free_any & inside))
-        if "A10" not in d:
-            assume.append(~st.share_en | self._share_ok(ln))
+    def _protocol(self, m: Module, rst: Value, dr: dict) -> None:
+        """Assumptions A1-A10 (:func:`seg_protocol`; but those of ``drop``), in cycles
+        without reset."""
+        a = seg_protocol(self.st, self.share_src, dr)
         with m.If(~rst):
-            m.d.comb += [Assume(a) for a in assume]
-
-    def _alone(self, g: Value, seq: Value, e: Value) -> Value:
-        """A4, A5: segment ``g`` is used, seen by ``seq`` alone and ends at ``e``."""
-        st = self.st
-        seqs = Cat(*st.seqs).word_select(g, st.s)
-        end = Cat(*st.end).word_select(g, len(st.end[0]))
-        return st.used.bit_select(g, 1) & (seqs == (Const(1, st.s) << seq)[: st.s]) & (end == e)
-
-    def _seq_operands(self) -> dict[str, Value]:
-        st = self.st
-        names = ("open_seq", "app_seq", "len_seq", "fork_from", "fork_dst", "share_dst")
-        return {**{n: getattr(st, n) for n in names}, "share_src": self.share_src}
-
-    def _ranges(self) -> list[Value]:
-        """A2: the operands of the operation taken below ``SEQS`` / ``SEGS``."""
-        st = self.st
-        seq_of = [
-            (st.open_en, st.open_seq),
-            (st.app_en, st.app_seq),
-            (st.len_add, st.len_seq),
-            (st.fork_en, st.fork_from),
-            (st.fork_en, st.fork_dst),
-            (st.rel_en, st.rel_seq),
-            (st.share_en, st.share_dst),
-            (st.share_en, self.share_src),
-        ]
-        seg_of = [(st.app_en, st.app_g), (st.split_en, st.split_g)]
-        out = [~en | (v < st.s) for en, v in seq_of if st.s < (1 << len(v))]
-        return out + [~en | (v < st.n) for en, v in seg_of if st.n < (1 << len(v))]
-
-    def _share_ok(self, ln: dict) -> Value:
-        """A10: ``dst`` empty, ``share_mask`` the source's chain below ``share_len``, no
-        segment of it straddling ``share_len``, ``share_len <= len(source)``."""
-        st = self.st
-        mm = st.share_len
-        chain = st.chain(self.share_src, "fv_share_chain")
-        below = Cat(*[chain[g] & (st.start[g] < mm) for g in range(st.n)])
-        straddle = Cat(*[chain[g] & (st.start[g] < mm) & (mm < st.end[g]) for g in range(st.n)])
-        return (
-            (ln["share_dst"] == 0)
-            & (mm <= ln["share_src"])
-            & (straddle == 0)
-            & (st.share_mask == below)
-        )
+            m.d.comb += [Assume(x) for k, xs in a.items() if k not in self.drop for x in xs]
 
     # ------------------------------------------------------------------ properties
     def _cover(self, m: Module, cov: list) -> None:

@@ -14,7 +14,10 @@ left it, holding a position, to one other sequence, and the walk's gain of it,
 kind (d) below, has not come: set at ``rel_en`` to ``chain(rel_seq) & rel_gain``
 and the segments with ``start < end``, the ones the walk visits; a gain of an
 empty one would move nothing). The pool's protocol adds (assumed in every cycle
-without reset; the pool's side, not proved here):
+without reset; stated once by :func:`derived_protocol` on the shadows of
+:func:`derived_shadows`; the pool's side is proved by
+:mod:`formal.kvpool_segproto`, but A14's ``room`` conditions and its
+deltas (c), decision 0031):
 
 A11. an open only when ``own_of(open_seq)`` has no segment (``opening =
      acc_any & ~has_own``); an open with a ``len_add`` is of ``len_seq`` with
@@ -96,6 +99,7 @@ and the witnesses of :data:`REACH` (each BMC about a second; reached at steps
 that size, which :mod:`formal.kvpool_seg` proved in 889 s): no check.
 """
 
+import re
 import sys
 from collections.abc import Iterable
 
@@ -103,11 +107,23 @@ from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 
 from formal import kvpool_seg
-from formal.kvpool_seg import OUT, SegFormal
+from formal.kvpool_seg import OUT, SegFormal, drain_shadow, seg_ops
 from formal.leaf import LeafChecks, check_run
 from formal.sat import Outcome, convert, solve
+from hw.kvpool.segtable import SegState
 
-__all__ = ["DerivedFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
+__all__ = [
+    "DerivedFormal",
+    "fresh_shadow",
+    "pending_shadow",
+    "derived_shadows",
+    "derived_protocol",
+    "CONFIG",
+    "run",
+    "build_parser",
+    "parse_args",
+    "main",
+]
 
 #: the proved size (as :data:`formal.kvpool_seg.CONFIG`)
 CONFIG = dict(kvpool_seg.CONFIG)
@@ -135,6 +151,166 @@ REACH = {
     "gain": "a release's walk gives a segment with positions to its one sequence (d)",
     "split_last": "a split moves a sequence's last segment to its upper part",
 }
+
+
+def fresh_shadow(m: Module, st: SegState) -> dict[str, Signal]:
+    """``fresh`` (an open of segment table ``st`` without its append or ``len_add``:
+    segment ``fresh_g`` of ``fresh_seq`` waits for its first append; any append ends
+    it), registers in ``m``'s ``sync`` domain."""
+    fresh = Signal(name="fv_fresh")
+    fresh_g = Signal(st.gb, name="fv_fresh_g")
+    fresh_seq = Signal(st.sb, name="fv_fresh_seq")
+    with m.If(st.open_en & ~st.app_en & ~st.len_add):
+        m.d.sync += [fresh.eq(1), fresh_g.eq(st.free_g), fresh_seq.eq(st.open_seq)]
+    with m.Elif(st.app_en):
+        m.d.sync += fresh.eq(0)
+    return {"fresh": fresh, "fresh_g": fresh_g, "fresh_seq": fresh_seq}
+
+
+def pending_shadow(m: Module, st: SegState, gain_g: Value) -> dict[str, Value]:
+    """``pending`` (per segment of ``st``: a release left it, holding a position, to one
+    other sequence, and its gain has not come: set at ``rel_en`` to ``chain(rel_seq) &
+    rel_gain`` and the segments with ``start < end``) and ``gain`` (an ``adj_en`` not
+    of a spill, a fill or a share: the gain of segment ``gain_g``, which it clears);
+    ``full``: the segments with ``start < end``."""
+    pending = Signal(st.n, name="fv_pending")
+    full = Cat(*[st.start[g] < st.end[g] for g in range(st.n)])
+    gain = st.adj_en & ~st.hbm_inc & ~st.hbm_dec & ~st.share_en
+    with m.If(st.rel_en):
+        m.d.sync += pending.eq(st.chain(st.rel_seq, "fv_rel_chain") & st.rel_gain & full)
+    with m.Elif(gain):
+        m.d.sync += pending.eq(pending & ~(Const(1, st.n) << gain_g)[: st.n])
+    return {"pending": pending, "gain": gain, "full": full}
+
+
+def derived_shadows(m: Module, st: SegState, dr: dict, gain_g: Value) -> dict[str, Value]:
+    """Every shadow A11-A17 and properties 4-11 read: the drain's ``dr``
+    (:func:`formal.kvpool_seg.drain_shadow`: ``dr_seq``, ``owed``), :func:`fresh_shadow`'s,
+    :func:`pending_shadow`'s, ``dead`` (the used segments no sequence sees) and
+    ``last_dr`` (``last[dr_seq]``)."""
+    dead = Cat(*[st.used[g] & ~st.seqs[g].any() for g in range(st.n)])
+    pad = [Const(0, st.gb)] * ((1 << st.sb) - st.s)
+    last_dr = Cat(*st.last, *pad).word_select(dr["dr_seq"], st.gb)
+    return {
+        "dr_seq": dr["dr_seq"],
+        "owed": dr["owed"],
+        **fresh_shadow(m, st),
+        **pending_shadow(m, st, gain_g),
+        "dead": dead,
+        "last_dr": last_dr,
+    }
+
+
+def _size(st: SegState, g: int) -> tuple[Value, Value]:
+    """Segment ``g``'s positions on chip (``end - start - hbm``) and in HBM."""
+    w = len(st.end[0])
+    return (st.end[g] - st.start[g] - st.hbm[g])[:w], st.hbm[g]
+
+
+def _sel(items: list[Value], i: Value) -> Value:
+    """``items[i]`` (0 for ``i`` past the end)."""
+    w = len(items[0])
+    pad = [Const(0, w)] * ((1 << len(i)) - len(items))
+    return Cat(*items, *pad).word_select(i, w)
+
+
+def _sum(st: SegState, mask: list[Value], which: int) -> Value:
+    """The sum (modulo ``2**(POS_BITS + 1)``) of the segments of ``mask``'s sizes
+    (``which``: 0 on chip, 1 in HBM)."""
+    w = len(st.end[0])
+    total = Const(0, w)
+    for g in range(st.n):
+        total = (total + Mux(mask[g], _size(st, g)[which], 0))[:w]
+    return total
+
+
+def _one(st: SegState, seq: Value) -> Value:
+    return (Const(1, st.s) << seq)[: st.s]
+
+
+def derived_protocol(
+    st: SegState, share_src: Value, gain_g: Value, sh: dict
+) -> dict[str, list[Value]]:
+    """Assumptions A11-A17 (the module docstring) on segment table ``st``'s controls,
+    ``share_src`` (the share's source), ``gain_g`` (a gain's segment) and the shadows
+    ``sh`` (:func:`derived_shadows`): per assumption, the conditions that must hold in
+    every cycle out of reset (A14 under three keys, ``A14``, ``A14room`` and ``A14c``,
+    :func:`_hbm_ops`; ``drop`` names the assumption, all three). Assumed by
+    :class:`DerivedFormal`, asserted of the pool by :mod:`formal.kvpool_segproto`:
+    one statement of the contract."""
+    w = len(st.end[0])
+    n_ops, keep = seg_ops(st)
+    committed = st.app_en & ~st.app_keep_len
+    fresh, fresh_g, fresh_seq = sh["fresh"], sh["fresh_g"], sh["fresh_seq"]
+    to_fresh = fresh & (st.app_g == fresh_g) & (st.app_seq == fresh_seq)
+    hbm = st.hbm_inc | st.hbm_dec
+    a: dict[str, list[Value]] = {}
+    has_o, _ = st.own_of(st.open_seq, "fv_own_open")
+    has_a, g_a = st.own_of(st.app_seq, "fv_own_app")
+    pair = st.open_en & st.len_add
+    a["A11"] = [
+        ~st.open_en | ~has_o,
+        ~pair | ((st.len_k != 0) & (st.len_seq == st.open_seq)),
+        ~(committed & ~st.open_en) | to_fresh | (has_a & (st.app_g == g_a)),
+        ~keep | ((st.app_seq == sh["dr_seq"]) & (st.app_g == sh["last_dr"])),
+    ]
+    only_app = (n_ops == 0) | ((n_ops == 1) & committed & to_fresh)
+    a["A12"] = [~fresh | (only_app & ~hbm & ~st.adj_en)]
+    walk = sh["pending"].any() | sh["dead"].any()
+    g = gain_g
+    size = _sel([_size(st, h)[0] for h in range(st.n)], g)
+    h_g = _sel(st.hbm, g)
+    ok = sh["pending"].bit_select(g, 1) & (g < st.n)
+    ok &= (_sel(st.seqs, g) == _one(st, st.adj_seq)) & (st.adj_chip == size)
+    a["A13"] = [
+        ~walk | ((n_ops == st.bury_en.as_unsigned()) & ~hbm),
+        ~sh["gain"] | (ok & (st.adj_hbm == h_g)),
+    ]
+    a |= _hbm_ops(st, share_src, n_ops, keep, w)
+    g1h = Const(1, st.n) << st.split_g
+    h = st.pick(g1h, st.hbm, "fv_split_hbm")
+    start = st.pick(g1h, st.start, "fv_sp_start")
+    end = st.pick(g1h, st.end, "fv_sp_end")
+    ok = (st.split_hbm <= h) & (start + st.split_hbm <= st.split_m)
+    a["A15"] = [~st.split_en | (ok & (st.split_m + h <= end + st.split_hbm))]
+    e = _sel(st.end, st.share_last)
+    ok = st.share_mask.bit_select(st.share_last, 1) & (e == st.share_len)
+    a["A16"] = [~st.share_en | (st.share_len == 0) | ((st.share_last < st.n) & ok)]
+    names = [st.used[g] & (st.tab[g] == st.cut_t) for g in range(st.n)]
+    alive = Cat(*[names[g] & st.seqs[g].any() for g in range(st.n)])
+    dead = Cat(*[names[g] & ~st.seqs[g].any() for g in range(st.n)])
+    a["A17"] = [
+        ~st.open_en | st.tfree_any,
+        ~(st.cut_en & (st.cut_c == 0)) | (dead.any() & ~alive.any()),
+    ]
+    return a
+
+
+def _hbm_ops(
+    st: SegState, share_src: Value, n_ops: Value, keep: Value, w: int
+) -> dict[str, list[Value]]:
+    """A14: a spill / fill alone (or beside a drain's append), with its counters'
+    deltas (a) / (b) (``A14``), on a segment with a position on chip / in HBM
+    (``A14room``); a share's (c) (``A14`` its port, ``A14c`` its deltas)."""
+    a = [~(st.hbm_inc & st.hbm_dec)]
+    a.append(~(st.hbm_inc | st.hbm_dec) | (n_ops == 0) | ((n_ops == 1) & keep))
+    room = []
+    for en, g, dc, dh in ((st.hbm_inc, st.hbm_inc_g, -1, 1), (st.hbm_dec, st.hbm_dec_g, 1, -1)):
+        h = _sel(st.hbm, g)
+        here = (h + _sel(st.start, g) < _sel(st.end, g)) if dc < 0 else (h != 0)
+        ex = st.excl.bit_select(g, 1)
+        seqs = _sel(st.seqs, g)
+        who = seqs == _one(st, st.adj_seq) if dc < 0 else seqs.bit_select(st.adj_seq, 1)
+        delta = (st.adj_chip == Const(dc % (1 << w), w)) & (st.adj_hbm == Const(dh % (1 << w), w))
+        a.append(~en | ((g < st.n) & (st.adj_en == ex) & (~ex | (who & delta))))
+        room.append(~en | here)
+    mask = [
+        st.share_mask[g] & st.excl[g] & st.seqs[g].bit_select(share_src, 1) for g in range(st.n)
+    ]
+    xc, xh = _sum(st, mask, 0), _sum(st, mask, 1)
+    a.append(~st.share_en | (st.adj_en & (st.adj_seq == share_src)))
+    c = [~st.share_en | ((st.adj_chip == (-xc)[:w]) & (st.adj_hbm == (-xh)[:w]))]
+    return {"A14": a, "A14room": room, "A14c": c}
 
 
 class DerivedFormal(SegFormal):
@@ -182,19 +358,10 @@ class DerivedFormal(SegFormal):
         m.d.sync += started.eq(1)
         with m.If(~started):
             m.d.comb += Assume(rst)
-        # the drain's shadow, as in SegFormal
-        dr_seq = Signal(st.sb, name="fv_dr_seq")
-        owed = Signal(len(st.len[0]), name="fv_owed")
-        keep = st.app_en & st.app_keep_len
-        with m.If(st.len_add):
-            m.d.sync += [dr_seq.eq(st.len_seq), owed.eq(st.len_k)]
-        with m.Elif(keep):
-            m.d.sync += owed.eq(owed - 1)
-        cov = [Signal(len(st.len[0]), name=f"fv_cov{s}") for s in range(st.s)]
-        for s in range(st.s):
-            m.d.comb += cov[s].eq(st.len[s] - Mux(dr_seq == s, owed, 0))
-        sh = self._shadows(m, dr_seq, owed)
-        self._protocol(m, rst, dr_seq, owed, cov)
+        dr = drain_shadow(m, st)
+        dr_seq, owed, cov = dr["dr_seq"], dr["owed"], dr["cov"]
+        sh = derived_shadows(m, st, dr, self.gain_g)
+        self._protocol(m, rst, dr)
         self._derived_protocol(m, rst, sh)
         with m.If(started):
             if self.reach is not None:
@@ -214,146 +381,13 @@ class DerivedFormal(SegFormal):
             self._counters(m, sh, chk["counters"])
         return m
 
-    # ------------------------------------------------------------------ shadows
-    def _shadows(self, m: Module, dr_seq: Signal, owed: Signal) -> dict:
-        """``fresh`` (an open without its append: ``fresh_g`` of ``fresh_seq`` waits for
-        it) and ``pending`` (the segments a release left to one sequence whose gain has
-        not come)."""
-        st = self.st
-        fresh = Signal(name="fv_fresh")
-        fresh_g = Signal(st.gb, name="fv_fresh_g")
-        fresh_seq = Signal(st.sb, name="fv_fresh_seq")
-        pending = Signal(st.n, name="fv_pending")
-        with m.If(st.open_en & ~st.app_en & ~st.len_add):
-            m.d.sync += [fresh.eq(1), fresh_g.eq(st.free_g), fresh_seq.eq(st.open_seq)]
-        with m.Elif(st.app_en):
-            m.d.sync += fresh.eq(0)
-        full = Cat(*[st.start[g] < st.end[g] for g in range(st.n)])
-        gain = st.adj_en & ~st.hbm_inc & ~st.hbm_dec & ~st.share_en
-        with m.If(st.rel_en):
-            m.d.sync += pending.eq(st.chain(st.rel_seq, "fv_rel_chain") & st.rel_gain & full)
-        with m.Elif(gain):
-            m.d.sync += pending.eq(pending & ~(Const(1, st.n) << self.gain_g)[: st.n])
-        dead = Cat(*[st.used[g] & ~st.seqs[g].any() for g in range(st.n)])
-        pad = [Const(0, st.gb)] * ((1 << st.sb) - st.s)
-        last_dr = Cat(*st.last, *pad).word_select(dr_seq, st.gb)
-        return {
-            "dr_seq": dr_seq,
-            "owed": owed,
-            "fresh": fresh,
-            "fresh_g": fresh_g,
-            "fresh_seq": fresh_seq,
-            "pending": pending,
-            "gain": gain,
-            "dead": dead,
-            "full": full,
-            "last_dr": last_dr,
-        }
-
-    # ------------------------------------------------------------------ helpers
-    def _size(self, g: int) -> tuple[Value, Value]:
-        """Segment ``g``'s positions on chip (``end - start - hbm``) and in HBM."""
-        st, w = self.st, len(self.st.end[0])
-        return (st.end[g] - st.start[g] - st.hbm[g])[:w], st.hbm[g]
-
-    def _sel(self, items: list[Value], i: Value) -> Value:
-        """``items[i]`` (0 for ``i`` past the end)."""
-        w = len(items[0])
-        pad = [Const(0, w)] * ((1 << len(i)) - len(items))
-        return Cat(*items, *pad).word_select(i, w)
-
-    def _sum(self, mask: list[Value], which: int) -> Value:
-        """The sum (modulo ``2**(POS_BITS + 1)``) of the segments of ``mask``'s sizes
-        (``which``: 0 on chip, 1 in HBM)."""
-        w = len(self.st.end[0])
-        total = Const(0, w)
-        for g in range(self.st.n):
-            total = (total + Mux(mask[g], self._size(g)[which], 0))[:w]
-        return total
-
-    def _one(self, seq: Value) -> Value:
-        return (Const(1, self.st.s) << seq)[: self.st.s]
-
     # ------------------------------------------------------------------ protocol
     def _derived_protocol(self, m: Module, rst: Value, sh: dict) -> None:
-        """Assumptions A11-A17 (but those of ``ddrop``), in cycles without reset."""
-        st, d = self.st, self.ddrop
-        w = len(st.end[0])
-        ops = [st.open_en, st.app_en, st.fork_en, st.rel_en, st.bury_en]
-        ops += [st.split_en, st.share_en, st.len_add]
-        n_ops = sum(op.as_unsigned() for op in ops)
-        keep = st.app_en & st.app_keep_len
-        committed = st.app_en & ~st.app_keep_len
-        fresh, fresh_g, fresh_seq = sh["fresh"], sh["fresh_g"], sh["fresh_seq"]
-        to_fresh = fresh & (st.app_g == fresh_g) & (st.app_seq == fresh_seq)
-        hbm = st.hbm_inc | st.hbm_dec
-        a = []
-        if "A11" not in d:
-            has_o, _ = st.own_of(st.open_seq, "fv_own_open")
-            has_a, g_a = st.own_of(st.app_seq, "fv_own_app")
-            a.append(~st.open_en | ~has_o)
-            pair = st.open_en & st.len_add
-            a.append(~pair | ((st.len_k != 0) & (st.len_seq == st.open_seq)))
-            a.append(~(committed & ~st.open_en) | to_fresh | (has_a & (st.app_g == g_a)))
-            a.append(~keep | ((st.app_seq == sh["dr_seq"]) & (st.app_g == sh["last_dr"])))
-        if "A12" not in d:
-            only_app = (n_ops == 0) | ((n_ops == 1) & committed & to_fresh)
-            a.append(~fresh | (only_app & ~hbm & ~st.adj_en))
-        if "A13" not in d:
-            walk = sh["pending"].any() | sh["dead"].any()
-            a.append(~walk | ((n_ops == st.bury_en.as_unsigned()) & ~hbm))
-            g = self.gain_g
-            size = self._sel([self._size(h)[0] for h in range(st.n)], g)
-            h_g = self._sel(st.hbm, g)
-            ok = sh["pending"].bit_select(g, 1) & (g < st.n)
-            ok &= (self._sel(st.seqs, g) == self._one(st.adj_seq)) & (st.adj_chip == size)
-            a.append(~sh["gain"] | (ok & (st.adj_hbm == h_g)))
-        if "A14" not in d:
-            a += self._hbm_ops(n_ops, keep, w)
-        if "A15" not in d:
-            g1h = Const(1, st.n) << st.split_g
-            h = st.pick(g1h, st.hbm, "fv_split_hbm")
-            start = st.pick(g1h, st.start, "fv_sp_start")
-            end = st.pick(g1h, st.end, "fv_sp_end")
-            ok = (st.split_hbm <= h) & (start + st.split_hbm <= st.split_m)
-            a.append(~st.split_en | (ok & (st.split_m + h <= end + st.split_hbm)))
-        if "A16" not in d:
-            e = self._sel(st.end, st.share_last)
-            ok = st.share_mask.bit_select(st.share_last, 1) & (e == st.share_len)
-            a.append(~st.share_en | (st.share_len == 0) | ((st.share_last < st.n) & ok))
-        if "A17" not in d:
-            a.append(~st.open_en | st.tfree_any)
-            names = [st.used[g] & (st.tab[g] == st.cut_t) for g in range(st.n)]
-            alive = Cat(*[names[g] & st.seqs[g].any() for g in range(st.n)])
-            dead = Cat(*[names[g] & ~st.seqs[g].any() for g in range(st.n)])
-            a.append(~(st.cut_en & (st.cut_c == 0)) | (dead.any() & ~alive.any()))
+        """Assumptions A11-A17 (:func:`derived_protocol`; but those of ``ddrop``), in
+        cycles without reset."""
+        a = derived_protocol(self.st, self.share_src, self.gain_g, sh)
         with m.If(~rst):
-            m.d.comb += [Assume(x) for x in a]
-
-    def _hbm_ops(self, n_ops: Value, keep: Value, w: int) -> list[Value]:
-        """A14: a spill / fill alone (or beside a drain's append), with its counters'
-        deltas (a) / (b); a share's (c)."""
-        st = self.st
-        a = [~(st.hbm_inc & st.hbm_dec)]
-        a.append(~(st.hbm_inc | st.hbm_dec) | (n_ops == 0) | ((n_ops == 1) & keep))
-        for en, g, dc, dh in ((st.hbm_inc, st.hbm_inc_g, -1, 1), (st.hbm_dec, st.hbm_dec_g, 1, -1)):
-            h = self._sel(st.hbm, g)
-            room = (h + self._sel(st.start, g) < self._sel(st.end, g)) if dc < 0 else (h != 0)
-            ex = st.excl.bit_select(g, 1)
-            seqs = self._sel(st.seqs, g)
-            who = seqs == self._one(st.adj_seq) if dc < 0 else seqs.bit_select(st.adj_seq, 1)
-            delta = (st.adj_chip == Const(dc % (1 << w), w)) & (
-                st.adj_hbm == Const(dh % (1 << w), w)
-            )
-            ok = (g < st.n) & room & (st.adj_en == ex) & (~ex | (who & delta))
-            a.append(~en | ok)
-        src = self.share_src
-        mask = [st.share_mask[g] & st.excl[g] & st.seqs[g].bit_select(src, 1) for g in range(st.n)]
-        xc, xh = self._sum(mask, 0), self._sum(mask, 1)
-        ok = st.adj_en & (st.adj_seq == src)
-        ok &= (st.adj_chip == (-xc)[:w]) & (st.adj_hbm == (-xh)[:w])
-        a.append(~st.share_en | ok)
-        return a
+            m.d.comb += [Assume(x) for k, xs in a.items() if _base(k) not in self.ddrop for x in xs]
 
     # ------------------------------------------------------------------ properties
     def _cover_p(self, m: Module, cov: list, chk) -> None:
@@ -384,12 +418,12 @@ class DerivedFormal(SegFormal):
         st, chk = self.st, chks["derived"]
         for g in range(st.n):
             m.d.comb += chks["excl"](st.excl[g] == _single(st.seqs[g]))
-            base = self._sel(st.tbase, st.tab[g])
+            base = _sel(st.tbase, st.tab[g])
             m.d.comb += chk(~st.used[g] | ((st.tab[g] < st.n) & (st.sbase[g] == base)))
         for s in range(st.s if chk is not _skip else 0):
             g = st.last[s]
-            ok = (g < st.n) & st.used.bit_select(g, 1) & self._sel(st.seqs, g)[s]
-            m.d.comb += chk((cov[s] == 0) | (ok & (self._sel(st.end, g) == cov[s])))
+            ok = (g < st.n) & st.used.bit_select(g, 1) & _sel(st.seqs, g)[s]
+            m.d.comb += chk((cov[s] == 0) | (ok & (_sel(st.end, g) == cov[s])))
             seq = Const(s, st.sb)
             own = st.own(seq, st.len[s], f"fv_own{s}")
             has, og = st.own_of(seq, f"fv_ownof{s}")
@@ -404,12 +438,12 @@ class DerivedFormal(SegFormal):
         w = len(st.end[0])
         for s in range(st.s) if self.seq is None else [self.seq]:
             mine = [st.excl[g] & st.seqs[g][s] & ~sh["pending"][g] for g in range(st.n)]
-            want = self._sum(mine, 1)
+            want = _sum(st, mine, 1)
             if off:
                 want = Mux(want == 0, 0, want - 1)[:w]
             m.d.comb += chk(st.xhbm[s] == want)
             if not off:
-                m.d.comb += chk(st.xchip[s] == self._sum(mine, 0))
+                m.d.comb += chk(st.xchip[s] == _sum(st, mine, 0))
 
     def _helpers(self, m: Module, sh: dict, chks: dict) -> None:
         """Properties 8-11, the strengthening invariants."""
@@ -429,8 +463,8 @@ class DerivedFormal(SegFormal):
             m.d.comb += chx(~pending[g] | (st.used[g] & st.excl[g] & sh["full"][g]))
         # 11: an open's awaiting append, a pending gain: nothing else in progress
         fresh_ok = (fg < st.n) & st.used.bit_select(fg, 1) & (fs < st.s)
-        fresh_ok &= (self._sel(st.seqs, fg) == self._one(fs)) & (self._sel(st.last, fs) == fg)
-        fresh_ok &= (self._sel(st.end, fg) == st.len_of(fs, "fv_len_fresh")) & (owed == 0)
+        fresh_ok &= (_sel(st.seqs, fg) == _one(st, fs)) & (_sel(st.last, fs) == fg)
+        fresh_ok &= (_sel(st.end, fg) == st.len_of(fs, "fv_len_fresh")) & (owed == 0)
         m.d.comb += chk(~fresh | fresh_ok)
         m.d.comb += chx(~pending.any() | ((owed == 0) & ~fresh))
 
@@ -448,6 +482,12 @@ class DerivedFormal(SegFormal):
             return ~rst & sh["gain"] & (st.adj_chip != 0)
         moved = [(st.last[s] == st.split_g) & (st.len[s] != 0) for s in range(st.s)]
         return ~rst & st.split_en & Cat(*moved).any()
+
+
+def _base(key: str) -> str:
+    """The assumption a key of :func:`derived_protocol` is part of (``"A14room"``:
+    ``"A14"``)."""
+    return re.match(r"A\d+", key).group()
 
 
 def _skip(v: Value) -> list:
