@@ -101,9 +101,11 @@ soak: $(STAMP)
 # then its leaves' k-induction proofs (formal.kvpool_tlb: TLB coherence, formal.kvpool_alloc:
 # page conservation, formal.kvpool_seg: segment chains, formal.kvpool_seg_derived: the
 # segment table's derived registers, formal.kvpool_bt: the block table as the page table,
-# formal.kvpool_ts: the tree slots' stream; rows of the same report), then the pool's side of the block table's, the TLB's and the
-# page allocator's protocols on the whole pool (formal.kvpool_proto, decision 0026;
-# formal.kvpool_tlbproto, decision 0027; formal.kvpool_allocproto, decision 0028)
+# formal.kvpool_ts: the tree slots' stream, formal.kvpool_ps: the page states' victims;
+# rows of the same report), then the pool's side of the block table's, the segment table's,
+# the TLB's and the page allocator's protocols on the whole pool (formal.kvpool_proto,
+# decision 0026; formal.kvpool_segproto, decision 0031; formal.kvpool_tlbproto, decision
+# 0027; formal.kvpool_allocproto, decision 0028)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -115,7 +117,9 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_seg_derived
 	$(VPY) -m formal.kvpool_bt
 	$(VPY) -m formal.kvpool_ts
+	$(VPY) -m formal.kvpool_ps
 	$(VPY) -m formal.kvpool_proto
+	$(VPY) -m formal.kvpool_segproto
 	$(VPY) -m formal.kvpool_tlbproto
 	$(VPY) -m formal.kvpool_allocproto
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json

@@ -370,12 +370,13 @@ def formal(ctx: Context) -> Page:
             f"{fmt((scaled['results'][0] or {}).get('params'))}. Depth: the steps from reset "
             "a BMC checked (a witness: the step it reached), the induction length tried "
             "(closed, when it passes). Checks `tlb:...`, `alloc:...`, `seg:...`, `segd:...`, "
-            "`bt:...` and `ts:...` are leaf proofs (`python -m formal.kvpool_tlb`, "
+            "`bt:...`, `ts:...` and `ps:...` are leaf proofs (`python -m formal.kvpool_tlb`, "
             "`formal.kvpool_alloc`, `formal.kvpool_seg`, `formal.kvpool_seg_derived`, "
-            "`formal.kvpool_bt`, `formal.kvpool_ts`), at the sizes in *shows*; `proto:...`, "
-            "`tlbproto:...` and `allocproto:...` the pool's side of the block table's, "
-            "the TLB's and the page allocator's protocols on the whole pool "
-            "(`formal.kvpool_proto`, `formal.kvpool_tlbproto`, `formal.kvpool_allocproto`).",
+            "`formal.kvpool_bt`, `formal.kvpool_ts`, `formal.kvpool_ps`), at the sizes in "
+            "*shows*; `proto:...`, `segproto:...`, `tlbproto:...` and `allocproto:...` the "
+            "pool's side of the block table's, the segment table's, the TLB's and the page "
+            "allocator's protocols on the whole pool (`formal.kvpool_proto`, "
+            "`formal.kvpool_segproto`, `formal.kvpool_tlbproto`, `formal.kvpool_allocproto`).",
             "",
             *table(
                 ["check", "status", "as required", "depth", "seconds", "shows"],

@@ -203,7 +203,6 @@ def _compare(fsm, sh: ShareRegs) -> None:
     m.d.sync += last_start.eq(
         seg.pick(seg.find(s, mm - 1, "sh_cmp_last1h"), seg.start, "sh_cmp_last_start")
     )
-    sh.last_start = last_start  # (read by the formal checks)
     with m.State("SH_CMP"):
         with m.If((ip < mm) & ~bad):
             fsm.read_pte(t, i)
