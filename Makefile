@@ -105,7 +105,8 @@ soak: $(STAMP)
 # rows of the same report), then the pool's side of the block table's, the segment table's,
 # the TLB's and the page allocator's protocols on the whole pool (formal.kvpool_proto,
 # decision 0026; formal.kvpool_segproto, decision 0031; formal.kvpool_tlbproto, decision
-# 0027; formal.kvpool_allocproto, decision 0028)
+# 0027; formal.kvpool_allocproto, decision 0028), and the page counters against the page
+# table (formal.kvpool_counts, decision 0032)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -122,6 +123,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_segproto
 	$(VPY) -m formal.kvpool_tlbproto
 	$(VPY) -m formal.kvpool_allocproto
+	$(VPY) -m formal.kvpool_counts
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

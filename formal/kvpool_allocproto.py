@@ -66,8 +66,9 @@ P1. the pool's page accounting: while the drain pushes a tree's rejected
 
 T1 - T3 are proved of the tree slots by :mod:`formal.kvpool_ts` under S1, S2
 (asserted here) and the sampler's ancestor chain (C1's); V2 is a contract of
-the page states without a leaf proof (as V1); P1 rests on the segment table's
-page counters matching the PTEs, which no proof states yet.
+the page states, whose leaf's side :mod:`formal.kvpool_ps` proves (as V1's); P1
+is proved by :mod:`formal.kvpool_counts` under this proof's other contracts (the
+page counters against the page table).
 
 Asserted with A1 and O1: B1, :mod:`formal.kvpool_proto_inv`'s invariants
 and :mod:`formal.kvpool_tlbproto`'s key invariants, the allocator's FIFO
@@ -79,9 +80,9 @@ consumer takes it (a fast insert's stage 2, ``GOT_*``), an ``ALLOC_*`` state
 finds the allocator not empty; a fill's PTE read and PTE (in HBM until its
 WRITE); a spill's victim PTE (the page ``vpage``, below its table's length).
 
-The HBM-slot allocator's A1 is not stated here: it rests on ``hbm_used`` and
-the cut's ``hpending`` matching the PTEs in HBM (the segment table's HBM
-counters), as P1 on the on-chip counts.
+The HBM-slot allocator's A1 is not stated here: it needs the ownership of the
+HBM slots and ``hbm_used`` against the PTEs in HBM (:mod:`formal.kvpool_counts`
+proves the cut's ``hpending`` and the segments' HBM counts against them).
 
 Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH`:
 must close), ``negated`` (A1 of ``push_page ^ 1``: a BMC must refute it),

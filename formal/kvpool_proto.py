@@ -36,10 +36,13 @@ V1. the page states' and the pool's: a spill's victim (``VICTIM``'s ``done``
 
 T1 and T2 are proved of the tree slots by :mod:`formal.kvpool_ts` (decision
 0029), under the pool's S1 and S2 (which :mod:`formal.kvpool_allocproto`
-proves of the pool) and the sampler's ancestor chain (C1's); V1 rests on the
-page-state words of the committed pages matching the PTEs that map them (the
-pool's property 3, checked by :mod:`formal.kvpool`'s BMC and by the pool's
-testbench).
+proves of the pool) and the sampler's ancestor chain (C1's). V1's page-state
+side (a victim is a live committed page, with its last COMMIT's table and
+position; ``none`` only when no page is live) is proved at the leaf by
+:mod:`formal.kvpool_ps` (decision 0030); the pool's side, the page-state words
+of the committed pages matching the PTEs that map them (that module's L1 - L4,
+the pool's property 3), is checked by :mod:`formal.kvpool`'s BMC and by the
+pool's testbench.
 
 The strengthening invariants (:mod:`formal.kvpool_proto_inv`, each a named
 assertion) relate the operation FSM's, the fast insert's, the drain's and the

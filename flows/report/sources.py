@@ -376,7 +376,8 @@ def formal(ctx: Context) -> Page:
             "*shows*; `proto:...`, `segproto:...`, `tlbproto:...` and `allocproto:...` the "
             "pool's side of the block table's, the segment table's, the TLB's and the page "
             "allocator's protocols on the whole pool (`formal.kvpool_proto`, "
-            "`formal.kvpool_segproto`, `formal.kvpool_tlbproto`, `formal.kvpool_allocproto`).",
+            "`formal.kvpool_segproto`, `formal.kvpool_tlbproto`, `formal.kvpool_allocproto`), "
+            "`counts:...` its page counters against its page table (`formal.kvpool_counts`).",
             "",
             *table(
                 ["check", "status", "as required", "depth", "seconds", "shows"],
