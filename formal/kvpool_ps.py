@@ -11,7 +11,7 @@ small size (:data:`CONFIG`: 4 pages, 1 table bit, 2 position bits; the leaf
 declares pages from 16, the probe admits 4 and up: the RTL is generic in
 ``PAGES``, its pointers wrap by ``prefix_inc_mod`` and a pass's ``more`` reads
 ``level[2:]`` and ``level[:2]``, 3 bits from 4 pages on) with a *page shadow*
-(:func:`page_shadow`) kept from the leaf's interface alone: per page ``p``
+(:func:`formal.kvpool_ps_contract.page_shadow`) kept from the leaf's interface alone: per page ``p``
 ``written`` (a command of kind SPEC .. SCORE taken since reset), ``st[p]``
 (FREE, SPEC, COMMITTED, as the commands taken set it: SCORE keeps it, a
 ``fresh`` SCORE makes it FREE), ``tab[p]`` / ``pos[p]`` (its last
@@ -23,7 +23,7 @@ previous cycle). A page is *live* when ``st[p]`` is COMMITTED and ``out[p]``
 low. Every input and reset are free (a VICTIM's ``page``, ``tab``, ``pos``,
 ``s``, ``fresh`` fields and the kinds 5 .. 7 too), except the pool's protocol,
 assumed for a command of kind SPEC .. SCORE taken in a cycle without reset
-(:func:`commandable`):
+(:func:`formal.kvpool_ps_contract.commandable`):
 
 Q0. its page is below ``PAGES`` (vacuous at a power of two);
 Q1. a command not ``fresh`` is of a page written since reset (the leaf's
@@ -40,7 +40,7 @@ any state, a VICTIM while ``busy``, a COMMIT into a full queue (impossible:
 invariants 5 and 6 prove it, as the leaf's docstring argues).
 
 Properties (asserted every cycle; V-a - V-c are the contract,
-:func:`victim_contract`; 1-9 the strengthening invariants that make them
+:func:`formal.kvpool_ps_contract.victim_contract`; 1-9 the strengthening invariants that make them
 inductive, each true on its own):
 
 V-a. a VICTIM's answer with a victim (``done`` while ``vpend``, ``none``
@@ -140,7 +140,6 @@ shared with other runs).
 """
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -150,6 +149,7 @@ from amaranth.lib import data
 from amaranth.utils import bits_for
 
 from formal.kvpool_probes import Cached
+from formal.kvpool_ps_contract import WRITERS, commandable, page_shadow, victim_contract
 from formal.leaf import Answer, Harness, LeafChecks, check_run
 from formal.sat import Outcome, convert, solve
 from hw.common import Param, check_params, sum_tree
@@ -158,10 +158,6 @@ from hw.kvpool.pagestate import COMMITTED, FREE, SPEC, PageState, PsCmd, word_la
 __all__ = [
     "ProbedPageState",
     "PageStateFormal",
-    "PageShadow",
-    "page_shadow",
-    "commandable",
-    "victim_contract",
     "CONFIG",
     "LARGER",
     "run",
@@ -205,8 +201,6 @@ LOCALS = (
     "push_new",
     "found",
 )
-#: a command kind that writes a page word (SPEC, COMMIT, FREE, SCORE)
-_WRITERS = 4
 
 
 class ProbedPageState(Cached, PageState):
@@ -242,110 +236,6 @@ class ProbedPageState(Cached, PageState):
 
 
 # ---------------------------------------------------------------------- the contracts
-# Stated once: the leaf proof below assumes Q0-Q2 and proves V-a - V-c with them; a
-# pool harness can build the same shadow on its page states and assume V-a - V-c.
-
-
-@dataclass
-class PageShadow:
-    """The page shadow of a :class:`~hw.kvpool.pagestate.PageState`, kept from its
-    interface alone: per page ``p`` ``written`` (a command of kind SPEC .. SCORE
-    taken since reset), ``st[p]`` (FREE, SPEC, COMMITTED), ``tab[p]`` / ``pos[p]``
-    (its last COMMIT's; 0 after a ``fresh`` command of another kind), ``out`` (shown
-    as a victim since its last COMMIT or ``fresh`` command); ``vpend`` (a VICTIM
-    taken, its ``done`` not yet shown), ``took`` (a command other than VICTIM taken
-    in the previous cycle). Every register resets with the design."""
-
-    written: Signal
-    st: list[Signal]
-    tab: list[Signal]
-    pos: list[Signal]
-    out: Signal
-    vpend: Signal
-    took: Signal
-
-    def live(self, p: int) -> Value:
-        """Page ``p`` is COMMITTED and not shown as a victim since."""
-        return (self.st[p] == COMMITTED) & ~self.out[p]
-
-
-def page_shadow(m: Module, ps: PageState) -> PageShadow:
-    """The page shadow of ``ps`` (:class:`PageShadow`), in ``m``, updated by the commands
-    ``ps`` takes (``cmd.valid & cmd.ready``) and the victims it shows."""
-    P, c = ps.PAGES, ps.cmd.payload
-    sh = PageShadow(
-        written=Signal(P, name="fv_written"),
-        st=[Signal(2, name=f"fv_st{p}") for p in range(P)],
-        tab=[Signal(ps.TABLE_BITS, name=f"fv_tab{p}") for p in range(P)],
-        pos=[Signal(ps.POS_BITS, name=f"fv_pos{p}") for p in range(P)],
-        out=Signal(P, name="fv_out"),
-        vpend=Signal(name="fv_vpend"),
-        took=Signal(name="fv_took"),
-    )
-    fire = ps.cmd.valid & ps.cmd.ready
-    kind = c.kind.as_value()
-    is_victim = kind == PsCmd.VICTIM.value
-    is_commit = kind == PsCmd.COMMIT.value
-    writes = fire & (kind < _WRITERS)
-    shown = ps.done & sh.vpend & ~ps.none  # a victim shown this cycle
-    for p in range(P):
-        hit = writes & (c.page == p)
-        old_st = Mux(c.fresh, FREE, sh.st[p])
-        new_st = Array([Const(SPEC, 2), Const(COMMITTED, 2), Const(FREE, 2), old_st])[kind[:2]]
-        cleared = hit & (is_commit | c.fresh)
-        m.d.sync += [
-            sh.out[p].eq(~cleared & (sh.out[p] | (shown & (ps.victim.page == p)))),
-        ]
-        with m.If(hit):
-            m.d.sync += [
-                sh.written[p].eq(1),
-                sh.st[p].eq(new_st),
-                sh.tab[p].eq(Mux(is_commit, c.tab, Mux(c.fresh, 0, sh.tab[p]))),
-                sh.pos[p].eq(Mux(is_commit, c.pos, Mux(c.fresh, 0, sh.pos[p]))),
-            ]
-    m.d.sync += [
-        sh.vpend.eq((fire & is_victim) | (sh.vpend & ~ps.done)),
-        sh.took.eq(fire & ~is_victim),
-    ]
-    return sh
-
-
-def commandable(ps: PageState, sh: PageShadow) -> dict[str, list]:
-    """Q0 - Q2 for the command on ``ps.cmd`` (each condition holds unless a command of
-    kind SPEC .. SCORE is taken): ``{"q0": [...], "q1": [...], "q2": [...]}``."""
-    c = ps.cmd.payload
-    g = ps.cmd.valid & ps.cmd.ready & (c.kind.as_value() < _WRITERS)
-    written = sh.written.bit_select(c.page, 1)
-    return {
-        "q0": [~g | (c.page < ps.PAGES)],
-        "q1": [~g | c.fresh | written],
-        "q2": [~g | ~c.fresh | ~written],
-    }
-
-
-def victim_contract(ps: PageState, sh: PageShadow) -> dict[str, list]:
-    """V-a - V-c of ``ps`` with its shadow: ``{"va": [...], "vb": [...], "vc": [...]}``."""
-    P, v = ps.PAGES, ps.victim
-    answer = ps.done & sh.vpend  # the VICTIM's done
-    vp = v.page
-    found = answer & ~ps.none
-    zero = Value.cast(v) == 0
-    named = [
-        ~(found & (vp == p)) | (sh.live(p) & (sh.tab[p] == v.tab) & (sh.pos[p] == v.pos))
-        for p in range(P)
-    ]
-    return {
-        "va": [~found | (vp < P), *named],
-        "vb": [~(answer & ps.none) | ~sh.live(p) for p in range(P)],
-        "vc": [
-            ~sh.took | (ps.done & ~ps.none & zero & ~sh.vpend),
-            ~ps.done | sh.took | sh.vpend,
-            ~(sh.vpend & ~ps.done) | ~ps.cmd.ready,
-            answer | (~ps.none & zero),
-        ],
-    }
-
-
 def _mod(x: Value, P: int, width: int) -> Value:
     """``x mod P`` for ``0 <= x < 2 P``, in ``width`` bits."""
     return Mux(x >= P, x - P, x)[:width]
@@ -403,7 +293,7 @@ class PageStateFormal(Harness, Elaboratable):
         words, qw = d.words, d.qwords
         wl = word_layout(d.TABLE_BITS, d.POS_BITS)
         kind = d._r_kind.as_value()
-        rcmd = d._r_valid & (kind < _WRITERS)  # a command in the RMW stage
+        rcmd = d._r_valid & (kind < WRITERS)  # a command in the RMW stage
         rwr = d._r_valid & (kind <= PsCmd.VICTIM.value)  # ... or a pass
         rp = d._r_page
         vmode, pv = d._vmode, d._p_valid
@@ -555,7 +445,7 @@ class PageStateFormal(Harness, Elaboratable):
         if what == "cancel":
             return g.found & d._p_valid
         if what == "forward":
-            return d._r_valid & (kind < _WRITERS) & g.fwd_hit
+            return d._r_valid & (kind < WRITERS) & g.fwd_hit
         drop = g.pop & ~g.push_back & ~g.found
         if what == "drop":
             return drop
