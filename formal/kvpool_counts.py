@@ -73,6 +73,7 @@ from formal.kvpool import CONFIG, count
 from formal.kvpool_allocproto import PROVE_DEPTH, AllocProtocolFormal
 from formal.kvpool_proto import run_harness
 from formal.kvpool_proto_inv import TAGGING
+from formal.kvpool_seg_derived import size_sum
 from formal.kvpool_tlbproto import TLBProtocolFormal
 from formal.kvpool_ts import committable
 from formal.leaf import Answer, LeafChecks
@@ -120,16 +121,17 @@ class CountsFormal(AllocProtocolFormal):
         self._excl_sums(m)  # D7
 
     def _excl_sums(self, m: Module) -> None:
-        """D7."""
+        """D7: the sums of :func:`formal.kvpool_seg_derived.size_sum` over the used
+        segments ``s`` alone sees."""
         u = self.dut.u
         seg = u.seg
-        w = len(seg.xchip[0])
         for s in range(seg.s):
             mine = [seg.used[g] & seg.excl[g] & seg.seqs[g][s] for g in range(seg.n)]
-            chip = sum_tree([Mux(mine[g], self._span(g) - seg.hbm[g], 0) for g in range(seg.n)], w)
-            hbm = sum_tree([Mux(mine[g], seg.hbm[g], 0) for g in range(seg.n)], w)
             with m.If(~u.cutting):
-                m.d.comb += [Assume(seg.xchip[s] == chip[:w]), Assume(seg.xhbm[s] == hbm[:w])]
+                m.d.comb += [
+                    Assume(seg.xchip[s] == size_sum(seg, mine, 0)),
+                    Assume(seg.xhbm[s] == size_sum(seg, mine, 1)),
+                ]
 
     def _span(self, g: int) -> Value:
         seg = self.dut.u.seg

@@ -214,7 +214,7 @@ def _sel(items: list[Value], i: Value) -> Value:
     return Cat(*items, *pad).word_select(i, w)
 
 
-def _sum(st: SegState, mask: list[Value], which: int) -> Value:
+def size_sum(st: SegState, mask: list[Value], which: int) -> Value:
     """The sum (modulo ``2**(POS_BITS + 1)``) of the segments of ``mask``'s sizes
     (``which``: 0 on chip, 1 in HBM)."""
     w = len(st.end[0])
@@ -307,7 +307,7 @@ def _hbm_ops(
     mask = [
         st.share_mask[g] & st.excl[g] & st.seqs[g].bit_select(share_src, 1) for g in range(st.n)
     ]
-    xc, xh = _sum(st, mask, 0), _sum(st, mask, 1)
+    xc, xh = size_sum(st, mask, 0), size_sum(st, mask, 1)
     a.append(~st.share_en | (st.adj_en & (st.adj_seq == share_src)))
     c = [~st.share_en | ((st.adj_chip == (-xc)[:w]) & (st.adj_hbm == (-xh)[:w]))]
     return {"A14": a, "A14room": room, "A14c": c}
@@ -438,12 +438,12 @@ class DerivedFormal(SegFormal):
         w = len(st.end[0])
         for s in range(st.s) if self.seq is None else [self.seq]:
             mine = [st.excl[g] & st.seqs[g][s] & ~sh["pending"][g] for g in range(st.n)]
-            want = _sum(st, mine, 1)
+            want = size_sum(st, mine, 1)
             if off:
                 want = Mux(want == 0, 0, want - 1)[:w]
             m.d.comb += chk(st.xhbm[s] == want)
             if not off:
-                m.d.comb += chk(st.xchip[s] == _sum(st, mine, 0))
+                m.d.comb += chk(st.xchip[s] == size_sum(st, mine, 0))
 
     def _helpers(self, m: Module, sh: dict, chks: dict) -> None:
         """Properties 8-11, the strengthening invariants."""
