@@ -105,8 +105,9 @@ soak: $(STAMP)
 # rows of the same report), then the pool's side of the block table's, the segment table's,
 # the TLB's and the page allocator's protocols on the whole pool (formal.kvpool_proto,
 # decision 0026; formal.kvpool_segproto, decision 0031; formal.kvpool_tlbproto, decision
-# 0027; formal.kvpool_allocproto, decision 0028), and the page counters against the page
-# table (formal.kvpool_counts, decision 0032)
+# 0027; formal.kvpool_allocproto, decision 0028), the page counters against the page
+# table (formal.kvpool_counts, decision 0032); formal.kvpool_conserve (decision 0033) is
+# run by hand until its induction closes
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json

@@ -163,17 +163,18 @@ def held_shadow(m: Module, al: object, name: str) -> tuple[Signal, Value]:
     return held, shown
 
 
-def fifo_invariants(m: Module, d: Allocator, held: Value) -> None:
-    """Properties 5 and 6 of a probed allocator ``d`` as assertions in ``m``: ``held``
+def fifo_invariants(m: Module, d: Allocator, held: Value, stmt: type = Assert) -> None:
+    """Properties 5 and 6 of a probed allocator ``d`` as assertions in ``m`` (``stmt``
+    :class:`~amaranth.hdl.Assume` where another proof has proved them): ``held``
     (``PAGES`` bits) is the set of pages handed out in cycles before and not pushed
     back since (the page shown this cycle apart). :mod:`formal.kvpool_bt` states
     them of the block table's node allocators."""
     P = d.PAGES
     m.d.comb += [
-        Assert(d.free_pages == d.level + P - d.mark),
-        Assert(d.level <= P),
-        Assert(d.mark <= P),
-        Assert(d.tail == (d.head + d.level)[: len(d.tail)]),
+        stmt(d.free_pages == d.level + P - d.mark),
+        stmt(d.level <= P),
+        stmt(d.mark <= P),
+        stmt(d.tail == (d.head + d.level)[: len(d.tail)]),
     ]
     pb = len(d.head)
     queued = [(j - d.head)[:pb] < d.level for j in range(P)]
@@ -181,17 +182,17 @@ def fifo_invariants(m: Module, d: Allocator, held: Value) -> None:
     for j in range(P):
         with m.If(queued[j]):
             m.d.comb += [
-                Assert(w[j] < d.mark),
-                Assert(~held.bit_select(w[j], 1)),
-                Assert(~(d.page_valid & (d.page == w[j]))),
+                stmt(w[j] < d.mark),
+                stmt(~held.bit_select(w[j], 1)),
+                stmt(~(d.page_valid & (d.page == w[j]))),
             ]
         for i in range(j):
-            m.d.comb += Assert(~(queued[i] & queued[j] & (w[i] == w[j])))
+            m.d.comb += stmt(~(queued[i] & queued[j] & (w[i] == w[j])))
     for q in range(P):
-        m.d.comb += Assert(~held[q] | (d.mark > q))
+        m.d.comb += stmt(~held[q] | (d.mark > q))
     m.d.comb += [
-        Assert(~d.page_valid | (d.page < d.mark)),
-        Assert(d.level + _count(held) + d.page_valid == d.mark),
+        stmt(~d.page_valid | (d.page < d.mark)),
+        stmt(d.level + _count(held) + d.page_valid == d.mark),
     ]
 
 

@@ -118,6 +118,8 @@ __all__ = [
     "pending_shadow",
     "derived_shadows",
     "derived_protocol",
+    "hbm_room",
+    "size_sum",
     "CONFIG",
     "run",
     "build_parser",
@@ -294,23 +296,31 @@ def _hbm_ops(
     (``A14room``); a share's (c) (``A14`` its port, ``A14c`` its deltas)."""
     a = [~(st.hbm_inc & st.hbm_dec)]
     a.append(~(st.hbm_inc | st.hbm_dec) | (n_ops == 0) | ((n_ops == 1) & keep))
-    room = []
     for en, g, dc, dh in ((st.hbm_inc, st.hbm_inc_g, -1, 1), (st.hbm_dec, st.hbm_dec_g, 1, -1)):
-        h = _sel(st.hbm, g)
-        here = (h + _sel(st.start, g) < _sel(st.end, g)) if dc < 0 else (h != 0)
         ex = st.excl.bit_select(g, 1)
         seqs = _sel(st.seqs, g)
         who = seqs == _one(st, st.adj_seq) if dc < 0 else seqs.bit_select(st.adj_seq, 1)
         delta = (st.adj_chip == Const(dc % (1 << w), w)) & (st.adj_hbm == Const(dh % (1 << w), w))
         a.append(~en | ((g < st.n) & (st.adj_en == ex) & (~ex | (who & delta))))
-        room.append(~en | here)
     mask = [
         st.share_mask[g] & st.excl[g] & st.seqs[g].bit_select(share_src, 1) for g in range(st.n)
     ]
     xc, xh = size_sum(st, mask, 0), size_sum(st, mask, 1)
     a.append(~st.share_en | (st.adj_en & (st.adj_seq == share_src)))
     c = [~st.share_en | ((st.adj_chip == (-xc)[:w]) & (st.adj_hbm == (-xh)[:w]))]
-    return {"A14": a, "A14room": room, "A14c": c}
+    return {"A14": a, "A14room": hbm_room(st), "A14c": c}
+
+
+def hbm_room(st: SegState) -> list[Value]:
+    """A14's ``room``: a spill's segment (``hbm_inc``) holds a position on chip (``hbm +
+    start < end``), a fill's (``hbm_dec``) one in HBM (``hbm != 0``). Asserted of the
+    pool by :mod:`formal.kvpool_conserve`."""
+    room = []
+    for en, g, on_chip in ((st.hbm_inc, st.hbm_inc_g, True), (st.hbm_dec, st.hbm_dec_g, False)):
+        h = _sel(st.hbm, g)
+        here = (h + _sel(st.start, g) < _sel(st.end, g)) if on_chip else (h != 0)
+        room.append(~en | here)
+    return room
 
 
 class DerivedFormal(SegFormal):

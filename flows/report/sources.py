@@ -377,7 +377,8 @@ def formal(ctx: Context) -> Page:
             "pool's side of the block table's, the segment table's, the TLB's and the page "
             "allocator's protocols on the whole pool (`formal.kvpool_proto`, "
             "`formal.kvpool_segproto`, `formal.kvpool_tlbproto`, `formal.kvpool_allocproto`), "
-            "`counts:...` its page counters against its page table (`formal.kvpool_counts`).",
+            "`counts:...` its page counters against its page table (`formal.kvpool_counts`), "
+            "`conserve:...` its conservation of pages and HBM slots (`formal.kvpool_conserve`).",
             "",
             *table(
                 ["check", "status", "as required", "depth", "seconds", "shows"],
