@@ -96,7 +96,7 @@ import sys
 from pathlib import Path
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
-from amaranth.hdl import Assert, Assume
+from amaranth.hdl import Assume
 from amaranth.utils import bits_for
 
 from formal.kvpool import CONFIG
@@ -237,8 +237,8 @@ class AllocProtocolFormal(TLBProtocolFormal):
             self._b1(m)
             self._invariants(m)
             self._key_invariants(m)
-            fifo_invariants(m, a, self.held)
-            m.d.comb += Assert(~(a.page_valid & self.held.bit_select(a.page, 1)))
+            fifo_invariants(m, a, self.held, self._stmt)
+            m.d.comb += self._stmt(~(a.page_valid & self.held.bit_select(a.page, 1)))
             self._owners(m)
             self._flight(m)
 

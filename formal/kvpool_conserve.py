@@ -87,8 +87,7 @@ and a BMC of this harness runs out of memory at step 23. Measured in
 import sys
 from pathlib import Path
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
-from amaranth.hdl import Assume
+from amaranth import Cat, Const, Module, Mux
 from amaranth.utils import bits_for
 
 from formal.kvpool import CONFIG, count
@@ -122,7 +121,8 @@ SLOTTED = ("SP_SLOT", "SP_WR", "SP_FREE")
 
 class ConserveFormal(CountsFormal):
     """The pool, the shadows of :class:`formal.kvpool_counts.CountsFormal` and
-    ``hheld``; H1, H2, O2, E1, E2, C under its assumptions and the invariants it and
+    ``hheld``; H1, H2, O2, E1, E2, C, K1, K2, Q, R and ``A14room`` under its
+    assumptions and the properties it and
     :class:`formal.kvpool_allocproto.AllocProtocolFormal` prove.
 
     Parameters
@@ -148,29 +148,15 @@ class ConserveFormal(CountsFormal):
         h.elaborate(None)  # the probe's FIFO reads (the same module later)
         self.hheld, self.hshown = held_shadow(m, h, "fv_hheld")
 
-    def _chk(self, m: Module, label: str, guard: Value, conds: list) -> None:
-        """Assert, or assume while :meth:`_proved` states another proof's facts."""
-        if self._assuming:  # as Harness._chk: one bit, ``~guard | cond``
-            for k, cond in enumerate(conds):
-                ok = Signal(name=f"fvm_{label}_{k}")
-                m.d.comb += [ok.eq(~guard | cond), Assume(ok)]
-        else:
-            super()._chk(m, label, guard, conds)
-
     # ------------------------------------------------------------------ proved facts
     def _proved(self, m: Module) -> None:
         """What :mod:`formal.kvpool_counts` and :mod:`formal.kvpool_allocproto` prove,
-        assumed."""
-        a = self.dut.u.alloc
-        variant, self.variant = self.variant, "props"  # the other proofs' properties
+        assumed (their ``props`` properties, stated by their own methods)."""
+        variant, self.variant = self.variant, "props"
         self._assuming = True
         try:
             CountsFormal._properties(self, m)  # P1, N1 - N4, their invariants
-            self._chk(m, "a1", a.push, [(self.held | self.shown).bit_select(a.push_page, 1)])
-            fifo_invariants(m, a, self.held, Assume)
-            m.d.comb += Assume(~(a.page_valid & self.held.bit_select(a.page, 1)))
-            AllocProtocolFormal._owners(self, m)  # O1
-            self._alloc_flight(m)
+            AllocProtocolFormal._properties(self, m)  # A1, O1, their invariants
         finally:
             self._assuming, self.variant = False, variant
 
@@ -237,14 +223,13 @@ class ConserveFormal(CountsFormal):
         a = u.alloc
         w = len(u.committed_pages)
         held = (count(list(self.held)) + a.page_valid)[:w]
-        uncounted = 0 if negated else self.at(*UNCOUNTED)
-        counted = (u.committed_pages + u.spec_pages + u.pending + uncounted)[:w]
-        self._chk(m, "e1", 1, [held == counted])
+        uncounted = self.at(*UNCOUNTED)
+        total = u.committed_pages + u.spec_pages + u.pending + (0 if negated else uncounted)
+        self._chk(m, "e1", 1, [held == total[:w]])
         if not negated:
-            total = u.committed_pages + u.spec_pages + u.pending + self.at(*UNCOUNTED)
             self._chk(m, "e1_le", 1, [total <= a.PAGES])
             free = (a.free_pages + u.pending + u.spec_pages + u.committed_pages)[:w]
-            self._chk(m, "c_pages", ~self.at(*UNCOUNTED), [free == a.PAGES])
+            self._chk(m, "c_pages", ~uncounted, [free == a.PAGES])
 
     def _quiet(self, m: Module) -> None:
         """What E1 needs at a commit's or a release's overwrite of ``pending``: a page is
@@ -252,14 +237,11 @@ class ConserveFormal(CountsFormal):
         every resident PTE is held by an alive segment (N1's and N2's ``D0``, ``D1``
         are 0)."""
         u, f = self.dut.u, self.dut.state
-        seg = u.seg
         got = self.at("GOT_INS_GO", "GOT_FILL_GO") | f.s2.valid
         self._chk(m, "e1_shown", u.alloc.page_valid, [got])
         self._chk(m, "e1_quiet", ~u.drain & ~u.cutting, [u.pending == 0])
-        alive = [seg.used[g] & seg.seqs[g].any() for g in range(seg.n)]
         for t, i, res, _loc, p in self._entries():
-            held = Cat(*[self._has(g, t, p) & alive[g] for g in range(seg.n)]).any()
-            self._chk(m, f"orphan{t}_{i}", res & ~u.cutting, [held])
+            self._chk(m, f"orphan{t}_{i}", res & ~u.cutting, [self._held(t, p)])
 
     def _counters(self, m: Module) -> None:
         """K1, K2: ``committed_pages`` against the alive segments' positions on chip (N3:

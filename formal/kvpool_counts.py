@@ -153,6 +153,12 @@ class CountsFormal(AllocProtocolFormal):
                 out.append((t, i, res, pte[0], seg.tbase[t] + i))
         return out
 
+    def _held(self, t: int, p: Value) -> Value:
+        """An alive segment (used, seen by a sequence) of table ``t`` holds position
+        ``p``: a resident PTE there is not doomed."""
+        seg = self.dut.u.seg
+        return Cat(*[self._has(g, t, p) & seg.seqs[g].any() for g in range(seg.n)]).any()
+
     def _has(self, g: int, t: int, p: Value) -> Value:
         """Segment ``g`` is used, of table ``t``, and holds position ``p``."""
         seg = self.dut.u.seg
@@ -193,10 +199,7 @@ class CountsFormal(AllocProtocolFormal):
         seg = u.seg
         ents = self._entries()
         alive = [seg.seqs[g].any() for g in range(seg.n)]
-        doomed = []
-        for t, _i, res, loc, p in ents:
-            held = Cat(*[self._has(g, t, p) & alive[g] for g in range(seg.n)]).any()
-            doomed.append((res & ~held, loc))
+        doomed = [(res & ~self._held(t, p), loc) for t, _i, res, loc, p in ents]
         wp = len(u.pending)
         width = bits_for(len(ents))
         d0 = sum_tree([(d & ~loc).as_unsigned() for d, loc in doomed], width)

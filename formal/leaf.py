@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from amaranth import Module, Signal, Value
-from amaranth.hdl import Assert
+from amaranth.hdl import Assert, Assume
 
 from formal.sat import Outcome, checks_parser, free_inputs, parse_checks, run_checks
 
@@ -56,17 +56,28 @@ class Harness:
     the solver's free ports, and assertions that a counterexample names."""
 
     dut: object
+    #: while set, :meth:`_chk` (and :attr:`_stmt`) assume instead of asserting: a
+    #: harness states there the facts another induction proved (sound when that proof's
+    #: assumptions are among this one's)
+    _assuming = False
+
+    @property
+    def _stmt(self) -> type:
+        """:class:`~amaranth.hdl.Assume` while :attr:`_assuming`, else
+        :class:`~amaranth.hdl.Assert`."""
+        return Assume if self._assuming else Assert
 
     def ports(self) -> list[Signal]:
         """The device's inputs (free for the solver)."""
         return free_inputs(self.dut)
 
     def _chk(self, m: Module, label: str, guard: Value, conds: list) -> None:
-        """Assert ``guard -> cond`` for each of ``conds``, each through a signal named
-        ``fva_<label>_<k>`` (a counterexample's trace shows which one failed)."""
+        """Assert (assume, while :attr:`_assuming`) ``guard -> cond`` for each of
+        ``conds``, each through a signal named ``fva_<label>_<k>`` (a counterexample's
+        trace shows which one failed)."""
         for k, cond in enumerate(conds):
             ok = Signal(name=f"fva_{label}_{k}")
-            m.d.comb += [ok.eq(~guard | cond), Assert(ok)]
+            m.d.comb += [ok.eq(~guard | cond), self._stmt(ok)]
 
 
 @dataclass(frozen=True)
