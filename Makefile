@@ -106,8 +106,8 @@ soak: $(STAMP)
 # the TLB's and the page allocator's protocols on the whole pool (formal.kvpool_proto,
 # decision 0026; formal.kvpool_segproto, decision 0031; formal.kvpool_tlbproto, decision
 # 0027; formal.kvpool_allocproto, decision 0028), the page counters against the page
-# table (formal.kvpool_counts, decision 0032); formal.kvpool_conserve (decision 0033) is
-# run by hand until its induction closes
+# table (formal.kvpool_counts, decision 0032), the pool's conservation of its pages and HBM
+# slots (formal.kvpool_conserve, decision 0033)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -125,6 +125,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_tlbproto
 	$(VPY) -m formal.kvpool_allocproto
 	$(VPY) -m formal.kvpool_counts
+	$(VPY) -m formal.kvpool_conserve
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

@@ -3,48 +3,28 @@
 SPEC §4.8's first invariant, ``free_pages + spec_pages + committed_pages ==
 PAGES`` and ``hbm_used + hbm_free == HBM_PAGES``, and the HBM-slot
 allocator's protocol (:mod:`formal.kvpool_alloc`'s A1 for the second
-allocator), stated for k-induction at the pool level (its induction has not
-closed yet: decision 0033): the harness of
-:mod:`formal.kvpool_counts` (the whole :class:`hw.kvpool.ScaledPool` at
-:data:`formal.kvpool.CONFIG`, every input free, the shadow page table, the
-block tables' shadow lengths, the tree shadow, the page allocator's
-``held``, the CUT's ``cnext``) with one more shadow, ``hheld``: the HBM
-slots the HBM-slot allocator handed out in an earlier cycle and that were
-not pushed back since (:func:`formal.kvpool_alloc.held_shadow`).
+allocator), proved by k-induction at the pool level (decision 0033): the
+harness of :mod:`formal.kvpool_counts` (the whole
+:class:`hw.kvpool.ScaledPool` at :data:`formal.kvpool.CONFIG`, every input
+free, the shadow page table, the block tables' shadow lengths, the tree
+shadow, the page allocator's ``held``, the CUT's ``cnext``) with one more
+shadow, ``hheld``: the HBM slots the HBM-slot allocator handed out in an
+earlier cycle and that were not pushed back since
+(:func:`formal.kvpool_alloc.held_shadow`).
 
-The *owners* of an HBM slot ``q``: a resident PTE (below its table's shadow
-length, or in the window a CUT still streams) with ``loc = 1`` and ``addr =
-q``, except a fill's own PTE once the fill has pushed its slot (``FILL``:
-the PTE keeps it until the fill's WRITE); the operation FSM's ``addr`` in
-``SP_WR`` (a spill's slot, not yet written).
+Two inductions, the second assuming what the first proves:
 
-Properties (asserted every cycle out of reset):
+*the pages* (variant ``props``, check ``prove``), asserted every cycle out of
+reset:
 
-H1. a push to the HBM-slot allocator is of a slot it handed out and has not
-    taken back (in ``hheld`` or shown this cycle);
-H2. a spill's allocation (``SP_RDW``) finds a free slot;
-O2. every HBM slot has as many owners as it is held (one if in ``hheld``,
-    else none);
 E1. the page counters against the page allocator: the pages held or shown
     are ``committed_pages + spec_pages + pending``, plus one while an
     operation holds an allocated page it has not counted yet (``GOT_INS_GO``,
-    ``INS_GO``, ``GOT_FILL_GO``, ``FILL_GO``, ``FILL_PSC``);
-E2. the HBM counters against the HBM-slot allocator: the slots held or shown
-    are ``hbm_used``, plus the cut's ``hpending`` while a cut runs, plus one
-    in a spill's ``SP_SLOT``, ``SP_WR`` and ``SP_FREE`` (allocated, counted
-    in ``SP_FREE``'s cycle);
-C.  when no operation holds an allocated page (E1's states) nor a spill's slot
-    (E2's): ``free_pages + spec_pages + committed_pages == PAGES`` (the
-    pool's ``free_pages`` output: the allocator's free pages plus
-    ``pending``) and ``hbm_used + hbm_free + hpending == HBM_PAGES``, the
-    cut's ``hpending`` counted only while it runs (SPEC §4.8 at every
-    idle point).
-
-With the allocators' FIFO invariants (:func:`formal.kvpool_alloc.fifo_invariants`
-of the HBM-slot allocator against ``hheld``, asserted here), E1 and E2 give C.
-
-The invariants that make them inductive:
-
+    ``INS_GO``, ``GOT_FILL_GO``, ``FILL_GO``, ``FILL_PSC``), at most
+    ``PAGES``;
+C.  when no operation holds such a page: ``free_pages + spec_pages +
+    committed_pages == PAGES`` (the pool's ``free_pages`` output: the
+    allocator's free pages plus ``pending``; SPEC §4.8 at every idle point);
 K1. ``committed_pages`` (one more in ``FILL_PSC``: the fill's PTE written, its
     count not yet) is the sum of ``end - start - hbm`` over the alive
     segments (by :mod:`formal.kvpool_counts`' N3, their PTEs on chip) plus
@@ -52,42 +32,68 @@ K1. ``committed_pages`` (one more in ``FILL_PSC``: the fill's PTE written, its
     taken, appended by the drain);
 K2. ``spec_pages`` is the tree shadow's nodes, less the streamed slot's while
     the drain owns the stream, plus a fast speculative insert's stage 2;
+K3. ``hbm_used`` (one more while a fill has pushed its slot and not written
+    its PTE) is the sum of ``hbm`` over the alive segments, at most
+    ``HBM_PAGES``;
 Q.  a page is shown only to its consumer (``GOT_*``, a fast insert's stage 2);
     outside a drain or a cut ``pending`` is 0 and every resident PTE is held
     by an alive segment (a commit and a release overwrite ``pending``);
 R.  an insert past its checks (``ACT``, ``INS``) or a fill (``FILL_ALLOC``)
     that finds no page free can spill (its ``NO_PAGE`` check, registered in
-    ``CHECK``, stays true); the spill states before the slot's allocation
-    have ``hbm_used < HBM_PAGES`` and no cut;
+    ``CHECK``, stays true); a spill's states have ``hbm_used < HBM_PAGES``
+    and no cut;
+A14room, for :mod:`formal.kvpool_segproto`
+    (:func:`formal.kvpool_seg_derived.hbm_room`): a spill's segment holds a
+    position on chip, a fill's one in HBM (by N3);
 
-and, asserted here for :mod:`formal.kvpool_segproto`, A14's ``room``
-(:func:`formal.kvpool_seg_derived.hbm_room`: a spill's segment holds a
-position on chip, a fill's one in HBM; by N3).
+*the HBM slots* (variant ``slots``, check ``slots``), asserted every cycle out
+of reset with the pages' properties assumed. The *owners* of an HBM slot
+``q``: a resident PTE (below its table's shadow length, or in the window a
+CUT still streams) with ``loc = 1`` and ``addr = q``, except a fill's own PTE
+once the fill has pushed its slot (``FILL``: the PTE keeps it until the
+fill's WRITE); the operation FSM's ``addr`` in ``SP_WR`` (a spill's slot, not
+yet written).
 
-Assumed (every cycle out of reset): :mod:`formal.kvpool_counts`' assumptions
-(C1, T1 - T3, V1, V2, G2, G3, D7) and, as facts proved by other inductions
-under assumptions this proof makes too, what they assert: :mod:`formal.kvpool_counts`'
-P1, N1 - N4 and their invariants (proved under those assumptions), and
+H1. a push to the HBM-slot allocator is of a slot it handed out and has not
+    taken back (in ``hheld`` or shown this cycle);
+H2. a spill's allocation (``SP_RDW``) finds a free slot; the allocator shows
+    a slot only in ``SP_SLOT``, never a held one;
+O2. every owner's slot is held, no two owners name the same slot, and the
+    owners are as many as the slots held: each held slot has one owner;
+E2. the HBM counters against the HBM-slot allocator: the slots held or shown
+    are ``hbm_used``, plus the cut's ``hpending`` while a cut runs, plus one
+    in a spill's ``SP_SLOT``, ``SP_WR`` and ``SP_FREE`` (allocated, counted
+    in ``SP_FREE``'s cycle), at most ``HBM_PAGES``;
+C.  outside those spill states: ``hbm_used + hbm_free + hpending ==
+    HBM_PAGES``, the cut's ``hpending`` counted only while it runs;
+
+with the HBM-slot allocator's FIFO invariants
+(:func:`formal.kvpool_alloc.fifo_invariants` against ``hheld``).
+
+Assumed by both (every cycle out of reset): :mod:`formal.kvpool_counts`'
+assumptions (C1, T1 - T3, V1, V2, G2, G3, D7) and, as facts proved by other
+inductions under assumptions this proof makes too, what they assert:
+:mod:`formal.kvpool_counts`' P1, N1 - N4 and their invariants, and
 :mod:`formal.kvpool_allocproto`'s A1, O1 and theirs, with the page
-allocator's FIFO invariants (proved under the same assumptions and P1). An
-invariant that holds in every reachable state constrains nothing reachable,
-so assuming it is sound; it makes the induction's arbitrary first state one
-the other proofs allow.
+allocator's FIFO invariants. An invariant that holds in every reachable
+state constrains nothing reachable, so assuming it is sound; it makes the
+induction's arbitrary first state one the other proofs allow.
 
-Checks (:data:`CHECKS`): ``prove`` (k-induction up to :data:`PROVE_DEPTH`:
-must close), ``negated`` (E1 without the pages an operation holds uncounted:
-a BMC must refute it, reaching a sequential insert's allocated page), ``weak``
-(H1 alone, without the other proofs' facts: the induction must stop
-``UNKNOWN``). No witnesses: a fill's and a cut's HBM pushes need a spill
-first (a spill's WRITE is 21 steps from reset, :mod:`formal.kvpool_tlbproto`),
-and a BMC of this harness runs out of memory at step 23. Measured in
+Checks (:data:`CHECKS`): ``prove`` (the pages: k-induction up to
+:data:`PROVE_DEPTH`, must close), ``slots`` (the HBM slots: the same, must
+close), ``weak`` (H1 alone, without the other proofs' facts: the induction
+must stop ``UNKNOWN``), ``negated`` (E1 without the pages an operation holds
+uncounted: a BMC must refute it, reaching a sequential insert's allocated
+page). No witnesses: a fill's and a cut's HBM pushes need a spill first (a
+spill's WRITE is 21 steps from reset, :mod:`formal.kvpool_tlbproto`), and a
+BMC of this harness runs out of memory at step 23. Measured in
 ``build/reports/formal_kvpool.json`` (rows ``conserve:``).
 """
 
 import sys
 from pathlib import Path
 
-from amaranth import Cat, Const, Module, Mux
+from amaranth import Cat, Const, Module, Mux, Value
 from amaranth.utils import bits_for
 
 from formal.kvpool import CONFIG, count
@@ -108,8 +114,8 @@ __all__ = ["ConserveFormal", "CONFIG", "run", "build_parser", "parse_args", "mai
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "formal"
 PROVE_DEPTH = 2
-#: H1, H2, O2, E1, E2, C and the invariants; E1 off by one; H1 alone
-VARIANTS = ("props", "negated", "weak")
+#: the pages; the HBM slots (the pages assumed); E1 off by one; H1 alone
+VARIANTS = ("props", "slots", "negated", "weak")
 #: no witnesses: a fill's and a cut's HBM pushes come after a spill (21 steps from
 #: reset, decision 0027) and beyond what the solver holds in memory (step 23)
 REACH: dict[str, str] = {}
@@ -121,8 +127,8 @@ SLOTTED = ("SP_SLOT", "SP_WR", "SP_FREE")
 
 class ConserveFormal(CountsFormal):
     """The pool, the shadows of :class:`formal.kvpool_counts.CountsFormal` and
-    ``hheld``; H1, H2, O2, E1, E2, C, K1, K2, Q, R and ``A14room`` under its
-    assumptions and the properties it and
+    ``hheld``: the pages' properties (``props``) or the HBM slots' (``slots``, the
+    pages' assumed), under its assumptions and the properties it and
     :class:`formal.kvpool_allocproto.AllocProtocolFormal` prove.
 
     Parameters
@@ -167,34 +173,63 @@ class ConserveFormal(CountsFormal):
         if self.variant == "negated":
             self._pages(m, negated=True)
             return
+        if self.variant == "weak":
+            h = self.dut.u.halloc
+            self._chk(m, "h1", h.push, [(self.hheld | self.hshown).bit_select(h.push_page, 1)])
+            return
+        if self.variant == "slots":
+            self._assuming = True  # the pages part, proved by ``props``
+            try:
+                self._page_part(m)
+            finally:
+                self._assuming = False
+            self._slot_part(m)
+        else:
+            self._page_part(m)
+
+    def _page_part(self, m: Module) -> None:
+        """The pages: E1, C's pages, K1 - K3, Q, R, ``A14room``."""
+        self._pages(m)
+        self._quiet(m)
+        self._counters(m)
+        self._allocating(m)
+
+    def _slot_part(self, m: Module) -> None:
+        """The HBM slots: H1, H2, O2, E2, C's slots."""
         h = self.dut.u.halloc
         self._chk(m, "h1", h.push, [(self.hheld | self.hshown).bit_select(h.push_page, 1)])
-        if self.variant == "props":
-            fifo_invariants(m, h, self.hheld)
-            self._chk(m, "h_shown", h.page_valid, [~self.hheld.bit_select(h.page, 1)])
-            self._h_owners(m)
-            self._h_flight(m)
-            self._pages(m)
-            self._quiet(m)
-            self._counters(m)
-            self._slots(m)
+        fifo_invariants(m, h, self.hheld)
+        self._chk(m, "h_shown", h.page_valid, [~self.hheld.bit_select(h.page, 1)])
+        self._h_owners(m)
+        self._h_flight(m)
+        self._slots(m)
+
+    def _filling(self) -> Value:
+        """A fill has pushed its HBM slot and not yet written its PTE (its segment's
+        ``hbm`` not yet decremented)."""
+        f = self.dut.state
+        spilling = self.at(*SPILLING) & (f.ret == RET_FILL)
+        return (f.r.o.op == PoolOp.FILL) & (self.at(*FILL_ON) | spilling)
 
     def _h_owners(self, m: Module) -> None:
-        """O2: per HBM slot, its owners (a ``(here, slot)`` term each) against ``hheld``."""
+        """O2: the HBM slots' owners (a ``(here, slot)`` term each) name held slots, no
+        two the same, and are as many as the slots held (a bijection onto ``hheld``;
+        stated pairwise, which the solver closes, rather than as a count per slot)."""
         u, f = self.dut.u, self.dut.state
-        fill = (f.r.o.op == PoolOp.FILL) & (
-            self.at(*FILL_ON) | (self.at(*SPILLING) & (f.ret == RET_FILL))
-        )
+        fill = self._filling()
         S = 1 << len(u.bt.cmd.payload.i)
         terms = []
         for t, i, res, loc, _p in self._entries():
             mine = fill & (f.t == t) & (f.i == i)
             terms.append((res & loc & ~mine, self.ptes[t * S + i][1:]))
         terms.append((self.at("SP_WR"), f.addr))
+        for k, (here, slot) in enumerate(terms):
+            self._chk(m, f"hown{k}", here, [self.hheld.bit_select(slot, 1)])
+            for j, (there, other) in enumerate(terms[:k]):
+                self._chk(m, f"hone{k}_{j}", here & there, [slot != other])
         width = bits_for(len(terms))
-        for q in range(u.halloc.PAGES):
-            n = sum_tree([(here & (slot == q)).as_unsigned() for here, slot in terms], width)
-            self._chk(m, f"hown{q}", 1, [n == self.hheld[q]])
+        owners = sum_tree([here.as_unsigned() for here, _ in terms], width)
+        self._chk(m, "hcount", 1, [owners == count(list(self.hheld))[:width]])
 
     def _h_flight(self, m: Module) -> None:
         """H2, and where the HBM-slot allocator's page is shown and taken."""
@@ -204,15 +239,19 @@ class ConserveFormal(CountsFormal):
         self._chk(m, "h_alloc", h.alloc, [self.at("SP_RDW")])
         self._chk(m, "h_got", h.page_valid, [self.at("SP_SLOT")])
         self._chk(m, "h_slot", self.at("SP_SLOT"), [h.page_valid])
-        room = self.at("SP_VIC", "SP_VWAIT", "SP_RD", "SP_RDW")
-        self._chk(m, "h_room", room, [u.hbm_used < self.dut.HBM_PAGES, ~u.cutting])
-        # an allocation with no page free spills: the op's check found room (NO_PAGE)
+
+    def _allocating(self, m: Module) -> None:
+        """R (an allocation with no page free can spill: the operation's ``NO_PAGE``
+        check found room; a spill has room and no cut), K3's bound, ``A14room``."""
+        u, f = self.dut.u, self.dut.state
         page_free = (u.alloc.free_pages != 0) | (u.pending != 0)
         can_spill = (u.committed_pages != 0) & (u.hbm_used < self.dut.HBM_PAGES)
-        f = self.dut.state
         ins = self.at("ACT") & (f.r.o.op == PoolOp.INSERT) & (f.code == PoolCode.NONE)
         allocating = (self.at("INS", "FILL_ALLOC") | ins) & ~page_free
         self._chk(m, "h_ins", allocating, [can_spill])
+        room = self.at(*SPILLING)
+        self._chk(m, "h_room", room, [u.hbm_used < self.dut.HBM_PAGES, ~u.cutting])
+        self._chk(m, "h_bound", 1, [u.hbm_used <= self.dut.HBM_PAGES])
         # segproto's remaining A14 room: a spill's or a fill's segment has the position
         self._chk(m, "a14room", 1, hbm_room(u.seg))
 
@@ -244,8 +283,9 @@ class ConserveFormal(CountsFormal):
             self._chk(m, f"orphan{t}_{i}", res & ~u.cutting, [self._held(t, p)])
 
     def _counters(self, m: Module) -> None:
-        """K1, K2: ``committed_pages`` against the alive segments' positions on chip (N3:
-        their PTEs on chip), ``spec_pages`` against the tree shadow."""
+        """K1 - K3: ``committed_pages`` and ``hbm_used`` against the alive segments'
+        positions on chip and in HBM (N3: their PTEs), ``spec_pages`` against the tree
+        shadow."""
         u, f = self.dut.u, self.dut.state
         seg, s2 = u.seg, f.s2
         w = len(seg.end[0])
@@ -256,6 +296,9 @@ class ConserveFormal(CountsFormal):
         c0 = sum_tree(on_chip, w + bits_for(seg.n))
         owed = Mux(u.drain_acc, self.owe, 0)  # a fast commit's path, counted, not appended
         self._chk(m, "k1", 1, [u.committed_pages + self.at("FILL_PSC") == c0 + owed])
+        in_hbm = [Mux(seg.used[g] & seg.seqs[g].any(), seg.hbm[g], 0) for g in range(seg.n)]
+        h0 = sum_tree(in_hbm, w + bits_for(seg.n))
+        self._chk(m, "k3", 1, [u.hbm_used + self._filling() == h0])
         nv, _ = self._streamed()
         nodes = sum((count(list(r)) for r in self.nval), Const(0, 8))
         spec = nodes + (s2.valid & ~s2.committed)
@@ -299,12 +342,22 @@ def run(
     )
 
 
+def _slot_proof() -> Answer:
+    """The HBM slots, the pages' properties assumed: the induction closes."""
+    o = run("prove", variant="slots")
+    what = f"{LEAF.size({})}: {SLOTS} by k-induction, closed at k = {o.steps}"
+    return o, o.status == "PASS", what
+
+
 def _weak() -> Answer:
     """H1 without the invariants: the induction stops with a counterexample."""
     o = run("prove", variant="weak", depth=2)
     what = f"H1 alone: k-induction up to {o.steps}, {o.status}"
     return o, o.status == "UNKNOWN", what
 
+
+#: what the ``slots`` check proves
+SLOTS = "H1, H2, O2, E2, C's slots (assuming the pages' properties too)"
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)
 LEAF = LeafChecks(
@@ -314,12 +367,12 @@ LEAF = LeafChecks(
     config=CONFIG,
     run=run,
     unit="pool",
-    props="H1, H2, O2, E1, E2, C, A14room (assuming counts' and allocproto's results)",
+    props="E1, C's pages, K1 - K3, Q, R, A14room (assuming counts' and allocproto's results)",
     negated="E1 without an operation's uncounted page: refuted",
     unprotected=None,
     reach=REACH,
     label="conserve:",
-    extra={"weak": _weak},
+    extra={"slots": _slot_proof, "weak": _weak},
 )
 CHECKS = LEAF.checks
 build_parser, parse_args, main = LEAF.build_parser, LEAF.parse_args, LEAF.main

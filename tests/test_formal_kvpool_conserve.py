@@ -2,7 +2,7 @@
 ``make test``: E1 without the pages an operation holds uncounted is refuted (so the
 BMC reaches a sequential insert's allocated page under the assumptions), and H1
 alone is not inductive (the ownership and counter invariants are needed). The
-closing induction and the witnesses run in ``make formal``."""
+closing inductions (the pages, then the HBM slots) run in ``make formal``."""
 
 import pytest
 
