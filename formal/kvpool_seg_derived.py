@@ -119,6 +119,7 @@ __all__ = [
     "derived_shadows",
     "derived_protocol",
     "hbm_room",
+    "share_deltas",
     "size_sum",
     "CONFIG",
     "run",
@@ -302,13 +303,20 @@ def _hbm_ops(
         who = seqs == _one(st, st.adj_seq) if dc < 0 else seqs.bit_select(st.adj_seq, 1)
         delta = (st.adj_chip == Const(dc % (1 << w), w)) & (st.adj_hbm == Const(dh % (1 << w), w))
         a.append(~en | ((g < st.n) & (st.adj_en == ex) & (~ex | (who & delta))))
+    a.append(~st.share_en | (st.adj_en & (st.adj_seq == share_src)))
+    return {"A14": a, "A14room": hbm_room(st), "A14c": share_deltas(st, share_src)}
+
+
+def share_deltas(st: SegState, share_src: Value) -> list[Value]:
+    """A14 (c)'s deltas: a share takes off ``share_src``'s counters the on-chip and HBM
+    positions of its exclusive segments in ``share_mask``. Asserted of the pool by
+    :mod:`formal.kvpool_sharecount`."""
+    w = len(st.end[0])
     mask = [
         st.share_mask[g] & st.excl[g] & st.seqs[g].bit_select(share_src, 1) for g in range(st.n)
     ]
     xc, xh = size_sum(st, mask, 0), size_sum(st, mask, 1)
-    a.append(~st.share_en | (st.adj_en & (st.adj_seq == share_src)))
-    c = [~st.share_en | ((st.adj_chip == (-xc)[:w]) & (st.adj_hbm == (-xh)[:w]))]
-    return {"A14": a, "A14room": hbm_room(st), "A14c": c}
+    return [~st.share_en | ((st.adj_chip == (-xc)[:w]) & (st.adj_hbm == (-xh)[:w]))]
 
 
 def hbm_room(st: SegState) -> list[Value]:

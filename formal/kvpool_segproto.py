@@ -32,7 +32,9 @@ of its positions in HBM, which no invariant here states, and on contracts
 (:mod:`formal.kvpool_allocproto`'s V2), the block table's reads replying
 its PTEs (:mod:`formal.kvpool_tlbproto`'s G2: a fill's, a share's).
 :mod:`formal.kvpool_conserve` proves ``A14room`` (decision 0033), with
-:mod:`formal.kvpool_counts`' N3 assumed.
+:mod:`formal.kvpool_counts`' N3 assumed; :mod:`formal.kvpool_sharecount`
+proves ``A14c`` (decision 0034), on that harness with G2 and the compare's
+reads tracked.
 Asserted here with the rest, each stops ``UNKNOWN`` (k = 2): ``A14room`` with
 ``SP_WR`` -> ``SP_FREE`` on a victim segment ``[14, 15)`` whose ``hbm`` is
 16; ``A14c`` with ``SH_LAST`` -> ``SH_APPLY`` -> ``SH_BITS`` sharing

@@ -46,6 +46,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kvpool_bt": ([], []),
     "formal.kvpool_counts": ([], []),
     "formal.kvpool_conserve": ([], []),
+    "formal.kvpool_sharecount": ([], []),
     "formal.kvpool_proto": ([], []),
     "formal.kvpool_ps": ([], []),
     "formal.kvpool_seg": ([], []),
