@@ -102,12 +102,11 @@ from amaranth.utils import bits_for
 from formal.kvpool import CONFIG
 from formal.kvpool_alloc import fifo_invariants, held_shadow
 from formal.kvpool_probes import AllocPool
-from formal.kvpool_proto import run_harness
+from formal.kvpool_proto import harness_run, weak_check
 from formal.kvpool_proto_inv import SPILLING
 from formal.kvpool_tlbproto import TLBProtocolFormal
 from formal.kvpool_ts import addable, committable, node_stream, tree_shadow
-from formal.leaf import Answer, LeafChecks
-from formal.sat import Outcome
+from formal.leaf import LeafChecks
 from hw.common import sum_tree
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
@@ -398,34 +397,12 @@ class AllocProtocolFormal(TLBProtocolFormal):
         return a.page_valid & ever.bit_select(a.page, 1)
 
 
-def run(
-    task: str,
-    *,
-    variant: str = "props",
-    reach: str | None = None,
-    depth: int | None = None,
-    out: Path = OUT,
-) -> Outcome:
-    """Run ``task`` (``prove``: k-induction up to ``depth``, default
-    :data:`PROVE_DEPTH`; ``bmc``: from reset, default
-    :data:`formal.kvpool_proto.BMC_DEPTH`) on the harness's ``variant`` or a
-    :data:`REACH` witness. A failure leaves its trace in
-    ``out/kvpool_allocproto_<name>/<task>/trace.vcd``.
-
-    Raises
-    ------
-    ValueError
-        An unknown task, variant or witness.
-    """
-    return run_harness(
-        AllocProtocolFormal, "kvpool_allocproto", PROVE_DEPTH, task, variant, reach, depth, out
-    )
+#: the harness's runs (:func:`formal.kvpool_proto.harness_run`)
+run = harness_run(AllocProtocolFormal, "kvpool_allocproto", PROVE_DEPTH)
 
 
-def _weak() -> Answer:
-    """A1 without the invariants: the induction stops with a counterexample."""
-    o = run("prove", variant="weak")
-    return o, o.status == "UNKNOWN", f"A1 alone: k-induction up to {o.steps}, {o.status}"
+#: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)
+_weak = weak_check(run, "A1")
 
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)

@@ -100,11 +100,10 @@ from formal.kvpool import CONFIG, count
 from formal.kvpool_alloc import fifo_invariants, held_shadow
 from formal.kvpool_allocproto import FILL_ON, AllocProtocolFormal
 from formal.kvpool_counts import CountsFormal
-from formal.kvpool_proto import run_harness
+from formal.kvpool_proto import harness_run, weak_check
 from formal.kvpool_proto_inv import SPILLING
 from formal.kvpool_seg_derived import hbm_room
 from formal.leaf import Answer, LeafChecks
-from formal.sat import Outcome
 from hw.common import sum_tree
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pool_spill import RET_FILL
@@ -318,28 +317,8 @@ class ConserveFormal(CountsFormal):
         self._chk(m, "c_slots", ~self.at(*SLOTTED), [free == h.PAGES])
 
 
-def run(
-    task: str,
-    *,
-    variant: str = "props",
-    reach: str | None = None,
-    depth: int | None = None,
-    out: Path = OUT,
-) -> Outcome:
-    """Run ``task`` (``prove``: k-induction up to ``depth``, default
-    :data:`PROVE_DEPTH`; ``bmc``: from reset, default
-    :data:`formal.kvpool_proto.BMC_DEPTH`) on the harness's ``variant`` or a
-    :data:`REACH` witness. A failure leaves its trace in
-    ``out/kvpool_conserve_<name>/<task>/trace.vcd``.
-
-    Raises
-    ------
-    ValueError
-        An unknown task, variant or witness.
-    """
-    return run_harness(
-        ConserveFormal, "kvpool_conserve", PROVE_DEPTH, task, variant, reach, depth, out
-    )
+#: the harness's runs (:func:`formal.kvpool_proto.harness_run`)
+run = harness_run(ConserveFormal, "kvpool_conserve", PROVE_DEPTH)
 
 
 def _slot_proof() -> Answer:
@@ -349,11 +328,8 @@ def _slot_proof() -> Answer:
     return o, o.status == "PASS", what
 
 
-def _weak() -> Answer:
-    """H1 without the invariants: the induction stops with a counterexample."""
-    o = run("prove", variant="weak", depth=2)
-    what = f"H1 alone: k-induction up to {o.steps}, {o.status}"
-    return o, o.status == "UNKNOWN", what
+#: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)
+_weak = weak_check(run, "H1", depth=2)
 
 
 #: what the ``slots`` check proves

@@ -71,13 +71,12 @@ from amaranth.utils import bits_for
 
 from formal.kvpool import CONFIG, count
 from formal.kvpool_allocproto import PROVE_DEPTH, AllocProtocolFormal
-from formal.kvpool_proto import run_harness
+from formal.kvpool_proto import harness_run, weak_check
 from formal.kvpool_proto_inv import TAGGING
 from formal.kvpool_seg_derived import size_sum
 from formal.kvpool_tlbproto import TLBProtocolFormal
 from formal.kvpool_ts import committable
-from formal.leaf import Answer, LeafChecks
-from formal.sat import Outcome
+from formal.leaf import LeafChecks
 from hw.common import sum_tree
 from hw.kvpool.treeslots import TsCmd
 
@@ -255,33 +254,12 @@ class CountsFormal(AllocProtocolFormal):
         return u.alloc.push & u.drain & ~u.cutting & (u.pending == 1)
 
 
-def run(
-    task: str,
-    *,
-    variant: str = "props",
-    reach: str | None = None,
-    depth: int | None = None,
-    out: Path = OUT,
-) -> Outcome:
-    """Run ``task`` (``prove``: k-induction up to ``depth``, default
-    :data:`formal.kvpool_proto.PROVE_DEPTH`; ``bmc``: from reset, default
-    :data:`formal.kvpool_proto.BMC_DEPTH`) on the harness's ``variant`` or a
-    :data:`REACH` witness. A failure leaves its trace in
-    ``out/kvpool_counts_<name>/<task>/trace.vcd``.
-
-    Raises
-    ------
-    ValueError
-        An unknown task, variant or witness.
-    """
-    return run_harness(CountsFormal, "kvpool_counts", PROVE_DEPTH, task, variant, reach, depth, out)
+#: the harness's runs (:func:`formal.kvpool_proto.harness_run`)
+run = harness_run(CountsFormal, "kvpool_counts", PROVE_DEPTH)
 
 
-def _weak() -> Answer:
-    """P1 without the invariants: the induction stops with a counterexample."""
-    o = run("prove", variant="weak", depth=2)
-    what = f"P1 alone: k-induction up to {o.steps}, {o.status}"
-    return o, o.status == "UNKNOWN", what
+#: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)
+_weak = weak_check(run, "P1", depth=2)
 
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)

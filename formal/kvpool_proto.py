@@ -62,6 +62,7 @@ induction must stop ``UNKNOWN``: they are needed). Measured in
 """
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from amaranth import Array, Const, Elaboratable, Module, ResetSignal, Signal, Value
@@ -82,6 +83,8 @@ __all__ = [
     "CONFIG",
     "run",
     "run_harness",
+    "harness_run",
+    "weak_check",
     "build_parser",
     "parse_args",
     "main",
@@ -248,29 +251,6 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
         return self.take & (kind == BtCmd.WRITE.value) & self.at(*SPILLING)  # "spill"
 
 
-def run(
-    task: str,
-    *,
-    variant: str = "props",
-    reach: str | None = None,
-    depth: int | None = None,
-    out: Path = OUT,
-) -> Outcome:
-    """Run ``task`` (``prove``: k-induction up to ``depth``, default
-    :data:`PROVE_DEPTH`; ``bmc``: from reset, default :data:`BMC_DEPTH`) on the
-    harness's ``variant`` or a :data:`REACH` witness. A failure leaves its trace in
-    ``out/kvpool_proto_<name>/<task>/trace.vcd``.
-
-    Raises
-    ------
-    ValueError
-        An unknown task, variant or witness.
-    """
-    return run_harness(
-        PoolProtocolFormal, "kvpool_proto", PROVE_DEPTH, task, variant, reach, depth, out
-    )
-
-
 def run_harness(
     cls: type,
     prefix: str,
@@ -300,10 +280,55 @@ def run_harness(
     return solve(convert(h, h.ports()), out / f"{prefix}_{name}", task, depth)
 
 
-def _weak() -> Answer:
-    """B1 without the invariants: the induction stops with a counterexample."""
-    o = run("prove", variant="weak")
-    return o, o.status == "UNKNOWN", f"B1 alone: k-induction up to {o.steps}, {o.status}"
+def harness_run(cls: type, prefix: str, prove_depth: int) -> Callable[..., Outcome]:
+    """A whole-pool harness module's ``run(task, *, variant="props", reach=None,
+    depth=None, out=...)`` (:func:`run_harness` on ``cls``, its tasks in
+    ``out/<prefix>_<name>/<task>``, ``prove``'s depth by default ``prove_depth``)."""
+
+    def run(
+        task: str,
+        *,
+        variant: str = "props",
+        reach: str | None = None,
+        depth: int | None = None,
+        out: Path = OUT,
+    ) -> Outcome:
+        return run_harness(cls, prefix, prove_depth, task, variant, reach, depth, out)
+
+    run.__doc__ = f"""Run ``task`` (``prove``: k-induction up to ``depth``, default
+    {prove_depth}; ``bmc``: from reset, default :data:`formal.kvpool_proto.BMC_DEPTH`)
+    on :class:`{cls.__module__}.{cls.__qualname__}`'s ``variant`` or a witness
+    (``reach``). A failure leaves its trace in ``out/{prefix}_<name>/<task>/trace.vcd``.
+
+    Raises
+    ------
+    ValueError
+        An unknown task, variant or witness.
+    """
+    run.__module__, run.__qualname__ = cls.__module__, "run"  # documented as the module's
+    return run
+
+
+def weak_check(
+    run: Callable[..., Outcome], what: str, depth: int | None = None
+) -> Callable[[], Answer]:
+    """A harness's ``weak`` check: ``what`` without the invariants (variant ``weak``),
+    whose k-induction (up to ``depth``, by default the harness's) must stop
+    ``UNKNOWN``."""
+
+    def check() -> Answer:
+        o = run("prove", variant="weak", depth=depth)
+        return o, o.status == "UNKNOWN", f"{what} alone: k-induction up to {o.steps}, {o.status}"
+
+    check.__doc__ = f"{what} without the invariants: the induction stops with a counterexample."
+    return check
+
+
+#: the harness's runs (:func:`harness_run`)
+run = harness_run(PoolProtocolFormal, "kvpool_proto", PROVE_DEPTH)
+
+#: the ``weak`` check (:func:`weak_check`)
+_weak = weak_check(run, "B1")
 
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)

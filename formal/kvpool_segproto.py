@@ -86,12 +86,11 @@ from pathlib import Path
 from amaranth import Array, Const, Module, Mux, Value
 
 from formal.kvpool import CONFIG
-from formal.kvpool_proto import PoolProtocolFormal, run_harness
+from formal.kvpool_proto import PoolProtocolFormal, harness_run, weak_check
 from formal.kvpool_proto_inv import FILLING, SPILLING
 from formal.kvpool_seg import drain_shadow, seg_protocol
 from formal.kvpool_seg_derived import derived_protocol, derived_shadows
-from formal.leaf import Answer, LeafChecks
-from formal.sat import Outcome
+from formal.leaf import LeafChecks
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pool_release import _KILL
 from hw.kvpool.pool_spill import RET_FILL
@@ -265,34 +264,12 @@ class SegProtocolFormal(PoolProtocolFormal):
         return self.sh["gain"] & (st.adj_chip != 0)  # "gain"
 
 
-def run(
-    task: str,
-    *,
-    variant: str = "props",
-    reach: str | None = None,
-    depth: int | None = None,
-    out: Path = OUT,
-) -> Outcome:
-    """Run ``task`` (``prove``: k-induction up to ``depth``, default
-    :data:`PROVE_DEPTH`; ``bmc``: from reset, default
-    :data:`formal.kvpool_proto.BMC_DEPTH`) on the harness's ``variant`` or a
-    :data:`REACH` witness. A failure leaves its trace in
-    ``out/kvpool_segproto_<name>/<task>/trace.vcd``.
-
-    Raises
-    ------
-    ValueError
-        An unknown task, variant or witness.
-    """
-    return run_harness(
-        SegProtocolFormal, "kvpool_segproto", PROVE_DEPTH, task, variant, reach, depth, out
-    )
+#: the harness's runs (:func:`formal.kvpool_proto.harness_run`)
+run = harness_run(SegProtocolFormal, "kvpool_segproto", PROVE_DEPTH)
 
 
-def _weak() -> Answer:
-    """A1-A17 without the invariants: the induction stops with a counterexample."""
-    o = run("prove", variant="weak")
-    return o, o.status == "UNKNOWN", f"A1-A17 alone: k-induction up to {o.steps}, {o.status}"
+#: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)
+_weak = weak_check(run, "A1-A17")
 
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)

@@ -61,10 +61,9 @@ from amaranth import Cat, Module, Signal, Value
 
 from formal.kvpool import CONFIG, count
 from formal.kvpool_conserve import ConserveFormal
-from formal.kvpool_proto import run_harness
+from formal.kvpool_proto import harness_run, weak_check
 from formal.kvpool_seg_derived import share_deltas
 from formal.leaf import Answer, LeafChecks
-from formal.sat import Outcome
 from hw.common import sum_tree
 
 __all__ = ["ShareCountFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
@@ -177,28 +176,8 @@ class ShareCountFormal(ConserveFormal):
             self._chk(m, "zero", self.at("SH_BITS"), [sh.xc == 0])
 
 
-def run(
-    task: str,
-    *,
-    variant: str = "props",
-    reach: str | None = None,
-    depth: int | None = None,
-    out: Path = OUT,
-) -> Outcome:
-    """Run ``task`` (``prove``: k-induction up to ``depth``, default
-    :data:`PROVE_DEPTH`; ``bmc``: from reset, default
-    :data:`formal.kvpool_proto.BMC_DEPTH`) on the harness's ``variant`` or a
-    :data:`REACH` witness. A failure leaves its trace in
-    ``out/kvpool_sharecount_<name>/<task>/trace.vcd``.
-
-    Raises
-    ------
-    ValueError
-        An unknown task, variant or witness.
-    """
-    return run_harness(
-        ShareCountFormal, "kvpool_sharecount", PROVE_DEPTH, task, variant, reach, depth, out
-    )
+#: the harness's runs (:func:`formal.kvpool_proto.harness_run`)
+run = harness_run(ShareCountFormal, "kvpool_sharecount", PROVE_DEPTH)
 
 
 def _zero() -> Answer:
@@ -209,10 +188,8 @@ def _zero() -> Answer:
     return o, o.status == "UNKNOWN", what
 
 
-def _weak() -> Answer:
-    """A14c without the invariants: the induction stops with a counterexample."""
-    o = run("prove", variant="weak", depth=2)
-    return o, o.status == "UNKNOWN", f"A14c alone: k-induction up to {o.steps}, {o.status}"
+#: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)
+_weak = weak_check(run, "A14c", depth=2)
 
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)

@@ -78,10 +78,9 @@ from amaranth.hdl import Assume
 
 from formal.kvpool import CONFIG
 from formal.kvpool_bt import write_pending
-from formal.kvpool_proto import PoolProtocolFormal, run_harness
+from formal.kvpool_proto import PoolProtocolFormal, harness_run, weak_check
 from formal.kvpool_proto_inv import FILLING, SPILLING, TAGGING
-from formal.leaf import Answer, LeafChecks
-from formal.sat import Outcome
+from formal.leaf import LeafChecks
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pool_release import _KILL
@@ -407,35 +406,12 @@ class TLBProtocolFormal(PoolProtocolFormal):
         return changed & inv & by
 
 
-def run(
-    task: str,
-    *,
-    variant: str = "props",
-    reach: str | None = None,
-    depth: int | None = None,
-    out: Path = OUT,
-) -> Outcome:
-    """Run ``task`` (``prove``: k-induction up to ``depth``, default
-    :data:`PROVE_DEPTH`; ``bmc``: from reset, default
-    :data:`formal.kvpool_proto.BMC_DEPTH`) on the harness's ``variant`` or a
-    :data:`REACH` witness. A failure leaves its trace in
-    ``out/kvpool_tlbproto_<name>/<task>/trace.vcd``.
-
-    Raises
-    ------
-    ValueError
-        An unknown task, variant or witness.
-    """
-    return run_harness(
-        TLBProtocolFormal, "kvpool_tlbproto", PROVE_DEPTH, task, variant, reach, depth, out
-    )
+#: the harness's runs (:func:`formal.kvpool_proto.harness_run`)
+run = harness_run(TLBProtocolFormal, "kvpool_tlbproto", PROVE_DEPTH)
 
 
-def _weak() -> Answer:
-    """K1, K2, B1, B2 without the invariants: the induction stops with a counterexample."""
-    o = run("prove", variant="weak")
-    what = f"K1, K2, B1, B2 alone: k-induction up to {o.steps}, {o.status}"
-    return o, o.status == "UNKNOWN", what
+#: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)
+_weak = weak_check(run, "K1, K2, B1, B2")
 
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)
