@@ -108,7 +108,8 @@ soak: $(STAMP)
 # 0027; formal.kvpool_allocproto, decision 0028), the page counters against the page
 # table (formal.kvpool_counts, decision 0032), the pool's conservation of its pages and HBM
 # slots (formal.kvpool_conserve, decision 0033), a share's counts of its source's exclusive
-# positions (formal.kvpool_sharecount, decision 0034)
+# positions (formal.kvpool_sharecount, decision 0034), a refused operation changes nothing
+# (formal.kvpool_refuse, decision 0035)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -128,6 +129,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_counts
 	$(VPY) -m formal.kvpool_conserve
 	$(VPY) -m formal.kvpool_sharecount
+	$(VPY) -m formal.kvpool_refuse
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

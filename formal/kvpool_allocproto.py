@@ -93,7 +93,6 @@ must close), ``negated`` (A1 of ``push_page ^ 1``: a BMC must refute it),
 """
 
 import sys
-from pathlib import Path
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.hdl import Assume
@@ -117,8 +116,6 @@ from hw.kvpool.treeslots import TsCmd
 
 __all__ = ["AllocProtocolFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "build" / "formal"
 PROVE_DEPTH = 2
 #: A1, O1 and the invariants; A1 of push_page XOR 1; A1 alone
 VARIANTS = ("props", "negated", "weak")

@@ -91,7 +91,6 @@ BMC of this harness runs out of memory at step 23. Measured in
 """
 
 import sys
-from pathlib import Path
 
 from amaranth import Cat, Const, Module, Mux, Value
 from amaranth.utils import bits_for
@@ -110,8 +109,6 @@ from hw.kvpool.pool_spill import RET_FILL
 
 __all__ = ["ConserveFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "build" / "formal"
 PROVE_DEPTH = 2
 #: the pages; the HBM slots (the pages assumed); E1 off by one; H1 alone
 VARIANTS = ("props", "slots", "negated", "weak")

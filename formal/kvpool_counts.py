@@ -63,7 +63,6 @@ while the drain pushes them: a BMC must refute it, reaching that push),
 """
 
 import sys
-from pathlib import Path
 
 from amaranth import Cat, Module, Mux, Value
 from amaranth.hdl import Assume
@@ -82,8 +81,6 @@ from hw.kvpool.treeslots import TsCmd
 
 __all__ = ["CountsFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "build" / "formal"
 #: P1 with N1 - N4 and the invariants; P1 false; P1 alone
 VARIANTS = ("props", "negated", "weak")
 #: states the assumptions must allow (asserted absent: the counterexample is the witness)

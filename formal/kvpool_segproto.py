@@ -81,7 +81,6 @@ is refuted at step 2 (6 s); the witnesses: a drain's append at step 13
 """
 
 import sys
-from pathlib import Path
 
 from amaranth import Array, Const, Module, Mux, Value
 
@@ -97,8 +96,6 @@ from hw.kvpool.pool_spill import RET_FILL
 
 __all__ = ["SegProtocolFormal", "CONFIG", "REMAINING", "run", "build_parser", "parse_args", "main"]
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "build" / "formal"
 PROVE_DEPTH = 2
 #: A1-A17 with the invariants; A3 claimed of length + 1; A1-A17 alone
 VARIANTS = ("props", "negated", "weak")

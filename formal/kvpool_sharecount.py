@@ -55,7 +55,6 @@ in memory. Measured in ``build/reports/formal_kvpool.json`` (rows
 """
 
 import sys
-from pathlib import Path
 
 from amaranth import Cat, Module, Signal, Value
 
@@ -68,8 +67,6 @@ from hw.common import sum_tree
 
 __all__ = ["ShareCountFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "build" / "formal"
 PROVE_DEPTH = 2
 #: X1 - X4 and A14c; X3 of every exclusive position at every cycle; A14c alone; the
 #: properties with no position counted at ``SH_BITS``

@@ -71,7 +71,6 @@ memory at step 22); the pool's testbench runs both. Measured in
 """
 
 import sys
-from pathlib import Path
 
 from amaranth import Array, Cat, Const, Module, Signal, Value
 from amaranth.hdl import Assume
@@ -88,8 +87,6 @@ from hw.kvpool.pool_spill import RET_FILL
 
 __all__ = ["TLBProtocolFormal", "CONFIG", "run", "build_parser", "parse_args", "main"]
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "build" / "formal"
 PROVE_DEPTH = 2
 #: K1, K2, B1, B2 with the invariants; K2 of a fill's addr XOR 1; the four alone
 VARIANTS = ("props", "negated", "weak")

@@ -47,6 +47,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kvpool_counts": ([], []),
     "formal.kvpool_conserve": ([], []),
     "formal.kvpool_sharecount": ([], []),
+    "formal.kvpool_refuse": ([], []),
     "formal.kvpool_proto": ([], []),
     "formal.kvpool_ps": ([], []),
     "formal.kvpool_seg": ([], []),
