@@ -141,7 +141,6 @@ class ConserveFormal(CountsFormal):
     """
 
     VARIANTS, REACH = VARIANTS, REACH
-    _assuming = False
 
     # ------------------------------------------------------------------ shadows
     def _shadows(self, m: Module) -> None:
@@ -154,13 +153,9 @@ class ConserveFormal(CountsFormal):
     def _proved(self, m: Module) -> None:
         """What :mod:`formal.kvpool_counts` and :mod:`formal.kvpool_allocproto` prove,
         assumed (their ``props`` properties, stated by their own methods)."""
-        variant, self.variant = self.variant, "props"
-        self._assuming = True
-        try:
+        with self.assuming(variant="props"):
             CountsFormal._properties(self, m)  # P1, N1 - N4, their invariants
             AllocProtocolFormal._properties(self, m)  # A1, O1, their invariants
-        finally:
-            self._assuming, self.variant = False, variant
 
     # ------------------------------------------------------------------ properties
     def _properties(self, m: Module) -> None:
@@ -174,11 +169,8 @@ class ConserveFormal(CountsFormal):
             self._chk(m, "h1", h.push, [(self.hheld | self.hshown).bit_select(h.push_page, 1)])
             return
         if self.variant == "slots":
-            self._assuming = True  # the pages part, proved by ``props``
-            try:
+            with self.assuming():  # the pages part, proved by ``props``
                 self._page_part(m)
-            finally:
-                self._assuming = False
             self._slot_part(m)
         else:
             self._page_part(m)
@@ -318,6 +310,10 @@ class ConserveFormal(CountsFormal):
 run = harness_run(ConserveFormal, "kvpool_conserve", PROVE_DEPTH)
 
 
+#: what the ``slots`` check proves
+SLOTS = "H1, H2, O2, E2, C's slots (assuming the pages' properties too)"
+
+
 def _slot_proof() -> Answer:
     """The HBM slots, the pages' properties assumed: the induction closes."""
     o = run("prove", variant="slots")
@@ -328,9 +324,6 @@ def _slot_proof() -> Answer:
 #: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)
 _weak = weak_check(run, "H1", depth=2)
 
-
-#: what the ``slots`` check proves
-SLOTS = "H1, H2, O2, E2, C's slots (assuming the pages' properties too)"
 
 #: the checks and the command line (:class:`formal.leaf.LeafChecks`)
 LEAF = LeafChecks(

@@ -149,11 +149,14 @@ class CountsFormal(AllocProtocolFormal):
                 out.append((t, i, res, pte[0], seg.tbase[t] + i))
         return out
 
-    def _held(self, t: int, p: Value) -> Value:
-        """An alive segment (used, seen by a sequence) of table ``t`` holds position
-        ``p``: a resident PTE there is not doomed."""
+    def _held(self, t: int, p: Value, which: list[Value] | None = None) -> Value:
+        """A used segment of table ``t`` holds position ``p``, of the segments ``which``
+        (one condition per segment; by default the alive ones, seen by a sequence: a
+        resident PTE there is not doomed)."""
         seg = self.dut.u.seg
-        return Cat(*[self._has(g, t, p) & seg.seqs[g].any() for g in range(seg.n)]).any()
+        if which is None:
+            which = [seg.seqs[g].any() for g in range(seg.n)]
+        return Cat(*[self._has(g, t, p) & which[g] for g in range(seg.n)]).any()
 
     def _has(self, g: int, t: int, p: Value) -> Value:
         """Segment ``g`` is used, of table ``t``, and holds position ``p``."""

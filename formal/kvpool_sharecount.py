@@ -56,7 +56,7 @@ in memory. Measured in ``build/reports/formal_kvpool.json`` (rows
 
 import sys
 
-from amaranth import Cat, Module, Signal, Value
+from amaranth import Module, Signal, Value
 
 from formal.kvpool import CONFIG, count
 from formal.kvpool_conserve import ConserveFormal
@@ -115,11 +115,8 @@ class ShareCountFormal(ConserveFormal):
     def _properties(self, m: Module) -> None:
         if self.variant != "weak":
             self._proved(m)
-            self._assuming = True  # conserve's pages
-            try:
+            with self.assuming():  # conserve's pages
                 self._page_part(m)
-            finally:
-                self._assuming = False
         if self.variant == "negated":
             self._counted(m, negated=True)
             return
@@ -132,9 +129,7 @@ class ShareCountFormal(ConserveFormal):
         """Position ``p`` of table ``t`` is held by a used segment seen by the source
         alone."""
         seg, s = self.dut.u.seg, self.dut.state.sh.s
-        return Cat(
-            *[self._has(g, t, p) & seg.excl[g] & seg.seqs[g].bit_select(s, 1) for g in range(seg.n)]
-        ).any()
+        return self._held(t, p, [seg.excl[g] & seg.seqs[g].bit_select(s, 1) for g in range(seg.n)])
 
     def _flight(self, m: Module) -> None:
         """X1, X2, X4."""

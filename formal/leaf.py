@@ -20,7 +20,8 @@ checks, in this order:
 """
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from amaranth import Module, Signal, Value
@@ -60,6 +61,22 @@ class Harness:
     #: harness states there the facts another induction proved (sound when that proof's
     #: assumptions are among this one's)
     _assuming = False
+
+    @contextmanager
+    def assuming(self, variant: str | None = None) -> Iterator[None]:
+        """Within it :meth:`_chk` and :attr:`_stmt` assume: the facts another induction
+        proved, stated by that harness's own methods (with the harness's ``variant`` set
+        to ``variant`` meanwhile, if given: the one that proof ran)."""
+        saved = self._assuming, getattr(self, "variant", None)
+        self._assuming = True
+        if variant is not None:
+            self.variant = variant
+        try:
+            yield
+        finally:
+            self._assuming = saved[0]
+            if variant is not None:
+                self.variant = saved[1]
 
     @property
     def _stmt(self) -> type:
