@@ -66,7 +66,8 @@ P1. the pool's page accounting: while the drain pushes a tree's rejected
 
 T1 - T3 are proved of the tree slots by :mod:`formal.kvpool_ts` under S1, S2
 (asserted here) and the sampler's ancestor chain (C1's); V2 is a contract of
-the page states, whose leaf's side :mod:`formal.kvpool_ps` proves (as V1's); P1
+the page states, whose leaf's side :mod:`formal.kvpool_ps` proves (the pool's is
+stated by :mod:`formal.kvpool_pslink`, decision 0036, not closed yet); P1
 is proved by :mod:`formal.kvpool_counts` under this proof's other contracts (the
 page counters against the page table).
 
@@ -193,12 +194,16 @@ class AllocProtocolFormal(TLBProtocolFormal):
 
     def _victim_page(self, m: Module) -> None:
         """V2."""
+        with m.If(self.dut.u.ps.done & self.at("SP_VWAIT")):
+            m.d.comb += [Assume(x) for x in self._victim_page_ok()]
+
+    def _victim_page_ok(self) -> list[Value]:
+        """V2's condition on a spill's VICTIM answer: its PTE maps its page on chip."""
         u = self.dut.u
         ps, seg = u.ps, u.seg
         v = ps.victim
         i = (v.pos - Array(seg.tbase)[v.tab])[: self.dut.POS_BITS]
-        with m.If(ps.done & self.at("SP_VWAIT")):
-            m.d.comb += Assume(self._pte(v.tab, i) == Cat(Const(0, 1), v.page))
+        return [self._pte(v.tab, i) == Cat(Const(0, 1), v.page)]
 
     def _cut_stream(self, m: Module) -> None:
         """G3."""

@@ -40,9 +40,10 @@ proves of the pool) and the sampler's ancestor chain (C1's). V1's page-state
 side (a victim is a live committed page, with its last COMMIT's table and
 position; ``none`` only when no page is live) is proved at the leaf by
 :mod:`formal.kvpool_ps` (decision 0030); the pool's side, the page-state words
-of the committed pages matching the PTEs that map them (that module's L1 - L4,
-the pool's property 3), is checked by :mod:`formal.kvpool`'s BMC and by the
-pool's testbench.
+of the committed pages matching the PTEs that map them (that module's L1 - L4),
+and with it V1 itself, is stated by :mod:`formal.kvpool_pslink` (decision 0036,
+its inductions not closed yet), which assumes this proof's results of earlier
+cycles only; the pool's BMC and testbench check it.
 
 The strengthening invariants (:mod:`formal.kvpool_proto_inv`, each a named
 assertion) relate the operation FSM's, the fast insert's, the drain's and the
@@ -162,6 +163,7 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
                 m.d.comb += Assert(~self._reached(m, self.reach))
             else:
                 self._properties(m)
+        self.latch_past(m)
         return m
 
     def _shadows(self, m: Module) -> None:
@@ -212,6 +214,12 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
 
     def _victim(self, m: Module) -> None:
         """V1."""
+        with m.If(self.dut.u.ps.done & self.at("SP_VWAIT")):
+            m.d.comb += [Assume(x) for x in self._victim_ok()]
+
+    def _victim_ok(self) -> list[Value]:
+        """V1's conditions on a spill's VICTIM answer (``done`` in ``SP_VWAIT``): found,
+        its PTE live."""
         u = self.dut.u
         ps, seg = u.ps, u.seg
         v = ps.victim
@@ -222,8 +230,7 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
             & (base <= v.pos)
             & (v.pos < base + Array(seg.tlen)[v.tab])
         )
-        with m.If(ps.done & self.at("SP_VWAIT")):
-            m.d.comb += [Assume(~ps.none), Assume(live)]
+        return [~ps.none, live]
 
     # ------------------------------------------------------------------ properties
     def _b1(self, m: Module) -> None:

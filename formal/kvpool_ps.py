@@ -53,8 +53,9 @@ V-b. a VICTIM answers ``none`` only when no page is live in the shadow (so
 V-c. ``done`` comes once per command, in order: in the cycle after a command
      other than VICTIM is taken (``took``), with ``none`` low and ``victim``
      0; else only as the pending VICTIM's answer (``vpend``); ``cmd.ready``
-     is low while a VICTIM is pending and unanswered; ``none`` and ``victim``
-     are 0 outside a VICTIM's answer;
+     is low exactly while a VICTIM is pending and unanswered (a fast
+     insert's stage 2 issues its command without waiting); ``none`` and
+     ``victim`` are 0 outside a VICTIM's answer;
 1. page words: a written page's word ``{state, tab, pos}`` is the shadow's
    (the page of a command in the RMW stage apart); an unwritten page is FREE
    and not ``out`` in the shadow;
@@ -93,8 +94,9 @@ flag indexed by the entry: the induction took 2.7 s instead of 11.9 s at 8
 pages, 42 s instead of 267 s at 16 (the two cores shared with other runs).
 2, 3, 8 and 9 are stated per page or entry likewise (``rp == p -> ...``).
 
-The pool link (what the pool must still prove to discharge V1 and V2 from V-a
-- V-c; not proved here):
+The pool link (what the pool must prove to discharge V1 and V2 from V-a -
+V-c; :mod:`formal.kvpool_pslink` states it, decision 0036, its inductions not
+closed yet):
 
 L1. Q0 - Q2 for every page-state command it issues: the page below
     ``PAGES``; ``fresh`` exactly when the page was not written since reset
@@ -134,9 +136,9 @@ VICTIM answers ``none``), and the witnesses of :data:`REACH` (the state's
 absence asserted in cycles without reset: the BMC's counterexample shows
 that the assumptions allow it within :data:`BMC_DEPTH` steps). Measured in
 ``build/reports/formal_kvpool.json`` (rows ``ps:``): ``prove`` closes at
-``k = 1`` in 1 s, ``prove:larger`` at ``k = 1`` in 52 - 62 s, every other
-check in 0.4 - 1.7 s (the module 73 - 84 s in all; two runs, the two cores
-shared with other runs).
+``k = 1`` in 1 s, ``prove:larger`` at ``k = 1`` in 52 - 92 s, every other
+check in 0.4 - 1.7 s (three runs, the two cores shared with other runs; the
+last with V-c's ``cmd.ready`` exact, decision 0036).
 """
 
 import sys

@@ -114,7 +114,7 @@ def victim_contract(ps: PageState, sh: PageShadow) -> dict[str, list]:
         "vc": [
             ~sh.took | (ps.done & ~ps.none & zero & ~sh.vpend),
             ~ps.done | sh.took | sh.vpend,
-            ~(sh.vpend & ~ps.done) | ~ps.cmd.ready,
+            ps.cmd.ready == ~(sh.vpend & ~ps.done),
             answer | (~ps.none & zero),
         ],
     }

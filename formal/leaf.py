@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from amaranth import Module, Signal, Value
+from amaranth import Cat, Module, Signal, Value
 from amaranth.hdl import Assert, Assume
 
 from formal.sat import Outcome, checks_parser, free_inputs, parse_checks, run_checks
@@ -61,28 +61,60 @@ class Harness:
     #: harness states there the facts another induction proved (sound when that proof's
     #: assumptions are among this one's)
     _assuming = False
+    #: while set (with :attr:`_assuming`), what is assumed holds in the cycles before
+    #: each one, not in it (:meth:`assuming`'s ``past``)
+    _past = False
+    #: the conditions assumed of the cycles before (:meth:`latch_past`)
+    _past_oks: list[Signal]
 
     @contextmanager
-    def assuming(self, variant: str | None = None) -> Iterator[None]:
+    def assuming(self, variant: str | None = None, *, past: bool = False) -> Iterator[None]:
         """Within it :meth:`_chk` and :attr:`_stmt` assume: the facts another induction
         proved, stated by that harness's own methods (with the harness's ``variant`` set
-        to ``variant`` meanwhile, if given: the one that proof ran)."""
-        saved = self._assuming, getattr(self, "variant", None)
-        self._assuming = True
+        to ``variant`` meanwhile, if given: the one that proof ran).
+
+        With ``past``, each fact is assumed of every cycle before the current one only
+        (:meth:`latch_past` registers them): what a proof may assume of facts proved
+        under an assumption that it itself discharges in the current cycle, so that
+        the two proofs' induction on time is well founded."""
+        saved = self._assuming, self._past, getattr(self, "variant", None)
+        self._assuming, self._past = True, past
         if variant is not None:
             self.variant = variant
         try:
             yield
         finally:
-            self._assuming = saved[0]
+            self._assuming, self._past = saved[:2]
             if variant is not None:
-                self.variant = saved[1]
+                self.variant = saved[2]
 
     @property
-    def _stmt(self) -> type:
-        """:class:`~amaranth.hdl.Assume` while :attr:`_assuming`, else
-        :class:`~amaranth.hdl.Assert`."""
-        return Assume if self._assuming else Assert
+    def _stmt(self) -> Callable[[Value], object]:
+        """:class:`~amaranth.hdl.Assume` while :attr:`_assuming` (a condition kept for
+        :meth:`latch_past` while :attr:`_past`), else :class:`~amaranth.hdl.Assert`."""
+        if not self._assuming:
+            return Assert
+        return self._keep_past if self._past else Assume
+
+    def _keep_past(self, cond: Value) -> object:
+        """The statement keeping ``cond`` for :meth:`latch_past`: a signal that is 1
+        where the statement does not apply (outside its ``If`` blocks)."""
+        if "_past_oks" not in self.__dict__:
+            self._past_oks = []
+        ok = Signal(init=1, name=f"fvp_{len(self._past_oks)}")
+        self._past_oks.append(ok)
+        return ok.eq(cond)
+
+    def latch_past(self, m: Module) -> None:
+        """Assume, in each cycle, that every condition kept while :attr:`_past` held in
+        the cycle before (one register of their conjunction, 1 in the first cycle)."""
+        oks = self.__dict__.get("_past_oks", [])
+        if not oks:
+            return
+        prev = Signal(init=1, reset_less=True, name="fvp_prev")
+        m.d.sync += prev.eq(Cat(*oks).all())
+        m.d.comb += Assume(prev)
+        self._past_oks = []  # a later elaboration keeps its own
 
     def ports(self) -> list[Signal]:
         """The device's inputs (free for the solver)."""

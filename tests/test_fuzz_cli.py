@@ -48,6 +48,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "formal.kvpool_conserve": ([], []),
     "formal.kvpool_sharecount": ([], []),
     "formal.kvpool_refuse": ([], []),
+    "formal.kvpool_pslink": ([], []),
     "formal.kvpool_proto": ([], []),
     "formal.kvpool_ps": ([], []),
     "formal.kvpool_seg": ([], []),
