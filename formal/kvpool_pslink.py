@@ -70,7 +70,7 @@ invariants: the induction must stop ``UNKNOWN``), ``negated`` (a COMMIT's
 position claimed its PTE's XOR 1: a BMC must refute it, reaching the first
 committed page). Measured in ``build/reports/formal_kvpool.json`` (rows
 ``pslink:``) when run by hand: it is not in ``make formal`` yet, because its two
-inductions have not answered within 40 minutes at ``k = 1`` (decision 0036; the
+inductions have not answered within 30 - 40 minutes at ``k = 1`` (decision 0036; the
 refuted and non-inductive checks run in ``make test``).
 """
 
