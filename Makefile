@@ -109,7 +109,8 @@ soak: $(STAMP)
 # table (formal.kvpool_counts, decision 0032), the pool's conservation of its pages and HBM
 # slots (formal.kvpool_conserve, decision 0033), a share's counts of its source's exclusive
 # positions (formal.kvpool_sharecount, decision 0034), a refused operation changes nothing
-# (formal.kvpool_refuse, decision 0035)
+# (formal.kvpool_refuse, decision 0035), the pool keeps the page states' contract, V1 and V2
+# proved (formal.kvpool_pslink, decisions 0036, 0037)
 formal: $(STAMP)
 	$(VPY) -m formal.kv_pool
 	$(STAMP_REPORT) $(REPORTS)/formal.json
@@ -130,6 +131,7 @@ formal: $(STAMP)
 	$(VPY) -m formal.kvpool_conserve
 	$(VPY) -m formal.kvpool_sharecount
 	$(VPY) -m formal.kvpool_refuse
+	$(VPY) -m formal.kvpool_pslink
 	$(STAMP_REPORT) $(REPORTS)/formal_kvpool.json
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.

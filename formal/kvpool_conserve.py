@@ -99,10 +99,10 @@ from formal.kvpool import CONFIG, count
 from formal.kvpool_alloc import fifo_invariants, held_shadow
 from formal.kvpool_allocproto import FILL_ON, AllocProtocolFormal
 from formal.kvpool_counts import CountsFormal
-from formal.kvpool_proto import harness_run, weak_check
+from formal.kvpool_proto import harness_run, proof_check, weak_check
 from formal.kvpool_proto_inv import SPILLING
 from formal.kvpool_seg_derived import hbm_room
-from formal.leaf import Answer, LeafChecks
+from formal.leaf import LeafChecks
 from hw.common import sum_tree
 from hw.kvpool.layouts import PoolCode, PoolOp
 from hw.kvpool.pool_spill import RET_FILL
@@ -314,11 +314,8 @@ run = harness_run(ConserveFormal, "kvpool_conserve", PROVE_DEPTH)
 SLOTS = "H1, H2, O2, E2, C's slots (assuming the pages' properties too)"
 
 
-def _slot_proof() -> Answer:
-    """The HBM slots, the pages' properties assumed: the induction closes."""
-    o = run("prove", variant="slots")
-    what = f"{LEAF.size({})}: {SLOTS} by k-induction, closed at k = {o.steps}"
-    return o, o.status == "PASS", what
+#: the ``slots`` check (:func:`formal.kvpool_proto.proof_check`)
+_slot_proof = proof_check(run, "slots", SLOTS)
 
 
 #: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)

@@ -69,13 +69,14 @@ from pathlib import Path
 from amaranth import Array, Const, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume
 
+from formal.induct import induct
 from formal.kvpool import CONFIG, tree_counts
 from formal.kvpool_bt import length_shadow, protocol_b1
 from formal.kvpool_probes import Pool
 from formal.kvpool_proto_inv import SPILLING, Invariants
 from formal.kvpool_ts import owe_shadow, stream_contract
-from formal.leaf import Answer, Harness, LeafChecks, check_run
-from formal.sat import MODES, Outcome, convert, solve
+from formal.leaf import Answer, Harness, LeafChecks, check_goals, check_run, describe
+from formal.sat import MODES, Outcome, convert, joined, solve
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.layouts import PoolOp
 
@@ -85,6 +86,7 @@ __all__ = [
     "run",
     "run_harness",
     "harness_run",
+    "proof_check",
     "weak_check",
     "build_parser",
     "parse_args",
@@ -117,22 +119,34 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
         One of :data:`VARIANTS`.
     reach : str or None
         A state of :data:`REACH` asserted absent instead of the properties.
+    goal : str or None
+        One of the variant's :attr:`GOALS`: its assertions only, the others assumed of
+        the cycles before.
 
     Raises
     ------
     ValueError
-        An unknown variant or witness.
+        An unknown variant, witness or goal.
     """
 
     VARIANTS, REACH = VARIANTS, REACH
+    #: the variants whose induction is split into goals: variant -> goal -> the labels'
+    #: prefixes it asserts (:attr:`formal.leaf.Harness.goal`)
+    GOALS: dict[str, dict[str, tuple[str, ...]]] = {}
     #: the probed pool the harness builds
     POOL = Pool
 
-    def __init__(self, *, variant: str = "props", reach: str | None = None) -> None:
+    def __init__(
+        self, *, variant: str = "props", reach: str | None = None, goal: str | None = None
+    ) -> None:
         self._MustUse__silence = True  # a refused argument leaves nothing to elaborate
         check_run(variant, reach, self.VARIANTS, self.REACH)
+        goals = self.GOALS.get(variant, {})
+        if goal is not None and (reach is not None or goal not in goals):
+            raise ValueError(f"goal = {goal!r}: must be one of {sorted(goals)} (no reach)")
         self._MustUse__silence = False
         self.variant, self.reach = variant, reach
+        self.goal = None if goal is None else goals[goal]
         self.dut = self.POOL(**CONFIG)
         self.dut._MustUse__silence = True  # elaborated by the harness
 
@@ -164,6 +178,7 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
             else:
                 self._properties(m)
         self.latch_past(m)
+        self.name_asserted(m)
         return m
 
     def _shadows(self, m: Module) -> None:
@@ -280,11 +295,35 @@ def run_harness(
     """
     if task not in MODES:
         raise ValueError(f"task = {task!r}: must be one of {sorted(MODES)}")
-    h = cls(variant=variant, reach=reach)
     if depth is None:
         depth = prove_depth if task == "prove" else BMC_DEPTH
+    goals = cls.GOALS.get(variant, {}) if task == "prove" and reach is None else {}
+    if goals:
+        return _run_goals(cls, f"{prefix}_{variant}", variant, goals, depth, out)
+    h = cls(variant=variant, reach=reach)
     name = f"reach_{reach}" if reach else variant
     return solve(convert(h, h.ports()), out / f"{prefix}_{name}", task, depth)
+
+
+def _run_goals(
+    cls: type, name: str, variant: str, goals: dict[str, tuple[str, ...]], depth: int, out: Path
+) -> Outcome:
+    """An induction split into ``goals`` (:attr:`PoolProtocolFormal.GOALS`), each goal's
+    by :func:`formal.induct.induct` in ``out/<name>_<goal>``, after checking that they
+    cover every assertion once. Sound by induction on time: each goal's proof assumes
+    the others of the cycles before only. Stops at the first goal that does not
+    close."""
+    done: dict[str, Outcome] = {}
+    for goal in goals:
+        h = cls(variant=variant, goal=goal)
+        il = convert(h, h.ports())
+        if not done:
+            check_goals(h.asserted, goals)
+        done[goal] = induct(il, out / f"{name}_{goal}", depth)
+        print(f"  {goal}: {done[goal].status}, {done[goal].seconds:.0f} s", flush=True)
+        if done[goal].status != "PASS":
+            break
+    return joined(done)
 
 
 def harness_run(cls: type, prefix: str, prove_depth: int) -> Callable[..., Outcome]:
@@ -314,6 +353,19 @@ def harness_run(cls: type, prefix: str, prove_depth: int) -> Callable[..., Outco
     """
     run.__module__, run.__qualname__ = cls.__module__, "run"  # documented as the module's
     return run
+
+
+def proof_check(run: Callable[..., Outcome], variant: str, what: str) -> Callable[[], Answer]:
+    """A harness's check of a second induction (``variant``, proving ``what``) at
+    :data:`formal.kvpool.CONFIG`, which must close."""
+
+    def check() -> Answer:
+        o = run("prove", variant=variant)
+        size = describe("pool", CONFIG)
+        return o, o.status == "PASS", f"{size}: {what} by k-induction, closed at k = {o.steps}"
+
+    check.__doc__ = f"{what}: the induction closes."
+    return check
 
 
 def weak_check(

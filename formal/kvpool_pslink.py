@@ -51,8 +51,8 @@ assumed:
 V1. (asserted) a spill's VICTIM answer (``done`` in ``SP_VWAIT``) is found
     and names a live PTE: its table used, its position within the table;
 V2. (asserted) that PTE maps the victim's page on chip;
-L3. in ``SP_VIC`` and ``SP_VWAIT`` some page is live in the shadow (and
-    ``committed_pages`` is not 0);
+L3. in ``SP_VIC`` and ``SP_VWAIT`` some page is live in the shadow (L3a) and
+    ``committed_pages`` is not 0 (L3n);
 L4. every live page ``p`` is mapped: ``tbase[tab[p]] <= pos[p]``, the PTE at
     index ``pos[p] - tbase`` of table ``tab[p]`` is resident (below the
     shadow length, or in a CUT's window) and ``{loc = 0, addr = p}``; and
@@ -63,15 +63,20 @@ L4. every live page ``p`` is mapped: ``tbase[tab[p]] <= pos[p]``, the PTE at
     (a table opened in that cycle has its new base); a committed page is
     ``out`` only as the victim of the spill under way.
 
+Each induction is split into goals (:data:`GOALS`, decision 0037): each goal's
+labels asserted, the others' assumed of the cycles before, every goal proved
+apart (:attr:`formal.leaf.Harness.goal`; sound by induction on time, the goals
+checked to cover every assertion once), its step solved by CaDiCaL
+(:func:`formal.induct.induct`). Unsplit on Yosys' MiniSat, neither induction
+answered within 30 - 40 minutes at ``k = 1``.
+
 Checks (:data:`CHECKS`): ``prove`` (the mapping: k-induction up to
-:data:`PROVE_DEPTH`, must close), ``written`` (the commands: the same),
-``weak`` (V1 and V2 alone, without the other proofs' facts and the
+:data:`PROVE_DEPTH`, each goal must close), ``written`` (the commands: the
+same), ``weak`` (V1 and V2 alone, without the other proofs' facts and the
 invariants: the induction must stop ``UNKNOWN``), ``negated`` (a COMMIT's
 position claimed its PTE's XOR 1: a BMC must refute it, reaching the first
-committed page). Measured in ``build/reports/formal_kvpool.json`` (rows
-``pslink:``) when run by hand: it is not in ``make formal`` yet, because its two
-inductions have not answered within 30 - 40 minutes at ``k = 1`` (decision 0036; the
-refuted and non-inductive checks run in ``make test``).
+committed page). Run by ``make formal``; measured in
+``build/reports/formal_kvpool.json`` (rows ``pslink:``).
 """
 
 import sys
@@ -83,9 +88,9 @@ from formal.kvpool import CONFIG, count
 from formal.kvpool_allocproto import AllocProtocolFormal
 from formal.kvpool_conserve import ConserveFormal
 from formal.kvpool_counts import CountsFormal
-from formal.kvpool_proto import harness_run, weak_check
+from formal.kvpool_proto import harness_run, proof_check, weak_check
 from formal.kvpool_ps_contract import commandable, page_shadow, victim_contract
-from formal.leaf import Answer, LeafChecks
+from formal.leaf import LeafChecks
 from hw.kvpool.blocktable import BtCmd
 from hw.kvpool.crc64 import BLOCK
 from hw.kvpool.layouts import PoolCode, PoolOp
@@ -102,11 +107,50 @@ SHOWN = ("SP_RD", "SP_RDW", "SP_SLOT", "SP_WR")
 READING = ("PTE", "PTE_GOT", "SP_RD", "SP_RDW", "TAG_RD", "TAG_WAIT", "SH_CMP")
 
 
+def _fours(label: str, n: int) -> dict[str, tuple[str, ...]]:
+    """Goals of four labels each: ``label`` formatted with ``0 .. n - 1`` (named by it
+    formatted with the first)."""
+    return {
+        label.format(k): tuple(label.format(j) for j in range(k, k + 4)) for k in range(0, n, 4)
+    }
+
+
+#: the two inductions' goals, each proved apart (the others assumed of the cycles
+#: before): variant -> goal -> its labels (regular expressions); L4's two ways four
+#: pages or PTEs a goal
+GOALS = {
+    "written": {
+        "commands": ("l1.*",),
+        "victim": ("l2", "w11", "w12"),
+        "pages": (r"w[0-3]_.*",),
+        "fresh": (r"w4_.*",),
+        "answers": (r"w[5-79]_.*", r"w10_.*"),
+        "port0": (r"w8.*",),
+        "score": (r"score_.*", "act_wait", "pte_first"),
+    },
+    "props": {
+        "v1": ("v1",),
+        "v2": ("v2",),
+        "l3a": ("l3a",),
+        "l3n": ("l3n",),
+        **_fours("l4b_{}", CONFIG["PAGES"]),
+        "l4out": (r"l4out_.*",),
+        **{
+            k: v
+            for t in range(CONFIG["SEGS"])  # the block tables
+            for k, v in _fours(f"l4a_{t}_{{}}", 1 << CONFIG["POS_BITS"]).items()
+        },
+        "transients": ("l4fill", "l4c", "l4fc", "l4s2", "l4v"),
+    },
+}
+
+
 class PsLinkFormal(ConserveFormal):
     """The pool with the page states' shadow, their contract V-a - V-c assumed, V1 and
     V2 asserted."""
 
     VARIANTS, REACH = VARIANTS, REACH
+    GOALS = GOALS
 
     # ------------------------------------------------------------------ shadows
     def _shadows(self, m: Module) -> None:
@@ -307,7 +351,9 @@ class PsLinkFormal(ConserveFormal):
         self._transients(m)
         u, sh = self.dut.u, self.pss
         live = Cat(*[sh.live(p) for p in range(u.alloc.PAGES)]).any()
-        self._chk(m, "l3", self.at("SP_VIC", "SP_VWAIT"), [live, u.committed_pages != 0])
+        spilling = self.at("SP_VIC", "SP_VWAIT")
+        self._chk(m, "l3a", spilling, [live])
+        self._chk(m, "l3n", spilling, [u.committed_pages != 0])
 
     def _live_mapped(self, m: Module) -> None:
         """L4, one way: a live page is mapped by the resident PTE at its table and
@@ -373,11 +419,8 @@ run = harness_run(PsLinkFormal, "kvpool_pslink", PROVE_DEPTH)
 WRITTEN = "L1 (Q0 - Q2 of every page-state command), L2, W0 - W12"
 
 
-def _written_proof() -> Answer:
-    """The commands: the induction closes."""
-    o = run("prove", variant="written")
-    what = f"{LEAF.size({})}: {WRITTEN} by k-induction, closed at k = {o.steps}"
-    return o, o.status == "PASS", what
+#: the ``written`` check (:func:`formal.kvpool_proto.proof_check`)
+_written_proof = proof_check(run, "written", WRITTEN)
 
 
 #: the ``weak`` check (:func:`formal.kvpool_proto.weak_check`)

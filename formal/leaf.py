@@ -20,16 +20,17 @@ checks, in this order:
 """
 
 import argparse
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from amaranth import Cat, Module, Signal, Value
+from amaranth import Cat, Const, Module, Signal, Value
 from amaranth.hdl import Assert, Assume
 
 from formal.sat import Outcome, checks_parser, free_inputs, parse_checks, run_checks
 
-__all__ = ["LeafChecks", "Harness", "check_run"]
+__all__ = ["LeafChecks", "Harness", "check_run", "check_goals", "in_goal", "describe"]
 
 #: a check's answer: (outcome, as required, what it shows)
 Answer = tuple[Outcome, bool, str]
@@ -52,6 +53,36 @@ def check_run(
         raise ValueError(f"reach = {reach!r}: must be one of {sorted(states)}")
 
 
+def describe(unit: str, config: dict) -> str:
+    """A configuration of ``unit`` described (``"pool PAGES=16, ..."``), as the rows
+    state it."""
+    return f"{unit} " + ", ".join(f"{k}={v}" for k, v in config.items())
+
+
+def in_goal(label: str, goal: tuple[str, ...]) -> bool:
+    """``label`` matches one of ``goal``'s regular expressions whole."""
+    return any(re.fullmatch(pattern, label) for pattern in goal)
+
+
+def check_goals(labels: Sequence[str], goals: dict[str, tuple[str, ...]]) -> None:
+    """Each of a harness's asserted ``labels`` (:attr:`Harness.asserted`) in exactly one
+    of ``goals`` (name -> its labels' regular expressions, :func:`in_goal`), and each
+    goal with a label: a proof split into goals then proves every assertion once.
+
+    Raises
+    ------
+    ValueError
+        Naming a label in no goal or in two, or a goal without labels.
+    """
+    for label in labels:
+        found = [name for name, goal in goals.items() if in_goal(label, goal)]
+        if len(found) != 1:
+            raise ValueError(f"label {label!r}: in goals {found}, must be in one of {goals}")
+    for name, goal in goals.items():
+        if not any(in_goal(label, goal) for label in labels):
+            raise ValueError(f"goal {name!r}: no label matches any of {goal}")
+
+
 class Harness:
     """What a proof harness around one device (``dut``) shares: the device's inputs as
     the solver's free ports, and assertions that a counterexample names."""
@@ -66,6 +97,14 @@ class Harness:
     _past = False
     #: the conditions assumed of the cycles before (:meth:`latch_past`)
     _past_oks: list[Signal]
+    #: the labels :meth:`_chk` asserts, as regular expressions a label matches whole
+    #: (``None``: every label): an assertion outside the goal is assumed of the cycles
+    #: before instead, so a proof split into goals holds when each goal's proof does and
+    #: every label is in one goal (:func:`check_goals`)
+    goal: tuple[str, ...] | None = None
+    #: every label :meth:`_chk` stated as an assertion or in place of one (outside the
+    #: goal), in the order stated
+    asserted: list[str]
 
     @contextmanager
     def assuming(self, variant: str | None = None, *, past: bool = False) -> Iterator[None]:
@@ -124,9 +163,25 @@ class Harness:
         """Assert (assume, while :attr:`_assuming`) ``guard -> cond`` for each of
         ``conds``, each through a signal named ``fva_<label>_<k>`` (a counterexample's
         trace shows which one failed)."""
+        stmt, oks = self._stmt, None
+        if not self._assuming:
+            self.__dict__.setdefault("asserted", []).append(label)
+            if self.goal is not None and not in_goal(label, self.goal):
+                stmt = self._keep_past
+            else:
+                oks = self.__dict__.setdefault("_asserted_oks", [])
         for k, cond in enumerate(conds):
-            ok = Signal(name=f"fva_{label}_{k}")
-            m.d.comb += [ok.eq(~guard | cond), self._stmt(ok)]
+            ok = Signal(init=1, name=f"fva_{label}_{k}")  # 1 outside the enclosing If
+            m.d.comb += [ok.eq(~guard | cond), stmt(ok)]
+            if oks is not None:
+                oks.append(ok)
+
+    def name_asserted(self, m: Module) -> None:
+        """The kept signal ``fv_asserted`` (:data:`formal.induct.ASSERTED`): every
+        assertion :meth:`_chk` stated holds (1 where one does not apply), which
+        :func:`formal.induct.induct` assumes in the induction hypothesis' cycles."""
+        asserted = Signal(name="fv_asserted", attrs={"keep": 1})
+        m.d.comb += asserted.eq(Cat(*self.__dict__.get("_asserted_oks", []), Const(1, 1)).all())
 
 
 @dataclass(frozen=True)
@@ -180,7 +235,7 @@ class LeafChecks:
 
     def size(self, params: dict) -> str:
         """The configuration with the overrides ``params``, described."""
-        return f"{self.unit} " + ", ".join(f"{k}={v}" for k, v in {**self.config, **params}.items())
+        return describe(self.unit, {**self.config, **params})
 
     @property
     def checks(self) -> tuple[str, ...]:

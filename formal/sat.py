@@ -37,6 +37,7 @@ __all__ = [
     "REPORT",
     "convert",
     "solve",
+    "joined",
     "free_inputs",
     "write_rows",
     "checks_parser",
@@ -51,17 +52,20 @@ REPORT = REPO / "build" / "reports" / "formal_kvpool.json"
 #: parameters)
 FIRST = "formal.kvpool"
 
-#: the Yosys script: the harness flattened, memories mapped to flip-flops (bit level),
-#: then ``sat``. Memories start as Amaranth writes them (zeros).
-SCRIPT = """read_rtlil design.il
+#: the netlist every ``sat`` runs on: the harness flattened, memories mapped to
+#: flip-flops (bit level). Memories start as Amaranth writes them (zeros).
+NETLIST = """read_rtlil design.il
 prep -top top
 async2sync
 memory_map
 opt -fast
 flatten
 dffunmap
-sat {mode} -prove-asserts -set-assumes -timeout {timeout} -dump_vcd trace.vcd top
 """
+#: the Yosys script: :data:`NETLIST`, then ``sat``
+SCRIPT = (
+    NETLIST + "sat {mode} -prove-asserts -set-assumes -timeout {timeout} -dump_vcd trace.vcd top\n"
+)
 MODES = {
     "bmc": "-tempinduct -tempinduct-baseonly -maxsteps {depth}",
     "prove": "-tempinduct -maxsteps {depth}",
@@ -135,6 +139,20 @@ def solve(
     verdict = [ln for ln in log if _VERDICT.search(ln)]
     text = "\n".join((verdict or log)[-15:] + r.stderr.splitlines()[-5:])
     return Outcome(status, dt, max(steps, default=0), text)
+
+
+def joined(outcomes: dict[str, Outcome]) -> Outcome:
+    """One proof's outcome from its goals' (name -> outcome, each goal's proof run
+    apart, :attr:`formal.leaf.Harness.goal`): ``PASS`` when every goal's is, else the
+    first other status; the seconds summed; the largest step count; each goal's
+    verdict lines under its name."""
+    bad = [o.status for o in outcomes.values() if o.status != "PASS"]
+    return Outcome(
+        bad[0] if bad else "PASS",
+        sum(o.seconds for o in outcomes.values()),
+        max((o.steps for o in outcomes.values()), default=0),
+        "\n".join(f"[{n}] {o.status} {o.seconds:.0f} s\n{o.log}" for n, o in outcomes.items()),
+    )
 
 
 _STEP = re.compile(r"^\[(?:base case|induction step) (\d+)\] Solving")

@@ -5,8 +5,10 @@ not inductive (the mapping between the page shadow and the page table is needed)
 closing inductions (the commands, then the mapping) run in ``make formal``."""
 
 import pytest
+from amaranth.hdl import Fragment
 
 from formal import kvpool_pslink
+from formal.leaf import check_goals
 
 
 def test_a_commit_named_off_its_pte_is_refuted(tmp_path) -> None:
@@ -19,6 +21,14 @@ def test_v1_v2_alone_are_not_inductive(tmp_path) -> None:
     assert o.status == "UNKNOWN", o.log
 
 
+@pytest.mark.parametrize("variant", sorted(kvpool_pslink.GOALS))
+def test_the_goals_cover_every_assertion_once(variant) -> None:
+    goals = kvpool_pslink.GOALS[variant]
+    h = kvpool_pslink.PsLinkFormal(variant=variant, goal=next(iter(goals)))
+    Fragment.get(h, None)  # states every assertion (the whole design, as the solver's)
+    check_goals(h.asserted, goals)
+
+
 def test_bad_arguments_are_errors() -> None:
     with pytest.raises(ValueError, match="variant"):
         kvpool_pslink.PsLinkFormal(variant="unprotected")
@@ -26,5 +36,9 @@ def test_bad_arguments_are_errors() -> None:
         kvpool_pslink.PsLinkFormal(reach="spill")
     with pytest.raises(ValueError, match="task"):
         kvpool_pslink.run("cover")
+    with pytest.raises(ValueError, match="goal"):
+        kvpool_pslink.PsLinkFormal(variant="written", goal="v1")
+    with pytest.raises(ValueError, match="goal"):
+        kvpool_pslink.PsLinkFormal(variant="negated", goal="v1")
     with pytest.raises(SystemExit):
         kvpool_pslink.parse_args(["unprotected"])
