@@ -178,7 +178,8 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
             else:
                 self._properties(m)
         self.latch_past(m)
-        self.name_asserted(m)
+        if self.goal is not None:
+            self.name_asserted(m)
         return m
 
     def _shadows(self, m: Module) -> None:

@@ -163,25 +163,36 @@ class Harness:
         """Assert (assume, while :attr:`_assuming`) ``guard -> cond`` for each of
         ``conds``, each through a signal named ``fva_<label>_<k>`` (a counterexample's
         trace shows which one failed)."""
-        stmt, oks = self._stmt, None
+        stmt, holds = self._stmt, None
         if not self._assuming:
             self.__dict__.setdefault("asserted", []).append(label)
             if self.goal is not None and not in_goal(label, self.goal):
                 stmt = self._keep_past
-            else:
-                oks = self.__dict__.setdefault("_asserted_oks", [])
+            elif self.goal is not None:
+                holds = self.__dict__.setdefault("_goal_holds", [])
         for k, cond in enumerate(conds):
-            ok = Signal(init=1, name=f"fva_{label}_{k}")  # 1 outside the enclosing If
+            ok = Signal(name=f"fva_{label}_{k}")
             m.d.comb += [ok.eq(~guard | cond), stmt(ok)]
-            if oks is not None:
-                oks.append(ok)
+            if holds is not None:  # the goal's assertion, 1 outside its If blocks
+                hold = Signal(init=1, name=f"fvg_{label}_{k}")
+                m.d.comb += hold.eq(ok)
+                holds.append(hold)
 
     def name_asserted(self, m: Module) -> None:
-        """The kept signal ``fv_asserted`` (:data:`formal.induct.ASSERTED`): every
-        assertion :meth:`_chk` stated holds (1 where one does not apply), which
-        :func:`formal.induct.induct` assumes in the induction hypothesis' cycles."""
+        """With a :attr:`goal` (every label's ``(".*",)`` for the whole harness): the
+        kept signal ``fv_asserted`` (:data:`formal.induct.ASSERTED`), the goal's
+        assertions hold (1 where one does not apply), which
+        :func:`formal.induct.induct` assumes in the induction hypothesis' cycles.
+
+        Raises
+        ------
+        ValueError
+            No goal set (the assertions were not gathered).
+        """
+        if self.goal is None:
+            raise ValueError("goal = None: name_asserted needs a goal (('.*',): every label)")
         asserted = Signal(name="fv_asserted", attrs={"keep": 1})
-        m.d.comb += asserted.eq(Cat(*self.__dict__.get("_asserted_oks", []), Const(1, 1)).all())
+        m.d.comb += asserted.eq(Cat(*self.__dict__.get("_goal_holds", []), Const(1, 1)).all())
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ class _Goals(_Free):
     [
         (("r0",), "PASS"),
         (("x.*",), "FAIL"),
-        (None, "FAIL"),
+        ((".*",), "FAIL"),  # unsplit: every label one goal
     ],
 )
 @pytest.mark.parametrize("engine", ["yosys", "cadical"])
@@ -92,6 +92,8 @@ class _Step(_Free):
     follows ``r`` and ``p`` the inverse of ``s``; ``a``, ``b``, ``c`` a ring from zeros.
     ``r != s`` closes at ``k = 1``, ``q == p`` at ``k = 2``; ``r == x`` fails from
     reset; the ring's ``a == 0`` holds but is not 2-inductive."""
+
+    goal = (".*",)  # every label: what ``fv_asserted`` gathers
 
     def elaborate(self, platform) -> Module:
         m = Module()
@@ -125,3 +127,10 @@ def test_goals_cover_every_label_once() -> None:
         check_goals(["r0", "x0"], {"r": ("r0",), "all": ("r0", "x0")})
     with pytest.raises(ValueError, match="goal 'y'"):
         check_goals(["r0", "x0"], {"r": ("r0",), "x": ("x0",), "y": ("y",)})
+
+
+def test_name_asserted_needs_a_goal() -> None:
+    h, m = _Toy("before"), Module()
+    h._MustUse__silence = m._MustUse__silence = True  # neither is elaborated
+    with pytest.raises(ValueError, match="goal"):
+        h.name_asserted(m)
