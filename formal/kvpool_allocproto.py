@@ -66,8 +66,8 @@ P1. the pool's page accounting: while the drain pushes a tree's rejected
 
 T1 - T3 are proved of the tree slots by :mod:`formal.kvpool_ts` under S1, S2
 (asserted here) and the sampler's ancestor chain (C1's); V2 is a contract of
-the page states, whose leaf's side :mod:`formal.kvpool_ps` proves (the pool's is
-stated by :mod:`formal.kvpool_pslink`, decision 0036, not closed yet); P1
+the page states, whose leaf's side :mod:`formal.kvpool_ps` proves (the pool's
+:mod:`formal.kvpool_pslink`, decisions 0036, 0037); P1
 is proved by :mod:`formal.kvpool_counts` under this proof's other contracts (the
 page counters against the page table).
 

@@ -41,9 +41,8 @@ side (a victim is a live committed page, with its last COMMIT's table and
 position; ``none`` only when no page is live) is proved at the leaf by
 :mod:`formal.kvpool_ps` (decision 0030); the pool's side, the page-state words
 of the committed pages matching the PTEs that map them (that module's L1 - L4),
-and with it V1 itself, is stated by :mod:`formal.kvpool_pslink` (decision 0036,
-its inductions not closed yet), which assumes this proof's results of earlier
-cycles only; the pool's BMC and testbench check it.
+and with it V1 itself, is proved by :mod:`formal.kvpool_pslink` (decisions 0036,
+0037), which assumes this proof's results of earlier cycles only.
 
 The strengthening invariants (:mod:`formal.kvpool_proto_inv`, each a named
 assertion) relate the operation FSM's, the fast insert's, the drain's and the
@@ -130,8 +129,8 @@ class PoolProtocolFormal(Invariants, Harness, Elaboratable):
     """
 
     VARIANTS, REACH = VARIANTS, REACH
-    #: the variants whose induction is split into goals: variant -> goal -> the labels'
-    #: prefixes it asserts (:attr:`formal.leaf.Harness.goal`)
+    #: the variants whose induction is split into goals: variant -> goal -> the regular
+    #: expressions of the labels it asserts (:attr:`formal.leaf.Harness.goal`)
     GOALS: dict[str, dict[str, tuple[str, ...]]] = {}
     #: the probed pool the harness builds
     POOL = Pool

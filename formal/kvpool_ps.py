@@ -95,8 +95,7 @@ pages, 42 s instead of 267 s at 16 (the two cores shared with other runs).
 2, 3, 8 and 9 are stated per page or entry likewise (``rp == p -> ...``).
 
 The pool link (what the pool must prove to discharge V1 and V2 from V-a -
-V-c; :mod:`formal.kvpool_pslink` states it, decision 0036, its inductions not
-closed yet):
+V-c; :mod:`formal.kvpool_pslink` proves it, decisions 0036, 0037):
 
 L1. Q0 - Q2 for every page-state command it issues: the page below
     ``PAGES``; ``fresh`` exactly when the page was not written since reset
