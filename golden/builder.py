@@ -22,6 +22,7 @@ which ``topk`` children never read for acceptance (§3.1).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,7 +44,13 @@ from golden.sampler import quantize
 from golden.topk import CONF_BITS, K_MAX, StaticBuild, build_static, check_conf_bits, topk
 from golden.trees import chain
 
-__all__ = ["FixedStaticTree", "FixedEagle2Tree", "FixedTopologyOptimiser"]
+__all__ = [
+    "FixedStaticTree",
+    "FixedEagle2Tree",
+    "FixedTopologyOptimiser",
+    "FixedSolve",
+    "acc_fixed",
+]
 
 
 def _draft_rows(draft: Model, tail: list[int], paths: list[list[int]], V: int) -> np.ndarray:
@@ -236,6 +243,33 @@ class FixedStaticTree(TreePolicy):
         return _draft_tree(b.parents, b.tokens, rows, V)
 
 
+@dataclass(frozen=True)
+class FixedSolve:
+    """One solve of :class:`FixedTopologyOptimiser` (spec §3.11).
+
+    Attributes
+    ----------
+    step : int
+        Steps observed when it was made.
+    mode : str
+        ``"spec"`` or ``"plain"`` after it.
+    n_nodes : int
+        The chosen budget's tree size (1 when plain).
+    expected, expected_raw : int
+        ``E`` of the chosen budget and ``E_raw`` of its tree (``A``-bit; 0 when plain).
+    estimate, raw : tuple[int, ...]
+        The normalised smoothed and raw estimates (``A``-bit).
+    """
+
+    step: int
+    mode: str
+    n_nodes: int
+    expected: int
+    expected_raw: int
+    estimate: tuple[int, ...]
+    raw: tuple[int, ...]
+
+
 #: node budgets (root included) the fixed optimiser's table holds by default
 DEFAULT_BUDGETS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -302,9 +336,8 @@ class FixedTopologyOptimiser(FixedStaticTree):
         ``"spec"`` or ``"plain"``.
     stats : golden.optimiser.RankStats
         The window.
-    history : list[dict]
-        Every solve: ``step``, ``mode``, ``budget`` (``None`` when plain),
-        ``expected``, ``expected_raw``, ``estimate``, ``raw``.
+    history : list[FixedSolve]
+        Every solve, the one at configuration first.
     n_observed : int
         Steps observed.
     """
@@ -350,7 +383,7 @@ class FixedTopologyOptimiser(FixedStaticTree):
         self.max_nodes = self.n_nodes
         self.mode = "spec"
         self.n_observed = 0
-        self.history: list[dict] = []
+        self.history: list[FixedSolve] = []
         self._resolve(initial=True)
 
     def __repr__(self) -> str:
@@ -385,15 +418,7 @@ class FixedTopologyOptimiser(FixedStaticTree):
         self.mode = mode
         self._shape = shape
         self.history.append(
-            {
-                "step": self.n_observed,
-                "mode": mode,
-                "budget": len(shape) if mode == "spec" else None,
-                "expected": e,
-                "expected_raw": e_raw,
-                "estimate": est,
-                "raw": rw,
-            }
+            FixedSolve(self.n_observed, mode, len(shape), e, e_raw, tuple(est), tuple(rw))
         )
 
     def is_probe_step(self) -> bool:

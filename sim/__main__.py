@@ -20,7 +20,7 @@ from pathlib import Path
 
 from checks import cli_parser, int_arg, out_dir_arg
 from sim import report
-from sim.chip import BACKENDS, TREES, Chip, ChipConfig
+from sim.chip import BACKENDS, BUILDERS, TREES, Chip, ChipConfig
 from sim.cli import MAX_POOL, checked_config, int_bounds
 from sim.timing import known_profiles
 from sim.workloads import WORKLOADS
@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         choices=["iid", "swor", "topk"],
         help="how siblings are drawn (None: the tree policy's rule)",
+    )
+    ap.add_argument(
+        "--builder",
+        default=d.builder,
+        choices=BUILDERS,
+        help="who shapes the trees: software (float policies) or hardware (the tree "
+        "builder and topology optimiser in fixed point)",
     )
     ap.add_argument("--mode", default=d.mode, choices=["sample", "greedy"], help="decoding mode")
     ap.add_argument(
@@ -179,6 +186,7 @@ def config_from(args: argparse.Namespace, ap: argparse.ArgumentParser | None = N
         nodes=args.nodes,
         depth=args.depth,
         children=args.children,
+        builder=args.builder,
         mode=args.mode,
         overlap=args.overlap,
         backend=args.backend,

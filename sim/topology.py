@@ -54,7 +54,7 @@ from golden import trees as _trees
 from golden.draft import StepRecord, TreePolicy
 from sim import timing
 
-__all__ = ["Decision", "TopologyOptimiser", "DEFAULT_BUDGETS"]
+__all__ = ["Decision", "TopologyOptimiser", "DEFAULT_BUDGETS", "cost_table", "tree_step_us"]
 
 #: Node budgets (root included) the optimiser tries, capped at its ``n_nodes``.
 DEFAULT_BUDGETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -235,23 +235,12 @@ class TopologyOptimiser(TreePolicy):
     # ------------------------------------------------------------------ timing
     def step_us(self, parents: Sequence[int], expected: float) -> float:
         """Projected step time (us) of a tree on the profile (cached per shape class)."""
-        n = len(parents)
-        depth = max(_tree.depths(parents))
-        evals = timing.draft_evals_of(parents)
-        acc = min(depth, int(round(expected)))
-        key = (n, depth, evals, acc)
+        key = _shape_class(parents, expected)
         t = self._time_cache.get(key)
         if t is None:
-            st = timing.step_time(
-                self.profile,
-                tree_nodes=n,
-                tree_depth=depth,
-                accepted=acc,
-                context_len=self.context_len,
-                overlap=self.overlap,
-                draft_evals=evals,
+            t = self._time_cache[key] = tree_step_us(
+                self.profile, parents, expected, self.context_len, self.overlap
             )
-            t = self._time_cache[key] = st.total_us
         return t
 
     def _resolve(self, initial: bool = False) -> None:
@@ -335,6 +324,72 @@ class TopologyOptimiser(TreePolicy):
         self.n_observed += 1
         if self.n_observed % self.update_every == 0:
             self._resolve()
+
+
+def _shape_class(parents: Sequence[int], expected: float) -> tuple[int, int, int, int]:
+    """What a tree's step time depends on: nodes, depth, draft evaluations,
+    accepted tokens (``round(expected)``, at most the depth)."""
+    depth = max(_tree.depths(parents))
+    return (
+        len(parents),
+        depth,
+        timing.draft_evals_of(parents),
+        min(depth, int(round(expected))),
+    )
+
+
+def tree_step_us(
+    profile: timing.Profile,
+    parents: Sequence[int],
+    expected: float,
+    context_len: int,
+    overlap: str,
+) -> float:
+    """Projected step time (us) of a tree on ``profile`` with ``expected``
+    accepted draft tokens (:func:`sim.timing.step_time`)."""
+    n, depth, evals, acc = _shape_class(parents, expected)
+    return timing.step_time(
+        profile,
+        tree_nodes=n,
+        tree_depth=depth,
+        accepted=acc,
+        context_len=context_len,
+        overlap=overlap,
+        draft_evals=evals,
+    ).total_us
+
+
+def cost_table(
+    profile: timing.Profile,
+    n_nodes: int,
+    max_depth: int,
+    initial_acc: Sequence[float],
+    *,
+    context_len: int,
+    overlap: str,
+) -> tuple[list[int], list[int], int]:
+    """The fixed topology optimiser's cost table (spec §3.11), as software loads it.
+
+    For every budget of :data:`DEFAULT_BUDGETS` from 2 up to ``n_nodes`` (and
+    ``n_nodes``): the step time, in nanoseconds, of that budget's Sequoia
+    tree under ``initial_acc``; and the step time of plain decoding.
+
+    Returns
+    -------
+    budgets, costs : list[int]
+        Increasing budgets and their costs (``>= 1`` ns).
+    cost_plain : int
+        Plain decoding's cost (ns).
+    """
+    n = _int("n_nodes", n_nodes, 2)
+    budgets = [b for b in DEFAULT_BUDGETS if 2 <= b < n] + [n]
+    acc = tuple(float(x) for x in initial_acc)
+
+    def ns(par: Sequence[int], e: float) -> int:
+        return max(1, int(round(1e3 * tree_step_us(profile, par, e, context_len, overlap))))
+
+    costs = [ns(*_sequoia(acc, b, max_depth)) for b in budgets]
+    return budgets, costs, ns([-1], 0.0)
 
 
 def _normalised(est: np.ndarray) -> np.ndarray:

@@ -74,6 +74,9 @@ GOLDEN_CASES = [
     dict(tree="eagle2", nodes=24, depth=5),
     dict(tree="chain", depth=3, layers=2, overlap="speculative"),
     dict(tree="chain", depth=6, prob_bits=10, rand_bits=12, weight_bits=9),
+    dict(tree="static", nodes=20, depth=4, builder="hardware"),
+    dict(tree="eagle2", nodes=24, depth=5, builder="hardware"),
+    dict(tree="sequoia", nodes=24, depth=6, update_every=4, builder="hardware"),
 ]
 
 
@@ -374,6 +377,15 @@ BAD_CONFIGS = [
     (dict(update_every=0), "update_every = 0"),
     (dict(initial_acc=(0.8, 0.5)), "initial_acc sums to 1.3"),
     (dict(backend="rtl", batch=2), "batch = 2: the rtl backend"),
+    (dict(builder="fpga"), "builder = 'fpga'"),
+    (dict(builder="hardware", children="swor"), "children = 'swor': the hardware builder"),
+    (dict(builder="hardware", tree="eagle2", topk=17), "topk = 17"),
+    (dict(builder="hardware", tree="sequoia", nodes=1), "nodes = 1"),
+    (dict(builder="hardware", window=65), "window = 65"),
+    (
+        dict(builder="hardware", tree="static", parents=(-1,) + (0,) * 17),
+        "a node with more than 16 children",
+    ),
 ]
 
 

@@ -22,6 +22,7 @@ tokens equal the golden decoder's for the same seed. Modules:
 
 from sim.chip.config import (
     BACKENDS,
+    BUILDERS,
     STATIC_BRANCHING,
     TREES,
     BlockParams,
@@ -38,6 +39,7 @@ from sim.chip.step_timing import time_step
 
 __all__ = [
     "BACKENDS",
+    "BUILDERS",
     "STATIC_BRANCHING",
     "TREES",
     "BlockParams",

@@ -21,12 +21,14 @@ from checks import integer as _int
 from golden import trees as _trees
 from golden.decoder import MODES
 from golden.draft import CHILDREN_RULES
+from golden.tree import sibling_rank as _sibling_rank
 from golden.tree import validate as _validate_tree
 from sim.timing import Profile, known_profiles, load_profile
 from sim.workloads import WORKLOADS
 
 __all__ = [
     "BACKENDS",
+    "BUILDERS",
     "STATIC_BRANCHING",
     "TREES",
     "BlockParams",
@@ -39,6 +41,10 @@ __all__ = [
 ]
 
 BACKENDS = ("python", "rtl")
+#: Who shapes the trees: ``software`` (the float policies of :mod:`golden.trees`
+#: and :mod:`sim.topology`) or ``hardware`` (the tree builder and topology
+#: optimiser of spec §3.6 - §3.11, in fixed point: :mod:`golden.builder`).
+BUILDERS = ("software", "hardware")
 #: Tree policies: ``plain`` (root only), ``chain``, ``static``, ``sequoia``
 #: (topology optimiser: Sequoia DP re-solved every K steps, with fallback),
 #: ``eagle2`` (dynamic).
@@ -106,6 +112,9 @@ class PolicyParams:
         ``sequoia``: allow the fallback to plain decoding.
     topk : int
         ``eagle2``: children per expanded node and nodes expanded per round.
+    builder : str
+        ``software`` or ``hardware`` (:data:`BUILDERS`); ``hardware`` builds
+        ``topk`` children (the default rule then), ``topk`` at most 16.
     """
 
     tree: str = "sequoia"
@@ -118,6 +127,7 @@ class PolicyParams:
     window: int = 32
     fallback: bool = True
     topk: int = 4
+    builder: str = "software"
 
 
 @dataclass(frozen=True)
@@ -261,8 +271,10 @@ class ChipConfig:
 
     @property
     def children_rule(self) -> str:
-        """The ``children`` rule in effect."""
-        return self.children if self.children is not None else DEFAULT_CHILDREN[self.tree]
+        """The ``children`` rule in effect (the hardware builder: ``topk``)."""
+        if self.children is not None:
+            return self.children
+        return "topk" if self.builder == "hardware" else DEFAULT_CHILDREN[self.tree]
 
     def timing_profile(self) -> Profile:
         """The :class:`sim.timing.Profile` named by ``profile``."""
@@ -346,7 +358,8 @@ def validate(cfg: ChipConfig) -> None:
     ``mode``, ``backend``, ``workload``, ``overlap`` against the profile,
     ``children``), the integers of :data:`INT_BOUNDS`, ``context_offset``,
     ``nodes`` against ``n_nodes``, a chain against ``n_nodes``, ``parents``,
-    ``initial_acc``, and the ``rtl`` backend's single sequence.
+    ``initial_acc``, the hardware builder's ranges (:func:`hw_builder_checks`),
+    and the ``rtl`` backend's single sequence.
     """
     prof = cfg.timing_profile()  # unknown profile: ValueError listing the known ones
     if prof.is_gpu:
@@ -365,8 +378,11 @@ def validate(cfg: ChipConfig) -> None:
         )
     if cfg.children is not None:
         _choice("children", cfg.children, CHILDREN_RULES)
+    _choice("builder", cfg.builder, BUILDERS)
     if cfg.tree == "eagle2" and cfg.children_rule != "topk":
         raise ValueError(f"children = {cfg.children!r}: tree 'eagle2' builds top-k trees")
+    if cfg.builder == "hardware" and cfg.children_rule != "topk":
+        raise ValueError(f"children = {cfg.children!r}: the hardware builder builds top-k trees")
     for name, lo, hi in INT_BOUNDS:
         _int(name, getattr(cfg, name), lo, hi(cfg) if callable(hi) else hi)
     boolean("fallback", cfg.fallback)  # "no" is truthy: only True / False
@@ -389,8 +405,28 @@ def validate(cfg: ChipConfig) -> None:
     acc = _trees._check_acc(cfg.initial_acc, "initial_acc")
     if acc.size > 8:
         raise ValueError(f"initial_acc = {cfg.initial_acc!r}: at most 8 ranks")
+    if cfg.builder == "hardware":
+        hw_builder_checks(cfg)
     if cfg.backend == "rtl" and cfg.batch > 1:
         raise ValueError(
             f"batch = {cfg.batch!r}: the rtl backend holds one sequence's lane state "
             "(use backend = 'python' for batches)"
         )
+
+
+def hw_builder_checks(cfg: ChipConfig) -> None:
+    """The hardware builder's ranges (spec §3.6 - §3.11): ``topk`` at most 16;
+    a ``static`` shape with at most 16 children per node; ``sequoia``: ``nodes``
+    at least 2, ``window`` at most 64, ``update_every`` at most ``2**16``."""
+    _int("topk", cfg.topk, 1, 16)
+    if cfg.tree == "static":
+        ranks = _sibling_rank(static_parents(cfg))
+        if max(ranks[1:], default=0) >= 16:
+            raise ValueError(
+                f"parents = {cfg.parents!r}: a node with more than 16 children "
+                "(the hardware builder's K)"
+            )
+    if cfg.tree == "sequoia":
+        _int("nodes", cfg.nodes, 2)
+        _int("window", cfg.window, 1, 64)
+        _int("update_every", cfg.update_every, 1, 1 << 16)
