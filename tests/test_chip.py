@@ -24,7 +24,7 @@ from sim import report
 from sim.__main__ import main as cli_main
 from sim.chip import Chip, ChipConfig, make_policy
 from sim.python_backend import PythonKV, PythonTreeManager, open_python
-from sim.topology import TopologyOptimiser
+from sim.topology import TopologyOptimiser, cost_table, tree_step_us
 from sim.workloads import PhasedPair, load_workload
 
 
@@ -206,11 +206,14 @@ def test_optimiser_resolves_shape(pair, prompt):
     assert {s.n_nodes for s in res.seq_steps} == {d.n_nodes for d in opt.history}
 
 
-def test_fallback_and_recovery():
+@pytest.mark.parametrize("builder", ["software", "hardware"])
+def test_fallback_and_recovery(builder):
     """Phased workload: acceptance drops to 0 midway (fallback to plain decoding), then
-    recovers (the tree grows back); tokens still equal golden."""
+    recovers (the tree grows back); tokens still equal golden. ``hardware``: the
+    fixed topology optimiser (spec §3.11) on its cost table."""
     pair = PhasedPair()
     cfg = ChipConfig(
+        builder=builder,
         workload="phased",
         tree="sequoia",
         nodes=16,
@@ -243,13 +246,29 @@ def test_fallback_and_recovery():
         arith="fixed",
         seed=cfg.seed,
         tree=make_policy(cfg),
-        children="swor",
+        children=cfg.children_rule,
         lanes=64,
     )
     assert res.tokens == want.tokens
-    # the projected speed of plain decoding beats a tree that is never accepted
-    d = next(d for d in opt.history if d.mode == "plain")
-    assert d.rate_spec <= d.rate_plain
+    if builder == "software":  # the projected speed of plain decoding beats a useless tree
+        d = next(d for d in opt.history if d.mode == "plain")
+        assert d.rate_spec <= d.rate_plain
+
+
+def test_cost_table_is_the_timing_models():
+    """The hardware optimiser's cost table: each budget's Sequoia tree timed on the profile."""
+    cfg = ChipConfig(tree="sequoia", nodes=24, depth=6, builder="hardware")
+    prof = cfg.timing_profile()
+    ctx = prof.workload.context_len
+    budgets, costs, plain = cost_table(
+        prof, 24, 6, cfg.initial_acc, context_len=ctx, overlap=cfg.overlap
+    )
+    assert budgets == [2, 4, 8, 16, 24] and len(costs) == 5
+    par, e = trees.sequoia_tree(cfg.initial_acc, 8, 6)
+    assert costs[2] == round(1e3 * tree_step_us(prof, par, e, ctx, cfg.overlap))
+    assert plain == round(1e3 * tree_step_us(prof, [-1], 0.0, ctx, cfg.overlap))
+    opt = make_policy(cfg)
+    assert (opt.budgets, opt.costs, opt.cost_plain) == (budgets, costs, plain)
 
 
 def test_timing_and_reports(pair, prompt):
