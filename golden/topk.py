@@ -80,6 +80,9 @@ class StaticBuild:
         Each node's path confidence (§3.7, ``CONF_BITS`` bits).
     source : list[int]
         For each built node, its index in the shape.
+    expanded : list[int]
+        The shape nodes whose distributions were read, in node order (the
+        order the builder asks for them).
     """
 
     parents: list[int]
@@ -87,6 +90,7 @@ class StaticBuild:
     q: list[int]
     confidence: list[int]
     source: list[int]
+    expanded: list[int]
 
 
 def _check_q(q: object, prob_bits: int, name: str = "q") -> np.ndarray:
@@ -235,7 +239,7 @@ def build_static(
         return entries[a]
 
     new_id = {0: 0}
-    out = StaticBuild([-1], [int(root_token)], [0], [root_confidence(conf_bits)], [0])
+    out = StaticBuild([-1], [int(root_token)], [0], [root_confidence(conf_bits)], [0], [])
     for i in range(1, len(par)):
         a = par[i]
         if a not in new_id or ranks[i] >= len(entries_of(a)):
@@ -248,4 +252,5 @@ def build_static(
         out.q.append(e.q)
         out.confidence.append((out.confidence[pa] * e.q) >> prob_bits)
         out.source.append(i)
+    out.expanded.extend(sorted(entries))
     return out

@@ -112,6 +112,11 @@ class AcceptCycles:
     ----------
     mask, load, decide, sampler, tokens, commit, inserts, lookups : int
         The phases of the module docstring's table.
+    build, optimise, stream : int
+        The hardware tree builder's and topology optimiser's cycles
+        (:mod:`sim.build_cycles`; 0 when software shapes the trees): ``build``
+        before verification, ``optimise`` after the decision, ``stream`` under
+        the draft.
     """
 
     mask: int
@@ -122,16 +127,24 @@ class AcceptCycles:
     commit: int
     inserts: int
     lookups: int
+    build: int = 0
+    optimise: int = 0
+    stream: int = 0
 
     @property
     def pre_verify(self) -> int:
-        """Cycles between the end of drafting and the start of verification (the mask)."""
-        return self.mask
+        """Cycles between the end of drafting and the start of verification (the
+        tree builder's tail, then the mask)."""
+        return self.build + self.mask
 
     @property
     def post_verify(self) -> int:
-        """Cycles after the verifier's last output until the next step can start."""
-        return self.load + self.decide + 1 + max(self.sampler, self.tokens, self.commit)
+        """Cycles after the verifier's last output until the next step can start
+        (a topology optimiser's re-solve included)."""
+        return (
+            self.load + self.decide + 1 + max(self.sampler, self.tokens, self.commit)
+            + self.optimise
+        )  # fmt: skip
 
     @property
     def during_verify(self) -> int:

@@ -70,6 +70,7 @@ from golden.decoder import DRAFT_STREAM
 from golden.draft import StepRecord, TreePolicy, checked_model
 from golden.tree import structure as _structure
 from sim.backend import KVBackend, TreeManagerBackend
+from sim.build_cycles import draft_cycles, solve_cycles
 from sim.chip.config import ChipConfig
 from sim.chip.policy import make_policy
 from sim.chip.result import ChipResult, ChipStep, SeqResult, SeqStep
@@ -400,6 +401,9 @@ class Chip:
         probe = bool(getattr(st.policy, "is_probe_step", lambda: False)())
         # 1. draft: the policy shapes the tree, the draft model draws its tokens
         dt, par, tok = self._draft_tree(st)
+        prof = self.profile
+        lanes = prof.tree_manager.lanes if prof.tree_manager else c.lanes
+        built = draft_cycles(st.policy, prof.target.vocab, lanes)
         n = len(par)
         toks = tok.tolist()
         S = _structure(par)
@@ -445,7 +449,15 @@ class Chip:
         st.out.extend(emitted)
         accepted = len(path) - 1
         st.accepted.append(accepted)
+        solves = len(getattr(st.policy, "history", ()))
         st.policy.observe(StepRecord(par, toks, ts.last, path, accepted, emitted))
+        tm_cycles = dict(ts.cycles)
+        if c.builder == "hardware":
+            tm_cycles.update(
+                build=built.build,
+                build_stream=built.stream,
+                optimise=solve_cycles(st.policy, solves),
+            )
         if len(st.out) >= T:
             st.done = True
             kv.release(seq)
@@ -459,7 +471,7 @@ class Chip:
             path_mask=ts.path_mask,
             emitted=emitted,
             context_len=ctx_before,
-            tm_cycles=dict(ts.cycles),
+            tm_cycles=tm_cycles,
             kv_cycles=kv.cycles - cyc0,
             inserts=n * L,
             lookups=n_look,

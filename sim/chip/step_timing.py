@@ -3,7 +3,9 @@
 Each chip step is timed with :func:`sim.timing.step_time` on the profile from
 its measured quantities (tree size and depth, draft evaluations, accepted
 tokens, and the tree manager's cycles from the backend: mask, load, decide,
-tokens; the token sampler's ``2 * ceil(V / LANES)`` and the KV-table traffic
+tokens, and with the hardware builder its tail, top-K stream and the
+optimiser's re-solves, :mod:`sim.build_cycles`; the token sampler's
+``2 * ceil(V / LANES)`` and the KV-table traffic
 are re-counted for the profile's model, its 32,000-token vocabulary and its
 layers, since the functional workload is a byte-level n-gram). The context of
 the timing is the profile's stated history (``workload.context_len``) plus the
@@ -54,19 +56,26 @@ def time_step(
         ports = profile.kv_pool.lookup_ports if profile.kv_pool else 1
         lat = RTL_LATENCY if tm.latency == "rtl" else SPEC_LATENCY
         tot = dict.fromkeys(("mask", "load", "decide", "tokens"), 0)
+        built = dict.fromkeys(("build", "optimise", "stream"), 0)
         for r in recs:
             cy = r.tm_cycles
             if not all(k in cy for k in tot):  # a backend that does not count them: the model
                 m = cycle_model(r.n_nodes, t.vocab, tm.lanes, r.accepted, latency=tm.latency)
-                cy = {"mask": m.mask, "load": m.load, "decide": m.decide, "tokens": m.tokens}
+                cy = {**cy, "mask": m.mask, "load": m.load, "decide": m.decide, "tokens": m.tokens}
             for k in tot:
                 tot[k] += int(cy[k])
+            if "build" in cy:  # the hardware builder: its nodes stream into the mask generator
+                tot["mask"] += lat.mask - int(cy["mask"])
+                built["build"] += int(cy["build"])
+                built["optimise"] += int(cy["optimise"])
+                built["stream"] += int(cy["build_stream"])
         kw["accept_cycles"] = AcceptCycles(
             sampler=len(recs) * sampler_cycles(t.vocab, tm.lanes, tm.latency),
             commit=len(recs) * (1 + lat.commit_result),
             inserts=n * t.layers,
             lookups=math.ceil(ctx * t.layers * len(recs) / ports),
             **tot,
+            **built,
         )
     if overlap == "speculative":
         kw["p_right"] = 1.0 if prev_predicted else 0.0

@@ -64,7 +64,8 @@ class StepTiming:
     draft_us : float
         Draft phase (full length, whether exposed or hidden).
     tree_us : float
-        Tree mask generation between drafting and verification.
+        Between drafting and verification: the tree mask (and with the hardware
+        builder its tail and any top-K stream beyond the draft time).
     prefetch_us : float
         HBM time spent prefetching during the draft window (miss/none/prefetch path).
     verify_us : float
@@ -263,6 +264,8 @@ def step_time(
     cyc, M, A, table = _tree_manager_phases(
         profile, tree_nodes, accepted, context_len, accept_cycles
     )
+    if cyc is not None and cyc.stream:  # the top-K stream beyond the draft's own time
+        M += max(0.0, cyc.stream * 1e6 / hw.clock_hz - D)
 
     def verify(window_us: float, extra: float = 0.0) -> VerifyTime:
         pref = 0.0

@@ -1,0 +1,130 @@
+"""Cycle model of the tree builder and the topology optimiser (spec §3.6 - §3.11).
+
+The hardware builder (``ChipConfig(builder="hardware")``) adds three costs to a
+step, each a pure function of the step's quantities:
+
+============  ===========================================  =======================================
+phase         cycles                                       where it sits
+============  ===========================================  =======================================
+``stream``    ``expanded * ceil(V / LANES)``               the top-K unit takes the draft's
+                                                           distribution of every expanded node,
+                                                           ``LANES`` probabilities per cycle,
+                                                           without a stall; it runs while the
+                                                           draft model produces them and is
+                                                           exposed only beyond the draft time.
+``build``     static: ``n + STATIC_TAIL``;                 after the last distribution beat, until
+              dynamic: ``C + M + DYNAMIC_TAIL``            the built tree's end beat. Its nodes
+                                                           stream into the mask generator, so the
+                                                           mask adds only its latency after it.
+``optimise``  :func:`dp_cycles` on a re-solve step, else 0  the topology optimiser's re-solve after
+                                                           the step's decision, before the next
+                                                           shape: on the critical path.
+============  ===========================================  =======================================
+
+``n``: the built tree's nodes; ``C``: the dynamic builder's candidates; ``M``:
+its budget. The tails are the RTL testbenches' worst measured counts
+(``docs/blocks/tree_builder.md``), within the issue's targets ``n + 4`` and
+``C + M + 8``; :func:`dp_cycles` is the optimiser's engine schedule, which its
+testbench measures cycle for cycle (``docs/blocks/topology_optimiser.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from checks import integer
+from golden.builder import FixedEagle2Tree, FixedStaticTree, FixedTopologyOptimiser
+
+__all__ = [
+    "STATIC_TAIL",
+    "DYNAMIC_TAIL",
+    "BuildCycles",
+    "stream_cycles",
+    "static_build_cycles",
+    "dynamic_build_cycles",
+    "dp_cycles",
+    "draft_cycles",
+    "solve_cycles",
+]
+
+#: static mode: the end beat this many cycles after the tree's ``n`` (measured bound)
+STATIC_TAIL = 4
+#: dynamic mode: the end beat at most ``C + M + DYNAMIC_TAIL`` after the last beat
+DYNAMIC_TAIL = 8
+
+
+@dataclass(frozen=True)
+class BuildCycles:
+    """One step's tree-builder and optimiser cycles (module docstring).
+
+    Attributes
+    ----------
+    stream, build, optimise : int
+    """
+
+    stream: int = 0
+    build: int = 0
+    optimise: int = 0
+
+
+def stream_cycles(vocab: int, lanes: int, expanded: int) -> int:
+    """``expanded * ceil(vocab / lanes)``: the top-K unit's input beats."""
+    v = integer("vocab", vocab, 1, 1 << 17)
+    ln = integer("lanes", lanes, 1, 16)
+    return integer("expanded", expanded, 0) * math.ceil(v / ln)
+
+
+def static_build_cycles(n_nodes: int) -> int:
+    """Static mode: ``n + STATIC_TAIL`` after the last distribution beat."""
+    return integer("n_nodes", n_nodes, 1, 1024) + STATIC_TAIL
+
+
+def dynamic_build_cycles(candidates: int, budget: int) -> int:
+    """Dynamic mode: ``C + M + DYNAMIC_TAIL`` after the last distribution beat."""
+    c = integer("candidates", candidates, 0)
+    return c + integer("budget", budget, 1, 1024) + DYNAMIC_TAIL
+
+
+def dp_cycles(budget: int, depth: int, ranks: int) -> int:
+    """The optimiser's re-solve for the largest budget ``M``, depth ``D`` and
+    ``K`` ranks (spec §3.11's loops, one add-compare per cycle): placeholder
+    until the engine's measured schedule is in."""
+    M = integer("budget", budget, 2, 1024)
+    D = integer("depth", depth, 1, 1023)
+    K = integer("ranks", ranks, 1, 16)
+    B = M - 1
+    L = min(D, B)
+    return L * K * (B * (B + 1) // 2 + B)
+
+
+def draft_cycles(policy: object, vocab: int, lanes: int) -> BuildCycles:
+    """The builder's cycles of the tree ``policy`` just built (``stream`` and
+    ``build``); zero for a policy that is not the hardware builder's.
+
+    ``vocab`` and ``lanes`` are the profile's (the functional workload's
+    vocabulary is a byte-level n-gram's; the timing is the modelled chip's).
+    """
+    if isinstance(policy, FixedEagle2Tree) and policy.last is not None:
+        b = policy.last
+        return BuildCycles(
+            stream=stream_cycles(vocab, lanes, len(b.expanded)),
+            build=dynamic_build_cycles(len(b.cand_parents) - 1, policy.n_nodes),
+        )
+    if isinstance(policy, FixedStaticTree) and policy.last is not None:
+        b = policy.last
+        return BuildCycles(
+            stream=stream_cycles(vocab, lanes, len(b.expanded)),
+            build=static_build_cycles(len(b.parents)),
+        )
+    return BuildCycles()
+
+
+def solve_cycles(policy: object, solves_before: int) -> int:
+    """The optimiser's re-solve cycles if ``policy`` solved since it had
+    ``solves_before`` solves (else 0)."""
+    if not isinstance(policy, FixedTopologyOptimiser) or len(policy.history) <= solves_before:
+        return 0
+    est = policy.history[-1].estimate
+    ranks = max((b + 1 for b, p in enumerate(est) if p > 0), default=1)
+    return dp_cycles(policy.n_nodes, policy.max_depth, ranks)
