@@ -3,23 +3,17 @@
 The hardware builder (``ChipConfig(builder="hardware")``) adds three costs to a
 step, each a pure function of the step's quantities:
 
-============  ===========================================  =======================================
-phase         cycles                                       where it sits
-============  ===========================================  =======================================
-``stream``    ``expanded * ceil(V / LANES)``               the top-K unit takes the draft's
-                                                           distribution of every expanded node,
-                                                           ``LANES`` probabilities per cycle,
-                                                           without a stall; it runs while the
-                                                           draft model produces them and is
-                                                           exposed only beyond the draft time.
-``build``     static: ``n + STATIC_TAIL``;                 after the last distribution beat, until
-              dynamic: ``C + M + DYNAMIC_TAIL``            the built tree's end beat. Its nodes
-                                                           stream into the mask generator, so the
-                                                           mask adds only its latency after it.
-``optimise``  :func:`dp_cycles` on a re-solve step, else 0  the topology optimiser's re-solve after
-                                                           the step's decision, before the next
-                                                           shape: on the critical path.
-============  ===========================================  =======================================
+``stream`` = ``expanded * ceil(V / LANES)``
+    The top-K unit takes the draft's distribution of every expanded node,
+    ``LANES`` probabilities per cycle, without a stall. It runs while the
+    draft model produces them and is exposed only beyond the draft time.
+``build`` = ``n + STATIC_TAIL`` (static) or ``C + M + DYNAMIC_TAIL`` (dynamic)
+    After the last distribution beat, until the built tree's end beat. Its
+    nodes stream into the mask generator, so the mask adds only its latency
+    after it.
+``optimise`` = :func:`dp_cycles` on a re-solve step, else 0
+    The topology optimiser's re-solve after the step's decision, before the
+    next shape: on the critical path.
 
 ``n``: the built tree's nodes; ``C``: the dynamic builder's candidates; ``M``:
 its budget. The tails are the RTL testbenches' worst measured counts
