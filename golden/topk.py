@@ -83,6 +83,8 @@ class StaticBuild:
     expanded : list[int]
         The shape nodes whose distributions were read, in node order (the
         order the builder asks for them).
+    shape_nodes : int
+        The shape's node count (what the builder's pass over it costs).
     """
 
     parents: list[int]
@@ -91,6 +93,7 @@ class StaticBuild:
     confidence: list[int]
     source: list[int]
     expanded: list[int]
+    shape_nodes: int = 0
 
 
 def _check_q(q: object, prob_bits: int, name: str = "q") -> np.ndarray:
@@ -239,7 +242,7 @@ def build_static(
         return entries[a]
 
     new_id = {0: 0}
-    out = StaticBuild([-1], [int(root_token)], [0], [root_confidence(conf_bits)], [0], [])
+    out = StaticBuild([-1], [int(root_token)], [0], [root_confidence(conf_bits)], [0], [], len(par))
     for i in range(1, len(par)):
         a = par[i]
         if a not in new_id or ranks[i] >= len(entries_of(a)):

@@ -15,8 +15,9 @@ step, each a pure function of the step's quantities:
     The topology optimiser's re-solve after the step's decision, before the
     next shape: on the critical path.
 
-``n``: the built tree's nodes; ``C``: the dynamic builder's candidates; ``M``:
-its budget. The tails are the RTL testbenches' worst measured counts
+``n``: the shape's nodes (the static builder passes over every one, pruned or
+not); ``C``: the dynamic builder's candidates; ``M``: its budget. The tails
+are the RTL testbenches' worst measured counts
 (``docs/blocks/tree_builder.md``), within the issue's targets ``n + 4`` and
 ``C + M + 8``; :func:`dp_cycles` is the optimiser's engine schedule, which its
 testbench measures cycle for cycle (``docs/blocks/topology_optimiser.md``).
@@ -70,7 +71,8 @@ def stream_cycles(vocab: int, lanes: int, expanded: int) -> int:
 
 
 def static_build_cycles(n_nodes: int) -> int:
-    """Static mode: ``n + STATIC_TAIL`` after the last distribution beat."""
+    """Static mode: ``n + STATIC_TAIL`` after the last distribution beat, ``n``
+    the shape's nodes."""
     return integer("n_nodes", n_nodes, 1, 1024) + STATIC_TAIL
 
 
@@ -109,7 +111,7 @@ def draft_cycles(policy: object, vocab: int, lanes: int) -> BuildCycles:
         b = policy.last
         return BuildCycles(
             stream=stream_cycles(vocab, lanes, len(b.expanded)),
-            build=static_build_cycles(len(b.parents)),
+            build=static_build_cycles(b.shape_nodes),
         )
     return BuildCycles()
 
