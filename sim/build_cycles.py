@@ -45,8 +45,8 @@ __all__ = [
 
 #: static mode: the end beat this many cycles after the tree's ``n`` (measured bound)
 STATIC_TAIL = 4
-#: dynamic mode: the end beat at most ``C + M + DYNAMIC_TAIL`` after the last beat
-DYNAMIC_TAIL = 8
+#: dynamic mode: the end beat at most ``C + M + DYNAMIC_TAIL`` after the last beat (measured bound)
+DYNAMIC_TAIL = 5
 
 
 @dataclass(frozen=True)

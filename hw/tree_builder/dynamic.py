@@ -1,0 +1,334 @@
+"""The tree builder's dynamic engine (SPEC §3.9, EAGLE-2): expansion by confidence, rerank."""
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from hw.common import idx_bits, mux_tree, net, or_tree, prefix_or_below
+from hw.tree_builder.common import (
+    K_BITS,
+    K_MAX,
+    W_MAX,
+    conf_product,
+    out_layout,
+    req_layout,
+    result_layout,
+)
+from hw.tree_builder.sorted_list import SortedList
+
+__all__ = ["DynamicBuilder", "candidate_layout", "frontier_layout"]
+
+
+def candidate_layout(
+    c_max: int, token_bits: int, prob_bits: int, conf_bits: int
+) -> data.StructLayout:
+    """A candidate as the candidate table stores it."""
+    return data.StructLayout(
+        {"parent": idx_bits(c_max), "token": token_bits, "q": prob_bits, "conf": conf_bits}
+    )
+
+
+def frontier_layout(c_max: int, token_bits: int) -> data.StructLayout:
+    """What a frontier cell carries besides its confidence: the request's fields."""
+    cb = idx_bits(c_max)
+    return data.StructLayout({"idx": cb, "parent": cb, "token": token_bits})
+
+
+class DynamicBuilder(wiring.Component):
+    """Dynamic engine: EAGLE-2's expansion and rerank in fixed point (SPEC §3.9).
+
+    Started by ``start`` (one cycle, with ``m``, ``d``, ``w`` valid and held
+    until ``busy`` falls; checked by the caller: ``1 <= m <= N_NODES``,
+    ``1 <= d``, ``1 <= w <= 16`` and at most ``C_MAX`` candidates, root
+    included, in the worst case), the engine runs ``R = min(d, m - 1)``
+    rounds. Candidate 0 is the root (confidence ``2**CONF_BITS - 1``), the
+    first round's frontier.
+
+    * **Round**: the frontier's requests go out on ``req`` back to back, in
+      frontier order (``{node, parent, token}``, candidate indices; the root's
+      all zero). Each top-K result on ``res`` (request order) creates its
+      entries, rank order, one per cycle, as the next candidates: index,
+      parent, token, ``q``, confidence ``(c_parent * q) >> PROB_BITS`` (one
+      cycle: a carry-save product), written to the candidate table (``C_MAX``
+      words) and inserted the next cycle into two :class:`SortedList` s: the
+      *frontier list* (``W_MAX`` cells, limit ``w``: the round's ``w`` most
+      confident new candidates, cleared every round) and the *rerank list*
+      (``N_NODES - 1`` cells, limit ``m - 1``: the ``m - 1`` most confident
+      candidates of the tree). Equal confidences keep creation order (SPEC
+      §3.7). A *kept* bit per candidate follows the rerank list: set when a
+      candidate lands inside its limit, cleared when one is pushed out.
+    * **Round end** (every result taken, every entry inserted): the frontier
+      list becomes the next frontier (in its order) and is cleared. After
+      round ``R``, or a round that created no candidate, the engine emits.
+    * **Output**: the kept candidates in creation order (a priority encoder
+      over the kept bits, one per cycle), each read from the candidate table
+      with its parent's new number (a register file written as nodes leave:
+      parents leave first), then the ``end`` beat.
+
+    Invalid input: ``res_err`` (a top-K error on one of the tree's
+    distributions): one-cycle ``error`` pulse, no further request, nothing
+    emitted; the engine takes (and drops) a result or an error for every
+    request it issued before it is idle again.
+
+    Parameters
+    ----------
+    N_NODES, TOKEN_BITS, PROB_BITS, CONF_BITS, C_MAX : int
+        As :class:`hw.tree_builder.TreeBuilder`'s (checked there).
+
+    Members
+    -------
+    start : In(1)
+        Start a tree (taken while ``busy`` is low).
+    m, d : In(bits_for(N_NODES))
+        The budget ``M`` and the rounds ``D``.
+    w : In(5)
+        The width ``W``.
+    res : In(stream.Signature(hw.topk.result_layout(TOKEN_BITS, PROB_BITS)))
+        Top-K results, one per request, in request order.
+    res_err : In(1)
+        The top-K unit's error pulse.
+    req : Out(stream.Signature(req_layout(idx_bits(C_MAX), TOKEN_BITS)))
+        Requests.
+    o : Out(stream.Signature(out_layout(N_NODES, TOKEN_BITS, PROB_BITS, CONF_BITS)))
+        The built tree.
+    error, busy : Out(1)
+    """
+
+    def __init__(
+        self, *, N_NODES: int, TOKEN_BITS: int, PROB_BITS: int, CONF_BITS: int, C_MAX: int
+    ) -> None:
+        self.N_NODES, self.TOKEN_BITS = N_NODES, TOKEN_BITS
+        self.PROB_BITS, self.CONF_BITS, self.C_MAX = PROB_BITS, CONF_BITS, C_MAX
+        mb = bits_for(N_NODES)
+        super().__init__(
+            {
+                "start": In(1),
+                "m": In(mb),
+                "d": In(mb),
+                "w": In(K_BITS),
+                "res": In(stream.Signature(result_layout(TOKEN_BITS, PROB_BITS))),
+                "res_err": In(1),
+                "req": Out(stream.Signature(req_layout(idx_bits(C_MAX), TOKEN_BITS))),
+                "o": Out(stream.Signature(out_layout(N_NODES, TOKEN_BITS, PROB_BITS, CONF_BITS))),
+                "error": Out(1),
+                "busy": Out(1),
+            }
+        )
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        N, TB, PB, CW, CM = (
+            self.N_NODES,
+            self.TOKEN_BITS,
+            self.PROB_BITS,
+            self.CONF_BITS,
+            self.C_MAX,
+        )
+        B = idx_bits(N)
+        CB = idx_bits(CM)
+        MB = bits_for(N)
+        NR = N - 1  # rerank cells
+        MAXC = (1 << CW) - 1
+        fl = frontier_layout(CM, TB)
+        cl = candidate_layout(CM, TB, PB, CW)
+
+        IDLE, ROUND, OUT, DRAIN = range(4)
+        phase = Signal(range(4))
+        m.d.comb += self.busy.eq(phase != IDLE)
+        m.d.sync += self.error.eq(0)
+
+        m.submodules.frontier = front = SortedList(CELLS=W_MAX, KEY_BITS=CW, DATA_BITS=fl.size)
+        m.submodules.rerank = rr = SortedList(CELLS=NR, KEY_BITS=CW, DATA_BITS=CB)
+        lim_f = Signal(W_MAX)
+        lim_r = Signal(NR)
+        m.d.comb += [front.limit.eq(lim_f), rr.limit.eq(lim_r)]
+
+        m.submodules.table = table = memory.Memory(shape=cl, depth=CM, init=[])
+        tbl_wr = table.write_port()
+        tbl_rd = table.read_port()
+        m.submodules.newid = nid_mem = memory.Memory(shape=B, depth=CM, init=[])
+        nid_wr = nid_mem.write_port()
+        nid_rd = nid_mem.read_port(domain="comb")
+
+        rounds = Signal(MB)  # R = min(d, m - 1)
+        rnd = Signal(MB)  # rounds done
+        # the frontier being expanded: request fields and confidence
+        f_data = [Signal(fl, name=f"f{x}_data") for x in range(W_MAX)]
+        f_conf = [Signal(CW, name=f"f{x}_conf") for x in range(W_MAX)]
+        fcnt = Signal(range(W_MAX + 1))
+        qj = Signal(range(W_MAX + 1))  # next frontier node to request
+        rj = Signal(range(W_MAX + 1))  # frontier node of the next result
+        iss = Signal(CB + 1)  # requests issued, this tree
+        ans = Signal(CB + 1)  # results and errors taken, this tree
+        cidx = Signal(CB + 1)  # next candidate index
+
+        # ------------------------------------------------------------------ start
+        mm1 = Signal(MB)
+        m.d.comb += mm1.eq(self.m - 1)
+        with m.If((phase == IDLE) & self.start):
+            m.d.sync += [
+                lim_f.eq(Cat(self.w > x for x in range(W_MAX))),
+                lim_r.eq(Cat(self.m > x + 1 for x in range(NR))),
+                rounds.eq(Mux(self.d < mm1, self.d, mm1)),
+                rnd.eq(0),
+                f_data[0].eq(0),
+                f_conf[0].eq(MAXC),
+                fcnt.eq(1),
+                qj.eq(0),
+                rj.eq(0),
+                iss.eq(0),
+                ans.eq(0),
+                cidx.eq(1),
+                phase.eq(Mux(self.m > 1, ROUND, OUT)),
+            ]
+            m.d.comb += [front.clear.eq(1), rr.clear.eq(1)]
+
+        # ------------------------------------------------------------------ requests
+        req_valid = Signal()
+        req_pl = Signal(req_layout(CB, TB))
+        m.d.comb += [self.req.valid.eq(req_valid), self.req.payload.eq(req_pl)]
+        with m.If(self.req.ready):
+            m.d.sync += req_valid.eq(0)
+        sel_q = Signal(fl)
+        m.d.comb += sel_q.eq(mux_tree([f.as_value() for f in f_data], qj[: idx_bits(W_MAX)]))
+        with m.If((phase == ROUND) & (qj != fcnt) & (~req_valid | self.req.ready)):
+            m.d.sync += [
+                req_valid.eq(1),
+                req_pl.node.eq(sel_q.idx),
+                req_pl.parent.eq(sel_q.parent),
+                req_pl.token.eq(sel_q.token),
+                qj.eq(qj + 1),
+                iss.eq(iss + 1),
+            ]
+
+        # ------------------------------------------------------------------ results
+        cur_tok = [Signal(TB, name=f"cur_tok{x}") for x in range(K_MAX)]
+        cur_q = [Signal(PB, name=f"cur_q{x}") for x in range(K_MAX)]
+        rem = Signal(range(K_MAX + 1))  # entries of the held result still to create
+        cur_par = Signal(CB)
+        cur_conf = Signal(CW)
+        res = self.res.payload
+        m.d.comb += self.res.ready.eq(
+            (phase == DRAIN) | ((phase == ROUND) & (rem <= 1) & (rj != fcnt))
+        )
+        res_fire = self.res.valid & self.res.ready
+        with m.If((phase == ROUND) | (phase == DRAIN)):
+            m.d.sync += ans.eq(ans + res_fire + self.res_err)
+
+        # creation: the held result's rank-0 entry becomes candidate cidx
+        ins_valid = Signal()
+        ins_idx = Signal(CB)
+        ins_par = Signal(CB)
+        ins_tok = Signal(TB)
+        ins_q = Signal(PB)
+        ins_conf = Signal(CW)
+        product = net(m, conf_product(m, cur_conf, cur_q[0], PB, CW, "conf"), "product")
+        creating = (phase == ROUND) & (rem != 0)
+        m.d.sync += ins_valid.eq(creating)
+        with m.If(creating):
+            m.d.sync += [
+                ins_idx.eq(cidx[:CB]),
+                ins_par.eq(cur_par),
+                ins_tok.eq(cur_tok[0]),
+                ins_q.eq(cur_q[0]),
+                ins_conf.eq(product),
+                cidx.eq(cidx + 1),
+                rem.eq(rem - 1),
+            ]
+            m.d.sync += [cur_tok[x].eq(cur_tok[x + 1]) for x in range(K_MAX - 1)]
+            m.d.sync += [cur_q[x].eq(cur_q[x + 1]) for x in range(K_MAX - 1)]
+        sel_r = Signal(fl)
+        m.d.comb += sel_r.eq(mux_tree([f.as_value() for f in f_data], rj[: idx_bits(W_MAX)]))
+        sel_rc = mux_tree(f_conf, rj[: idx_bits(W_MAX)])
+        with m.If((phase == ROUND) & res_fire):
+            m.d.sync += [cur_tok[x].eq(res.token[x]) for x in range(K_MAX)]
+            m.d.sync += [cur_q[x].eq(res.q[x]) for x in range(K_MAX)]
+            m.d.sync += [rem.eq(res.n), cur_par.eq(sel_r.idx), cur_conf.eq(sel_rc), rj.eq(rj + 1)]
+
+        # insertion: table, both lists, kept bits
+        kept = Signal(CM)
+        ins_fd = Signal(fl)
+        m.d.comb += [ins_fd.idx.eq(ins_idx), ins_fd.parent.eq(ins_par), ins_fd.token.eq(ins_tok)]
+        m.d.comb += [
+            front.ins.eq(ins_valid),
+            front.key.eq(ins_conf),
+            front.data.eq(ins_fd),
+            rr.ins.eq(ins_valid),
+            rr.key.eq(ins_conf),
+            rr.data.eq(ins_idx),
+            tbl_wr.addr.eq(ins_idx),
+            tbl_wr.data.parent.eq(ins_par),
+            tbl_wr.data.token.eq(ins_tok),
+            tbl_wr.data.q.eq(ins_q),
+            tbl_wr.data.conf.eq(ins_conf),
+            tbl_wr.en.eq(ins_valid),
+        ]
+        set_oh = net(m, (Const(1, CM) << ins_idx)[:CM], "kept_set")
+        clr_oh = net(m, (Const(1, CM) << rr.evict_data)[:CM], "kept_clr")
+        with m.If(ins_valid):
+            m.d.sync += kept.eq((kept | Mux(rr.kept, set_oh, 0)) & ~Mux(rr.evict, clr_oh, 0))
+
+        # round end: the frontier list is the next frontier
+        round_end = net(m, (phase == ROUND) & (rj == fcnt) & (rem == 0) & ~ins_valid, "round_end")
+        with m.If(round_end):
+            m.d.comb += front.clear.eq(1)
+            for x in range(W_MAX):
+                m.d.sync += [
+                    f_data[x].eq(front.cells[x].data),
+                    f_conf[x].eq(front.cells[x].key),
+                ]
+            m.d.sync += [fcnt.eq(front.count), qj.eq(0), rj.eq(0), rnd.eq(rnd + 1)]
+            with m.If((rnd + 1 == rounds) | (front.count == 0)):
+                m.d.sync += phase.eq(OUT)
+
+        # errors
+        with m.If((phase == ROUND) & self.res_err):
+            m.d.sync += [self.error.eq(1), phase.eq(DRAIN), rem.eq(0)]
+        with m.If((phase == DRAIN) & (ans == iss)):
+            m.d.sync += phase.eq(IDLE)
+
+        # ------------------------------------------------------------------ output
+        o1_valid = Signal()
+        o1_end = Signal()
+        o1_idx = Signal(CB)
+        ocount = Signal(B + 1)
+        end_sent = Signal()
+        with m.If((phase == IDLE) & self.start):
+            m.d.sync += [ocount.eq(1), end_sent.eq(0), kept.eq(0)]
+        below = prefix_or_below(m, kept, "kept_below")
+        low = net(m, kept & ~below, "kept_low")  # lowest kept bit, one-hot
+        low_idx = net(
+            m,
+            Cat(or_tree([low[c] for c in range(CM) if c >> b & 1]) for b in range(CB)),
+            "kept_idx",
+        )
+        any_kept = or_tree(kept)
+        adv = net(m, ~o1_valid | self.o.ready, "o_adv")
+        m.d.comb += [tbl_rd.addr.eq(low_idx), tbl_rd.en.eq(adv)]
+        with m.If(self.o.ready):
+            m.d.sync += o1_valid.eq(0)
+        with m.If((phase == OUT) & adv & ~end_sent):
+            with m.If(any_kept):
+                m.d.sync += [o1_valid.eq(1), o1_end.eq(0), o1_idx.eq(low_idx), kept.eq(kept & ~low)]
+            with m.Else():
+                m.d.sync += [o1_valid.eq(1), o1_end.eq(1), end_sent.eq(1)]
+        cand = tbl_rd.data
+        m.d.comb += nid_rd.addr.eq(cand.parent)
+        m.d.comb += self.o.valid.eq(o1_valid)
+        with m.If(o1_end):
+            m.d.comb += self.o.payload.end.eq(1)
+        with m.Else():
+            m.d.comb += [
+                self.o.payload.parent.eq(Mux(cand.parent == 0, 0, nid_rd.data)),
+                self.o.payload.token.eq(cand.token),
+                self.o.payload.q.eq(cand.q),
+                self.o.payload.conf.eq(cand.conf),
+            ]
+        o_fire = o1_valid & self.o.ready
+        with m.If(o_fire & ~o1_end):
+            m.d.comb += [nid_wr.addr.eq(o1_idx), nid_wr.data.eq(ocount), nid_wr.en.eq(1)]
+            m.d.sync += ocount.eq(ocount + 1)
+        with m.If(o_fire & o1_end):
+            m.d.sync += phase.eq(IDLE)
+        return m
