@@ -35,6 +35,78 @@ def frontier_layout(c_max: int, token_bits: int) -> data.StructLayout:
     return data.StructLayout({"idx": cb, "parent": cb, "token": token_bits})
 
 
+#: the engine's phases (:attr:`_Registers.phase`)
+_IDLE, _ROUND, _OUT, _DRAIN = range(4)
+
+
+class _Registers:
+    """The dynamic engine's lists, memories and registers, declared in
+    :meth:`DynamicBuilder.elaborate` and shared by its stages.
+
+    Units: ``front`` (the frontier list, ``W_MAX`` cells, limit ``lim_f``) and
+    ``rr`` (the rerank list, ``N_NODES - 1`` cells, limit ``lim_r``), both
+    :class:`SortedList`. Memories: the candidate table (``tbl_wr``,
+    ``tbl_rd``: ``C_MAX`` words, read one cycle ahead) and the new numbers
+    (``nid_wr``, ``nid_rd``: combinational read), both indexed by candidate.
+    Registers: the frontier being expanded (``f_data``, ``f_conf``, ``fcnt``
+    nodes), the held result (``cur_*``, ``rem`` entries left), the insertion
+    stage (``ins_*``) and the kept bits (one per candidate).
+    """
+
+    def __init__(self, m: Module, N: int, TB: int, PB: int, CW: int, CM: int) -> None:
+        B = idx_bits(N)
+        CB = idx_bits(CM)
+        MB = bits_for(N)
+        NR = N - 1  # rerank cells
+        fl = frontier_layout(CM, TB)
+        cl = candidate_layout(CM, TB, PB, CW)
+        self.phase = Signal(range(4))
+
+        m.submodules.frontier = SortedList(CELLS=W_MAX, KEY_BITS=CW, DATA_BITS=fl.size)
+        m.submodules.rerank = SortedList(CELLS=NR, KEY_BITS=CW, DATA_BITS=CB)
+        self.front, self.rr = m.submodules.frontier, m.submodules.rerank
+        self.lim_f = Signal(W_MAX)
+        self.lim_r = Signal(NR)
+
+        m.submodules.table = table = memory.Memory(shape=cl, depth=CM, init=[])
+        self.tbl_wr = table.write_port()
+        self.tbl_rd = table.read_port()
+        m.submodules.newid = nid_mem = memory.Memory(shape=B, depth=CM, init=[])
+        self.nid_wr = nid_mem.write_port()
+        self.nid_rd = nid_mem.read_port(domain="comb")
+
+        self.rounds = Signal(MB)  # R = min(d, m - 1)
+        self.rnd = Signal(MB)  # rounds done
+        # the frontier being expanded: request fields and confidence
+        self.f_data = [Signal(fl, name=f"f{x}_data") for x in range(W_MAX)]
+        self.f_conf = [Signal(CW, name=f"f{x}_conf") for x in range(W_MAX)]
+        self.fcnt = Signal(range(W_MAX + 1))
+        self.qj = Signal(range(W_MAX + 1))  # next frontier node to request
+        self.rj = Signal(range(W_MAX + 1))  # frontier node of the next result
+        self.iss = Signal(CB + 1)  # requests issued, this tree
+        self.ans = Signal(CB + 1)  # results and errors taken, this tree
+        self.cidx = Signal(CB + 1)  # next candidate index
+
+        self.req_valid = Signal()
+        self.req_pl = Signal(req_layout(CB, TB))
+
+        # the held result
+        self.cur_tok = [Signal(TB, name=f"cur_tok{x}") for x in range(K_MAX)]
+        self.cur_q = [Signal(PB, name=f"cur_q{x}") for x in range(K_MAX)]
+        self.rem = Signal(range(K_MAX + 1))  # entries of the held result still to create
+        self.cur_par = Signal(CB)
+        self.cur_conf = Signal(CW)
+
+        # the insertion stage: the candidate created in the cycle before
+        self.ins_valid = Signal()
+        self.ins_idx = Signal(CB)
+        self.ins_par = Signal(CB)
+        self.ins_tok = Signal(TB)
+        self.ins_q = Signal(PB)
+        self.ins_conf = Signal(CW)
+        self.kept = Signal(CM)
+
+
 class DynamicBuilder(wiring.Component):
     """Dynamic engine: EAGLE-2's expansion and rerank in fixed point (SPEC §3.9).
 
@@ -57,14 +129,16 @@ class DynamicBuilder(wiring.Component):
       (``N_NODES - 1`` cells, limit ``m - 1``: the ``m - 1`` most confident
       candidates of the tree). Equal confidences keep creation order (SPEC
       §3.7). A *kept* bit per candidate follows the rerank list: set when a
-      candidate lands inside its limit, cleared when one is pushed out.
+      candidate lands inside its limit, cleared when one is pushed out
+      (:meth:`_start`, :meth:`_requests`, :meth:`_create`, :meth:`_insert`).
     * **Round end** (every result taken, every entry inserted): the frontier
       list becomes the next frontier (in its order) and is cleared. After
-      round ``R``, or a round that created no candidate, the engine emits.
+      round ``R``, or a round that created no candidate, the engine emits
+      (:meth:`_round_end`).
     * **Output**: the kept candidates in creation order (a priority encoder
       over the kept bits, one per cycle), each read from the candidate table
       with its parent's new number (a register file written as nodes leave:
-      parents leave first), then the ``end`` beat.
+      parents leave first), then the ``end`` beat (:meth:`_emit`).
 
     Invalid input: ``res_err`` (a top-K error on one of the tree's
     distributions): one-cycle ``error`` pulse, no further request, nothing
@@ -118,138 +192,125 @@ class DynamicBuilder(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        N, TB, PB, CW, CM = (
-            self.N_NODES,
-            self.TOKEN_BITS,
-            self.PROB_BITS,
-            self.CONF_BITS,
-            self.C_MAX,
-        )
-        B = idx_bits(N)
-        CB = idx_bits(CM)
-        MB = bits_for(N)
-        NR = N - 1  # rerank cells
-        MAXC = (1 << CW) - 1
-        fl = frontier_layout(CM, TB)
-        cl = candidate_layout(CM, TB, PB, CW)
-
-        IDLE, ROUND, OUT, DRAIN = range(4)
-        phase = Signal(range(4))
-        m.d.comb += self.busy.eq(phase != IDLE)
+        s = _Registers(m, self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, self.CONF_BITS, self.C_MAX)
+        m.d.comb += self.busy.eq(s.phase != _IDLE)
         m.d.sync += self.error.eq(0)
+        m.d.comb += [s.front.limit.eq(s.lim_f), s.rr.limit.eq(s.lim_r)]
+        self._start(m, s)
+        self._requests(m, s)
+        self._create(m, s)
+        self._insert(m, s)
+        self._round_end(m, s)
+        self._emit(m, s)
+        return m
 
-        m.submodules.frontier = front = SortedList(CELLS=W_MAX, KEY_BITS=CW, DATA_BITS=fl.size)
-        m.submodules.rerank = rr = SortedList(CELLS=NR, KEY_BITS=CW, DATA_BITS=CB)
-        lim_f = Signal(W_MAX)
-        lim_r = Signal(NR)
-        m.d.comb += [front.limit.eq(lim_f), rr.limit.eq(lim_r)]
-
-        m.submodules.table = table = memory.Memory(shape=cl, depth=CM, init=[])
-        tbl_wr = table.write_port()
-        tbl_rd = table.read_port()
-        m.submodules.newid = nid_mem = memory.Memory(shape=B, depth=CM, init=[])
-        nid_wr = nid_mem.write_port()
-        nid_rd = nid_mem.read_port(domain="comb")
-
-        rounds = Signal(MB)  # R = min(d, m - 1)
-        rnd = Signal(MB)  # rounds done
-        # the frontier being expanded: request fields and confidence
-        f_data = [Signal(fl, name=f"f{x}_data") for x in range(W_MAX)]
-        f_conf = [Signal(CW, name=f"f{x}_conf") for x in range(W_MAX)]
-        fcnt = Signal(range(W_MAX + 1))
-        qj = Signal(range(W_MAX + 1))  # next frontier node to request
-        rj = Signal(range(W_MAX + 1))  # frontier node of the next result
-        iss = Signal(CB + 1)  # requests issued, this tree
-        ans = Signal(CB + 1)  # results and errors taken, this tree
-        cidx = Signal(CB + 1)  # next candidate index
-
-        # ------------------------------------------------------------------ start
+    def _start(self, m: Module, s: "_Registers") -> None:
+        """``IDLE``: a ``start`` sets the limits, the rounds ``R`` and the root as the
+        frontier, clears both lists and goes to ``ROUND`` (``OUT`` if ``m = 1``)."""
+        N, MB = self.N_NODES, bits_for(self.N_NODES)
+        NR = N - 1
         mm1 = Signal(MB)
         m.d.comb += mm1.eq(self.m - 1)
-        with m.If((phase == IDLE) & self.start):
+        with m.If((s.phase == _IDLE) & self.start):
             m.d.sync += [
-                lim_f.eq(Cat(self.w > x for x in range(W_MAX))),
-                lim_r.eq(Cat(self.m > x + 1 for x in range(NR))),
-                rounds.eq(Mux(self.d < mm1, self.d, mm1)),
-                rnd.eq(0),
-                f_data[0].eq(0),
-                f_conf[0].eq(MAXC),
-                fcnt.eq(1),
-                qj.eq(0),
-                rj.eq(0),
-                iss.eq(0),
-                ans.eq(0),
-                cidx.eq(1),
-                phase.eq(Mux(self.m > 1, ROUND, OUT)),
+                s.lim_f.eq(Cat(self.w > x for x in range(W_MAX))),
+                s.lim_r.eq(Cat(self.m > x + 1 for x in range(NR))),
+                s.rounds.eq(Mux(self.d < mm1, self.d, mm1)),
+                s.rnd.eq(0),
+                s.f_data[0].eq(0),
+                s.f_conf[0].eq((1 << self.CONF_BITS) - 1),
+                s.fcnt.eq(1),
+                s.qj.eq(0),
+                s.rj.eq(0),
+                s.iss.eq(0),
+                s.ans.eq(0),
+                s.cidx.eq(1),
+                s.phase.eq(Mux(self.m > 1, _ROUND, _OUT)),
             ]
-            m.d.comb += [front.clear.eq(1), rr.clear.eq(1)]
+            m.d.comb += [s.front.clear.eq(1), s.rr.clear.eq(1)]
 
-        # ------------------------------------------------------------------ requests
-        req_valid = Signal()
-        req_pl = Signal(req_layout(CB, TB))
+    def _requests(self, m: Module, s: "_Registers") -> None:
+        """``ROUND``: the frontier's requests on ``req``, back to back, in frontier order."""
+        fl = frontier_layout(self.C_MAX, self.TOKEN_BITS)
+        req_valid, req_pl, qj = s.req_valid, s.req_pl, s.qj
         m.d.comb += [self.req.valid.eq(req_valid), self.req.payload.eq(req_pl)]
         with m.If(self.req.ready):
             m.d.sync += req_valid.eq(0)
         sel_q = Signal(fl)
-        m.d.comb += sel_q.eq(mux_tree([f.as_value() for f in f_data], qj[: idx_bits(W_MAX)]))
-        with m.If((phase == ROUND) & (qj != fcnt) & (~req_valid | self.req.ready)):
+        m.d.comb += sel_q.eq(mux_tree([f.as_value() for f in s.f_data], qj[: idx_bits(W_MAX)]))
+        with m.If((s.phase == _ROUND) & (qj != s.fcnt) & (~req_valid | self.req.ready)):
             m.d.sync += [
                 req_valid.eq(1),
                 req_pl.node.eq(sel_q.idx),
                 req_pl.parent.eq(sel_q.parent),
                 req_pl.token.eq(sel_q.token),
                 qj.eq(qj + 1),
-                iss.eq(iss + 1),
+                s.iss.eq(s.iss + 1),
             ]
 
-        # ------------------------------------------------------------------ results
-        cur_tok = [Signal(TB, name=f"cur_tok{x}") for x in range(K_MAX)]
-        cur_q = [Signal(PB, name=f"cur_q{x}") for x in range(K_MAX)]
-        rem = Signal(range(K_MAX + 1))  # entries of the held result still to create
-        cur_par = Signal(CB)
-        cur_conf = Signal(CW)
+    def _create(self, m: Module, s: "_Registers") -> None:
+        """``ROUND``: take the results and create their entries as candidates.
+
+        A result is held (``cur_*``, its frontier node's index and confidence)
+        and its entries, rank order, become candidates ``cidx ..``, one a
+        cycle: the confidence product, then the insertion registers
+        (``ins_*``, :meth:`_insert`). The next result is taken as the held
+        one's last entry is created. ``DRAIN`` takes every result.
+        """
+        PB, CW, CB = self.PROB_BITS, self.CONF_BITS, idx_bits(self.C_MAX)
+        fl = frontier_layout(self.C_MAX, self.TOKEN_BITS)
+        phase, rem, rj, cur_tok, cur_q = s.phase, s.rem, s.rj, s.cur_tok, s.cur_q
         res = self.res.payload
         m.d.comb += self.res.ready.eq(
-            (phase == DRAIN) | ((phase == ROUND) & (rem <= 1) & (rj != fcnt))
+            (phase == _DRAIN) | ((phase == _ROUND) & (rem <= 1) & (rj != s.fcnt))
         )
         res_fire = self.res.valid & self.res.ready
-        with m.If((phase == ROUND) | (phase == DRAIN)):
-            m.d.sync += ans.eq(ans + res_fire + self.res_err)
+        with m.If((phase == _ROUND) | (phase == _DRAIN)):
+            m.d.sync += s.ans.eq(s.ans + res_fire + self.res_err)
 
         # creation: the held result's rank-0 entry becomes candidate cidx
-        ins_valid = Signal()
-        ins_idx = Signal(CB)
-        ins_par = Signal(CB)
-        ins_tok = Signal(TB)
-        ins_q = Signal(PB)
-        ins_conf = Signal(CW)
-        product = net(m, conf_product(m, cur_conf, cur_q[0], PB, CW, "conf"), "product")
-        creating = (phase == ROUND) & (rem != 0)
-        m.d.sync += ins_valid.eq(creating)
+        product = net(m, conf_product(m, s.cur_conf, cur_q[0], PB, CW, "conf"), "product")
+        creating = (phase == _ROUND) & (rem != 0)
+        m.d.sync += s.ins_valid.eq(creating)
         with m.If(creating):
             m.d.sync += [
-                ins_idx.eq(cidx[:CB]),
-                ins_par.eq(cur_par),
-                ins_tok.eq(cur_tok[0]),
-                ins_q.eq(cur_q[0]),
-                ins_conf.eq(product),
-                cidx.eq(cidx + 1),
+                s.ins_idx.eq(s.cidx[:CB]),
+                s.ins_par.eq(s.cur_par),
+                s.ins_tok.eq(cur_tok[0]),
+                s.ins_q.eq(cur_q[0]),
+                s.ins_conf.eq(product),
+                s.cidx.eq(s.cidx + 1),
                 rem.eq(rem - 1),
             ]
             m.d.sync += [cur_tok[x].eq(cur_tok[x + 1]) for x in range(K_MAX - 1)]
             m.d.sync += [cur_q[x].eq(cur_q[x + 1]) for x in range(K_MAX - 1)]
         sel_r = Signal(fl)
-        m.d.comb += sel_r.eq(mux_tree([f.as_value() for f in f_data], rj[: idx_bits(W_MAX)]))
-        sel_rc = mux_tree(f_conf, rj[: idx_bits(W_MAX)])
-        with m.If((phase == ROUND) & res_fire):
+        m.d.comb += sel_r.eq(mux_tree([f.as_value() for f in s.f_data], rj[: idx_bits(W_MAX)]))
+        sel_rc = mux_tree(s.f_conf, rj[: idx_bits(W_MAX)])
+        with m.If((phase == _ROUND) & res_fire):
             m.d.sync += [cur_tok[x].eq(res.token[x]) for x in range(K_MAX)]
             m.d.sync += [cur_q[x].eq(res.q[x]) for x in range(K_MAX)]
-            m.d.sync += [rem.eq(res.n), cur_par.eq(sel_r.idx), cur_conf.eq(sel_rc), rj.eq(rj + 1)]
+            m.d.sync += [
+                rem.eq(res.n),
+                s.cur_par.eq(sel_r.idx),
+                s.cur_conf.eq(sel_rc),
+                rj.eq(rj + 1),
+            ]
 
-        # insertion: table, both lists, kept bits
-        kept = Signal(CM)
+    def _insert(self, m: Module, s: "_Registers") -> None:
+        """A created candidate into the table and both lists; the kept bits follow the
+        rerank list (set when the candidate lands inside its limit, cleared for the
+        one pushed out)."""
+        CM = self.C_MAX
+        fl = frontier_layout(CM, self.TOKEN_BITS)
+        front, rr, tbl_wr = s.front, s.rr, s.tbl_wr
+        ins_valid, ins_idx, ins_conf, kept = s.ins_valid, s.ins_idx, s.ins_conf, s.kept
         ins_fd = Signal(fl)
-        m.d.comb += [ins_fd.idx.eq(ins_idx), ins_fd.parent.eq(ins_par), ins_fd.token.eq(ins_tok)]
+        m.d.comb += [
+            ins_fd.idx.eq(ins_idx),
+            ins_fd.parent.eq(s.ins_par),
+            ins_fd.token.eq(s.ins_tok),
+        ]
         m.d.comb += [
             front.ins.eq(ins_valid),
             front.key.eq(ins_conf),
@@ -258,9 +319,9 @@ class DynamicBuilder(wiring.Component):
             rr.key.eq(ins_conf),
             rr.data.eq(ins_idx),
             tbl_wr.addr.eq(ins_idx),
-            tbl_wr.data.parent.eq(ins_par),
-            tbl_wr.data.token.eq(ins_tok),
-            tbl_wr.data.q.eq(ins_q),
+            tbl_wr.data.parent.eq(s.ins_par),
+            tbl_wr.data.token.eq(s.ins_tok),
+            tbl_wr.data.q.eq(s.ins_q),
             tbl_wr.data.conf.eq(ins_conf),
             tbl_wr.en.eq(ins_valid),
         ]
@@ -269,32 +330,48 @@ class DynamicBuilder(wiring.Component):
         with m.If(ins_valid):
             m.d.sync += kept.eq((kept | Mux(rr.kept, set_oh, 0)) & ~Mux(rr.evict, clr_oh, 0))
 
-        # round end: the frontier list is the next frontier
-        round_end = net(m, (phase == ROUND) & (rj == fcnt) & (rem == 0) & ~ins_valid, "round_end")
+    def _round_end(self, m: Module, s: "_Registers") -> None:
+        """``ROUND``'s end (every result taken, every entry inserted): the frontier list
+        becomes the next frontier and is cleared; ``OUT`` after round ``R`` or an empty
+        round. Errors: ``res_err`` pulses ``error`` and drains to ``IDLE``."""
+        phase, front, rnd = s.phase, s.front, s.rnd
+        round_end = net(
+            m, (phase == _ROUND) & (s.rj == s.fcnt) & (s.rem == 0) & ~s.ins_valid, "round_end"
+        )
         with m.If(round_end):
             m.d.comb += front.clear.eq(1)
             for x in range(W_MAX):
                 m.d.sync += [
-                    f_data[x].eq(front.cells[x].data),
-                    f_conf[x].eq(front.cells[x].key),
+                    s.f_data[x].eq(front.cells[x].data),
+                    s.f_conf[x].eq(front.cells[x].key),
                 ]
-            m.d.sync += [fcnt.eq(front.count), qj.eq(0), rj.eq(0), rnd.eq(rnd + 1)]
-            with m.If((rnd + 1 == rounds) | (front.count == 0)):
-                m.d.sync += phase.eq(OUT)
+            m.d.sync += [s.fcnt.eq(front.count), s.qj.eq(0), s.rj.eq(0), rnd.eq(rnd + 1)]
+            with m.If((rnd + 1 == s.rounds) | (front.count == 0)):
+                m.d.sync += phase.eq(_OUT)
 
         # errors
-        with m.If((phase == ROUND) & self.res_err):
-            m.d.sync += [self.error.eq(1), phase.eq(DRAIN), rem.eq(0)]
-        with m.If((phase == DRAIN) & (ans == iss)):
-            m.d.sync += phase.eq(IDLE)
+        with m.If((phase == _ROUND) & self.res_err):
+            m.d.sync += [self.error.eq(1), phase.eq(_DRAIN), s.rem.eq(0)]
+        with m.If((phase == _DRAIN) & (s.ans == s.iss)):
+            m.d.sync += phase.eq(_IDLE)
 
-        # ------------------------------------------------------------------ output
+    def _emit(self, m: Module, s: "_Registers") -> None:
+        """``OUT``: the kept candidates on ``o`` in creation order, then the ``end`` beat.
+
+        A priority encoder picks the lowest kept bit, one a cycle; its table
+        word is read for the next cycle, its parent renumbered through the
+        new-number file (written as nodes leave: parents leave first). Taking
+        the ``end`` beat ends the tree (``IDLE``).
+        """
+        CM = self.C_MAX
+        B, CB = idx_bits(self.N_NODES), idx_bits(CM)
+        kept, tbl_rd, nid_rd, nid_wr = s.kept, s.tbl_rd, s.nid_rd, s.nid_wr
         o1_valid = Signal()
         o1_end = Signal()
         o1_idx = Signal(CB)
         ocount = Signal(B + 1)
         end_sent = Signal()
-        with m.If((phase == IDLE) & self.start):
+        with m.If((s.phase == _IDLE) & self.start):
             m.d.sync += [ocount.eq(1), end_sent.eq(0), kept.eq(0)]
         below = prefix_or_below(m, kept, "kept_below")
         low = net(m, kept & ~below, "kept_low")  # lowest kept bit, one-hot
@@ -308,7 +385,7 @@ class DynamicBuilder(wiring.Component):
         m.d.comb += [tbl_rd.addr.eq(low_idx), tbl_rd.en.eq(adv)]
         with m.If(self.o.ready):
             m.d.sync += o1_valid.eq(0)
-        with m.If((phase == OUT) & adv & ~end_sent):
+        with m.If((s.phase == _OUT) & adv & ~end_sent):
             with m.If(any_kept):
                 m.d.sync += [o1_valid.eq(1), o1_end.eq(0), o1_idx.eq(low_idx), kept.eq(kept & ~low)]
             with m.Else():
@@ -330,5 +407,4 @@ class DynamicBuilder(wiring.Component):
             m.d.comb += [nid_wr.addr.eq(o1_idx), nid_wr.data.eq(ocount), nid_wr.en.eq(1)]
             m.d.sync += ocount.eq(ocount + 1)
         with m.If(o_fire & o1_end):
-            m.d.sync += phase.eq(IDLE)
-        return m
+            m.d.sync += s.phase.eq(_IDLE)

@@ -1,6 +1,6 @@
 """The tree builder's static engine (SPEC §3.8): a shape in, its top-K tree out."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -27,20 +27,111 @@ def record_layout(
     )
 
 
+#: the engine's phases (:attr:`_Registers.phase`)
+_IDLE, _LOAD, _DROP, _EXPAND, _DRAIN = range(5)
+
+
+class _Registers:
+    """The static engine's storage and registers, declared in
+    :meth:`StaticBuilder.elaborate` and shared by its stages.
+
+    Register files (combinational read), indexed by shape node: ``par``
+    (parent), ``rank``, ``nent`` (entries of the node's top-K result),
+    ``kids`` (children so far, while loading), ``nid`` (new number); ``rn``,
+    the node of request number ``r``. Memories read one cycle ahead: ``ent``
+    (the node's top-K entries, ``K_MAX * (TOKEN_BITS + PROB_BITS)`` bits a
+    word), ``conf`` (its confidence), ``rec`` (output record, by new number).
+    ``<name>_wr`` and ``<name>_rd`` are their ports; ``par_mem``, ``rank_mem``
+    and ``nent_mem`` are kept for the decision pointer's own read ports.
+    """
+
+    def __init__(self, m: Module, N: int, TB: int, PB: int, CW: int) -> None:
+        B = idx_bits(N)
+        RW = K_BITS - 1  # a rank, 0 .. 15
+        self.rl = rl = record_layout(N, TB, PB, CW)
+        self.phase = Signal(range(5))
+
+        def mem(
+            name: str, shape: int | data.StructLayout, *, sync_read: bool = False
+        ) -> tuple[memory.WritePort, memory.ReadPort]:
+            mm = memory.Memory(shape=shape, depth=N, init=[])
+            m.submodules[name] = mm
+            return mm.write_port(), mm.read_port(domain="sync" if sync_read else "comb")
+
+        par_mem = memory.Memory(shape=B, depth=N, init=[])  # parent of node i
+        rank_mem = memory.Memory(shape=RW, depth=N, init=[])  # rank of node i
+        nent_mem = memory.Memory(shape=K_BITS, depth=N, init=[])  # entries of p's top-K result
+        m.submodules.par_mem, m.submodules.rank_mem, m.submodules.nent_mem = (
+            par_mem,
+            rank_mem,
+            nent_mem,
+        )
+        self.par_mem, self.rank_mem, self.nent_mem = par_mem, rank_mem, nent_mem
+        # ports made in pairs and kept as locals first: Amaranth names a port's nets after
+        # the variable it is assigned to, so this form keeps the Verilog's net names
+        par_wr, par_rd = par_mem.write_port(), par_mem.read_port(domain="comb")
+        rank_wr, rank_rd = rank_mem.write_port(), rank_mem.read_port(domain="comb")
+        nent_wr, nent_rd = nent_mem.write_port(), nent_mem.read_port(domain="comb")
+        self.par_wr, self.par_rd = par_wr, par_rd
+        self.rank_wr, self.rank_rd = rank_wr, rank_rd
+        self.nent_wr, self.nent_rd = nent_wr, nent_rd
+        self.kids_wr, self.kids_rd = mem("kids_mem", K_BITS)  # children of node p so far (LOAD)
+        self.nid_wr, self.nid_rd = mem("nid_mem", B)  # new number of node p
+        self.rn_wr, self.rn_rd = mem("rn_mem", B)  # node of request number r
+        self.ent_wr, self.ent_rd = mem("ent_mem", K_MAX * (TB + PB), sync_read=True)
+        self.conf_wr, self.conf_rd = mem("conf_mem", CW, sync_read=True)  # confidence of p
+        self.rec_wr, self.rec_rd = mem("rec_mem", rl, sync_read=True)  # record by new number
+
+        self.touched = Signal(N)  # kids_mem entry valid (LOAD)
+        self.internal = Signal(N)  # node has a child
+        self.count = Signal(B + 1)  # LOAD: the node the next beat defines
+        self.n = Signal(B + 1)  # nodes in the shape
+
+        self.alive = Signal(N)
+        self.has = Signal(N)  # the node's top-K result is stored
+        self.i = Signal(B + 1)  # pointer
+        self.cnt_alive = Signal(B + 1)  # new numbers given
+        self.issued = Signal(B + 1)
+        self.answered = Signal(B + 1)
+        self.todo = Signal(N)  # internal nodes the decision pointer has not decided yet
+        self.ip = Signal(B)  # decision pointer: the next internal node to decide
+        self.ip_valid = Signal()
+        self.nreq = Signal(B + 1)  # requests the tree needs (alive internal nodes decided)
+        self.wcount = Signal(B + 1)  # records written (record 0, the root, is never emitted)
+        self.j = Signal(B + 1)  # next record to emit
+        self.end_sent = Signal()
+
+        self.req_valid = Signal()
+        self.req_pl = Signal(req_layout(B, TB))
+
+        # stage P1's registers, written by P0
+        self.s1_valid = Signal()
+        self.s1_node = Signal(B)
+        self.s1_parent = Signal(B)
+        self.s1_rank = Signal(RW)
+        self.s1_alive = Signal()
+        self.s1_internal = Signal()
+        self.s1_proot = Signal()  # the parent is the root
+        self.s1_pnew = Signal(B)  # the parent's new number
+        self.s1_newid = Signal(B)
+
+
 class StaticBuilder(wiring.Component):
     """Static engine: builds the tree of a shape from its nodes' top-K results.
 
     Started by ``start`` (one cycle, with ``k`` valid and held until ``busy``
     falls), the engine
 
-    1. **loads** the shape from ``shape`` (the mask generator's parent format:
-       parents of nodes ``1 .. n-1``, then an ``end`` beat): ``parent[i]``,
-       ``rank[i] = kids[parent[i]]++`` and the set of nodes with children;
+    1. **loads** the shape from ``shape`` (the mask generator's parent
+       format: parents of nodes ``1 .. n-1``, then an ``end`` beat):
+       ``parent[i]``, ``rank[i] = kids[parent[i]]++`` and the set of nodes
+       with children (:meth:`_load`);
     2. **decides**: a *decision pointer* visits the nodes with children only
        (a priority encoder over the undecided ones), in order. Node ``i`` is
        *alive* if it is the root, or its parent is alive and its rank is below
        the number of entries of its parent's top-K result (SPEC §3.8); the
-       pointer waits at ``i`` until the result of its alive parent is in;
+       pointer waits at ``i`` until the result of its alive parent is in
+       (:meth:`_decide`);
     3. **expands**: a *record pointer* visits nodes ``1 .. n-1`` in order,
        waiting for its parent's decision and, if the parent is alive, its
        result. An alive node gets its new number (a running count), its token
@@ -49,11 +140,12 @@ class StaticBuilder(wiring.Component):
        record; an alive node with children issues its request on ``req``
        (``{node, parent, token}``, shape indices). The root's request (all
        zero) goes first. The top-K results come back on ``res`` in request
-       order and are stored per node (``K_MAX`` entries and ``n``);
+       order and are stored per node (``K_MAX`` entries and ``n``)
+       (:meth:`_pointer`, :meth:`_record`, :meth:`_results`);
     4. **emits** the records on ``o``, new numbers ``1 ..`` in order, then the
        ``end`` beat, once every node with children is decided, every alive
        one requested and every request answered (no error can follow),
-       concurrently with the record pointer's last nodes.
+       concurrently with the record pointer's last nodes (:meth:`_emit`).
 
     Storage, all indexed by shape node: parents, ranks, children counts,
     entry counts, new numbers and the request order in register files
@@ -120,149 +212,119 @@ class StaticBuilder(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         N, TB, PB, CW = self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, self.CONF_BITS
-        B = idx_bits(N)
-        RW = K_BITS - 1  # a rank, 0 .. 15
-        rl = record_layout(N, TB, PB, CW)
-
-        IDLE, LOAD, DROP, EXPAND, DRAIN = range(5)
-        phase = Signal(range(5))
-        m.d.comb += self.busy.eq(phase != IDLE)
+        s = _Registers(m, N, TB, PB, CW)
+        m.d.comb += self.busy.eq(s.phase != _IDLE)
         m.d.sync += self.error.eq(0)
-
-        def mem(
-            name: str, shape: int | data.StructLayout, *, sync_read: bool = False
-        ) -> tuple[memory.WritePort, memory.ReadPort]:
-            mm = memory.Memory(shape=shape, depth=N, init=[])
-            m.submodules[name] = mm
-            return mm.write_port(), mm.read_port(domain="sync" if sync_read else "comb")
-
-        par_mem = memory.Memory(shape=B, depth=N, init=[])  # parent of node i
-        rank_mem = memory.Memory(shape=RW, depth=N, init=[])  # rank of node i
-        nent_mem = memory.Memory(shape=K_BITS, depth=N, init=[])  # entries of p's top-K result
-        m.submodules.par_mem, m.submodules.rank_mem, m.submodules.nent_mem = (
-            par_mem,
-            rank_mem,
-            nent_mem,
-        )
-        par_wr, par_rd = par_mem.write_port(), par_mem.read_port(domain="comb")
-        rank_wr, rank_rd = rank_mem.write_port(), rank_mem.read_port(domain="comb")
-        nent_wr, nent_rd = nent_mem.write_port(), nent_mem.read_port(domain="comb")
-        kids_wr, kids_rd = mem("kids_mem", K_BITS)  # children of node p so far (LOAD)
-        nid_wr, nid_rd = mem("nid_mem", B)  # new number of node p
-        rn_wr, rn_rd = mem("rn_mem", B)  # node of request number r
-        ent_wr, ent_rd = mem("ent_mem", K_MAX * (TB + PB), sync_read=True)  # top-K entries
-        conf_wr, conf_rd = mem("conf_mem", CW, sync_read=True)  # confidence of node p
-        rec_wr, rec_rd = mem("rec_mem", rl, sync_read=True)  # output record by new number
-
-        touched = Signal(N)  # kids_mem entry valid (LOAD)
-        internal = Signal(N)  # node has a child
-        count = Signal(B + 1)  # LOAD: the node the next beat defines
-        n = Signal(B + 1)  # nodes in the shape
-
-        alive = Signal(N)
-        has = Signal(N)  # the node's top-K result is stored
-        i = Signal(B + 1)  # pointer
-        cnt_alive = Signal(B + 1)  # new numbers given
-        issued = Signal(B + 1)
-        answered = Signal(B + 1)
-        todo = Signal(N)  # internal nodes the decision pointer has not decided yet
-        ip = Signal(B)  # decision pointer: the next internal node to decide
-        ip_valid = Signal()
-        nreq = Signal(B + 1)  # requests the tree needs (alive internal nodes decided so far)
-        wcount = Signal(B + 1)  # records written (record 0, the root, is never emitted)
-        j = Signal(B + 1)  # next record to emit
-        end_sent = Signal()
-
-        req_valid = Signal()
-        req_pl = Signal(req_layout(B, TB))
-        m.d.comb += [self.req.valid.eq(req_valid), self.req.payload.eq(req_pl)]
+        m.d.comb += [self.req.valid.eq(s.req_valid), self.req.payload.eq(s.req_pl)]
         with m.If(self.req.ready):
-            m.d.sync += req_valid.eq(0)
+            m.d.sync += s.req_valid.eq(0)
+        self._load(m, s)
+        self._decide(m, s)
+        stall = self._pointer(m, s)
+        rec, p1_write = self._record(m, s, stall)
+        self._results(m, s)
+        self._emit(m, s, rec, p1_write)
+        return m
 
-        # ------------------------------------------------------------------ LOAD
+    def _load(self, m: Module, s: "_Registers") -> None:
+        """``IDLE`` and ``LOAD`` (and ``DROP``): take the shape, one beat a cycle.
+
+        A beat defines node ``count``: its parent and rank (the parent's children
+        so far) are written, the parent marked internal. The ``end`` beat starts
+        ``EXPAND`` (the root's request first, if it has children); a bad beat
+        (parent ``>= count``, more than ``N_NODES`` nodes, rank ``>= k``) pulses
+        ``error`` and drops the rest of the shape.
+        """
+        N, B = self.N_NODES, idx_bits(self.N_NODES)
+        phase = s.phase
         sh = self.shape.payload
-        m.d.comb += self.shape.ready.eq((phase == LOAD) | (phase == DROP))
+        m.d.comb += self.shape.ready.eq((phase == _LOAD) | (phase == _DROP))
         sh_fire = self.shape.valid & self.shape.ready
-        m.d.comb += kids_rd.addr.eq(sh.parent)
-        kids_eff = net(m, Mux(touched.bit_select(sh.parent, 1), kids_rd.data, 0), "kids_eff")
+        m.d.comb += s.kids_rd.addr.eq(sh.parent)
+        kids_eff = net(m, Mux(s.touched.bit_select(sh.parent, 1), s.kids_rd.data, 0), "kids_eff")
         bad = net(
             m,
             ~sh.end
             & (
-                ~less_than(m, sh.parent, count, "par_lt")
-                | (count == N)
+                ~less_than(m, sh.parent, s.count, "par_lt")
+                | (s.count == N)
                 | ~less_than(m, kids_eff, self.k, "kids_lt")
             ),
             "shape_bad",
         )
 
         with m.Switch(phase):
-            with m.Case(IDLE):
+            with m.Case(_IDLE):
                 with m.If(self.start):
                     m.d.sync += [
-                        phase.eq(LOAD),
-                        count.eq(1),
-                        touched.eq(0),
-                        internal.eq(0),
+                        phase.eq(_LOAD),
+                        s.count.eq(1),
+                        s.touched.eq(0),
+                        s.internal.eq(0),
                     ]
-            with m.Case(LOAD):
+            with m.Case(_LOAD):
                 with m.If(sh_fire):
                     with m.If(sh.end):
                         m.d.sync += [
-                            n.eq(count),
-                            phase.eq(EXPAND),
-                            i.eq(1),
-                            alive.eq(1),
-                            has.eq(0),
-                            cnt_alive.eq(1),
-                            wcount.eq(1),
-                            j.eq(1),
-                            end_sent.eq(0),
-                            answered.eq(0),
-                            todo.eq(internal),
-                            ip.eq(0),
-                            ip_valid.eq(count != 1),
-                            nreq.eq(count != 1),
+                            s.n.eq(s.count),
+                            phase.eq(_EXPAND),
+                            s.i.eq(1),
+                            s.alive.eq(1),
+                            s.has.eq(0),
+                            s.cnt_alive.eq(1),
+                            s.wcount.eq(1),
+                            s.j.eq(1),
+                            s.end_sent.eq(0),
+                            s.answered.eq(0),
+                            s.todo.eq(s.internal),
+                            s.ip.eq(0),
+                            s.ip_valid.eq(s.count != 1),
+                            s.nreq.eq(s.count != 1),
                         ]
-                        m.d.comb += [nid_wr.addr.eq(0), nid_wr.data.eq(0), nid_wr.en.eq(1)]
-                        with m.If(count != 1):  # the root has children: its request first
-                            m.d.sync += [req_valid.eq(1), req_pl.eq(0), issued.eq(1)]
-                            m.d.comb += [rn_wr.addr.eq(0), rn_wr.data.eq(0), rn_wr.en.eq(1)]
+                        m.d.comb += [s.nid_wr.addr.eq(0), s.nid_wr.data.eq(0), s.nid_wr.en.eq(1)]
+                        with m.If(s.count != 1):  # the root has children: its request first
+                            m.d.sync += [s.req_valid.eq(1), s.req_pl.eq(0), s.issued.eq(1)]
+                            m.d.comb += [s.rn_wr.addr.eq(0), s.rn_wr.data.eq(0), s.rn_wr.en.eq(1)]
                         with m.Else():
-                            m.d.sync += issued.eq(0)
+                            m.d.sync += s.issued.eq(0)
                     with m.Elif(bad):
-                        m.d.sync += [self.error.eq(1), phase.eq(DROP)]
+                        m.d.sync += [self.error.eq(1), phase.eq(_DROP)]
                     with m.Else():
                         m.d.comb += [
-                            par_wr.addr.eq(count[:B]),
-                            par_wr.data.eq(sh.parent),
-                            par_wr.en.eq(1),
-                            rank_wr.addr.eq(count[:B]),
-                            rank_wr.data.eq(kids_eff),
-                            rank_wr.en.eq(1),
-                            kids_wr.addr.eq(sh.parent),
-                            kids_wr.data.eq(kids_eff + 1),
-                            kids_wr.en.eq(1),
+                            s.par_wr.addr.eq(s.count[:B]),
+                            s.par_wr.data.eq(sh.parent),
+                            s.par_wr.en.eq(1),
+                            s.rank_wr.addr.eq(s.count[:B]),
+                            s.rank_wr.data.eq(kids_eff),
+                            s.rank_wr.en.eq(1),
+                            s.kids_wr.addr.eq(sh.parent),
+                            s.kids_wr.data.eq(kids_eff + 1),
+                            s.kids_wr.en.eq(1),
                         ]
                         m.d.sync += [
-                            touched.bit_select(sh.parent, 1).eq(1),
-                            internal.bit_select(sh.parent, 1).eq(1),
-                            count.eq(count + 1),
+                            s.touched.bit_select(sh.parent, 1).eq(1),
+                            s.internal.bit_select(sh.parent, 1).eq(1),
+                            s.count.eq(s.count + 1),
                         ]
-            with m.Case(DROP):
+            with m.Case(_DROP):
                 with m.If(sh_fire & sh.end):
-                    m.d.sync += phase.eq(IDLE)
+                    m.d.sync += phase.eq(_IDLE)
 
-        # ------------------------------------------------------------------ EXPAND: decisions
-        # The decision pointer visits the internal nodes only (a priority encoder over
-        # `todo`), in order, and decides whether each is alive: the record pointer
-        # below reads the decision for a node's parent, and the tree is closed (no
-        # request can follow) as soon as every internal node is decided, whatever the
-        # leaves after it.
-        expanding = phase == EXPAND
-        par_rd2 = par_mem.read_port(domain="comb")
-        rank_rd2 = rank_mem.read_port(domain="comb")
-        nent_rd2 = nent_mem.read_port(domain="comb")
+    def _decide(self, m: Module, s: "_Registers") -> None:
+        """``EXPAND``, the decision pointer: decides whether each internal node is alive.
+
+        The pointer visits the internal nodes only (a priority encoder over
+        ``todo``), in order: the record pointer (:meth:`_pointer`) reads the
+        decision for a node's parent, and the tree is closed (no request can
+        follow) as soon as every internal node is decided, whatever the leaves
+        after it. Node ``ip`` waits until its alive parent's result is in.
+        """
+        N, B = self.N_NODES, idx_bits(self.N_NODES)
+        todo, ip, alive, has = s.todo, s.ip, s.alive, s.has
+        expanding = s.phase == _EXPAND
+        par_rd2 = s.par_mem.read_port(domain="comb")
+        rank_rd2 = s.rank_mem.read_port(domain="comb")
+        nent_rd2 = s.nent_mem.read_port(domain="comb")
         m.d.comb += [par_rd2.addr.eq(ip), rank_rd2.addr.eq(ip)]
         ip_p = par_rd2.data
         m.d.comb += nent_rd2.addr.eq(ip_p)
@@ -270,7 +332,7 @@ class StaticBuilder(wiring.Component):
         ip_alive_p = alive.bit_select(ip_p, 1)
         ip_go = net(
             m,
-            expanding & ip_valid & (ip_root | ~ip_alive_p | has.bit_select(ip_p, 1)),
+            expanding & s.ip_valid & (ip_root | ~ip_alive_p | has.bit_select(ip_p, 1)),
             "ip_go",
         )
         ip_alive = net(
@@ -286,133 +348,178 @@ class StaticBuilder(wiring.Component):
             "ip_next",
         )
         with m.If(ip_go):
-            m.d.sync += [todo.eq(rest), ip.eq(nxt), ip_valid.eq(or_tree(rest))]
+            m.d.sync += [todo.eq(rest), ip.eq(nxt), s.ip_valid.eq(or_tree(rest))]
             with m.If(ip_alive):
-                m.d.sync += [alive.bit_select(ip, 1).eq(1), nreq.eq(nreq + 1)]
+                m.d.sync += [alive.bit_select(ip, 1).eq(1), s.nreq.eq(s.nreq + 1)]
 
-        # ------------------------------------------------------------------ EXPAND: P0
-        s1_valid = Signal()
-        s1_node = Signal(B)
-        s1_parent = Signal(B)
-        s1_rank = Signal(RW)
-        s1_alive = Signal()
-        s1_internal = Signal()
-        s1_proot = Signal()  # the parent is the root
-        s1_pnew = Signal(B)  # the parent's new number
-        s1_newid = Signal(B)
+    def _pointer(self, m: Module, s: "_Registers") -> Value:
+        """``EXPAND``, the record pointer and stage ``P0``; returns the pipeline's ``stall``.
 
-        need_req = s1_valid & s1_alive & s1_internal
-        stall = net(m, need_req & req_valid & ~self.req.ready, "stall")
+        Node ``i`` goes once its parent is decided and, if alive, has its
+        result: ``P0`` reads its parent and rank, the parent's state and new
+        number, and addresses the parent's entries and confidence for ``P1``;
+        an alive node gets the next new number.
+        """
+        B = idx_bits(self.N_NODES)
+        i, alive, has = s.i, s.alive, s.has
+        expanding = s.phase == _EXPAND
+        need_req = s.s1_valid & s.s1_alive & s.s1_internal
+        stall = net(m, need_req & s.req_valid & ~self.req.ready, "stall")
 
-        m.d.comb += [par_rd.addr.eq(i[:B]), rank_rd.addr.eq(i[:B])]
-        p = par_rd.data
-        r = rank_rd.data
+        m.d.comb += [s.par_rd.addr.eq(i[:B]), s.rank_rd.addr.eq(i[:B])]
+        p = s.par_rd.data
+        r = s.rank_rd.data
         alive_p = alive.bit_select(p, 1)
         has_p = has.bit_select(p, 1)
-        m.d.comb += [nent_rd.addr.eq(p), nid_rd.addr.eq(p)]
-        decided_p = ~todo.bit_select(p, 1)
-        go = net(m, expanding & (i != n) & ~stall & decided_p & (~alive_p | has_p), "go")
-        alive_i = net(m, alive_p & less_than(m, r, nent_rd.data, "rank_lt"), "alive_i")
+        m.d.comb += [s.nent_rd.addr.eq(p), s.nid_rd.addr.eq(p)]
+        decided_p = ~s.todo.bit_select(p, 1)
+        go = net(m, expanding & (i != s.n) & ~stall & decided_p & (~alive_p | has_p), "go")
+        alive_i = net(m, alive_p & less_than(m, r, s.nent_rd.data, "rank_lt"), "alive_i")
         m.d.comb += [
-            ent_rd.addr.eq(p),
-            ent_rd.en.eq(~stall),
-            conf_rd.addr.eq(p),
-            conf_rd.en.eq(~stall),
+            s.ent_rd.addr.eq(p),
+            s.ent_rd.en.eq(~stall),
+            s.conf_rd.addr.eq(p),
+            s.conf_rd.en.eq(~stall),
         ]
         with m.If(~stall):
-            m.d.sync += s1_valid.eq(go)
+            m.d.sync += s.s1_valid.eq(go)
         with m.If(go):
             m.d.sync += [
                 i.eq(i + 1),
-                s1_node.eq(i[:B]),
-                s1_parent.eq(p),
-                s1_rank.eq(r),
-                s1_alive.eq(alive_i),
-                s1_internal.eq(internal.bit_select(i[:B], 1)),
-                s1_proot.eq(p == 0),
-                s1_pnew.eq(nid_rd.data),
-                s1_newid.eq(cnt_alive[:B]),
+                s.s1_node.eq(i[:B]),
+                s.s1_parent.eq(p),
+                s.s1_rank.eq(r),
+                s.s1_alive.eq(alive_i),
+                s.s1_internal.eq(s.internal.bit_select(i[:B], 1)),
+                s.s1_proot.eq(p == 0),
+                s.s1_pnew.eq(s.nid_rd.data),
+                s.s1_newid.eq(s.cnt_alive[:B]),
             ]
             with m.If(alive_i):
-                m.d.sync += cnt_alive.eq(cnt_alive + 1)
-                m.d.comb += [nid_wr.addr.eq(i[:B]), nid_wr.data.eq(cnt_alive), nid_wr.en.eq(1)]
+                m.d.sync += s.cnt_alive.eq(s.cnt_alive + 1)
+                m.d.comb += [
+                    s.nid_wr.addr.eq(i[:B]),
+                    s.nid_wr.data.eq(s.cnt_alive),
+                    s.nid_wr.en.eq(1),
+                ]
+        return stall
 
-        # ------------------------------------------------------------------ EXPAND: P1
-        word = ent_rd.data
-        tok = net(m, word[: K_MAX * TB].word_select(s1_rank, TB), "p1_token")
-        q = net(m, word[K_MAX * TB :].word_select(s1_rank, PB), "p1_q")
-        conf_p = Mux(s1_proot, (1 << CW) - 1, conf_rd.data)
+    def _record(self, m: Module, s: "_Registers", stall: Value) -> tuple[Value, Value]:
+        """``EXPAND``, stage ``P1``: an alive node's record and, if internal, its request.
+
+        The rank's entry of the parent's result (token, ``q``), the confidence
+        ``(c_parent * q) >> PROB_BITS`` (the root's parent confidence is all
+        ones), written with the record; the request is issued here. Returns the
+        record and ``p1_write`` (it is written this cycle), for the emitter.
+        """
+        B, TB = idx_bits(self.N_NODES), self.TOKEN_BITS
+        PB, CW = self.PROB_BITS, self.CONF_BITS
+        expanding = s.phase == _EXPAND
+        word = s.ent_rd.data
+        tok = net(m, word[: K_MAX * TB].word_select(s.s1_rank, TB), "p1_token")
+        q = net(m, word[K_MAX * TB :].word_select(s.s1_rank, PB), "p1_q")
+        conf_p = Mux(s.s1_proot, (1 << CW) - 1, s.conf_rd.data)
         conf_i = net(m, conf_product(m, conf_p, q, PB, CW, "conf"), "p1_conf")
-        rec = Signal(rl)
-        m.d.comb += [rec.parent.eq(s1_pnew), rec.token.eq(tok), rec.q.eq(q), rec.conf.eq(conf_i)]
-        p1 = net(m, expanding & s1_valid & ~stall, "p1")
-        p1_write = net(m, p1 & s1_alive, "p1_write")
+        rec = Signal(s.rl)
+        m.d.comb += [rec.parent.eq(s.s1_pnew), rec.token.eq(tok), rec.q.eq(q), rec.conf.eq(conf_i)]
+        p1 = net(m, expanding & s.s1_valid & ~stall, "p1")
+        p1_write = net(m, p1 & s.s1_alive, "p1_write")
         with m.If(p1_write):
             m.d.comb += [
-                conf_wr.addr.eq(s1_node),
-                conf_wr.data.eq(conf_i),
-                conf_wr.en.eq(1),
-                rec_wr.addr.eq(s1_newid),
-                rec_wr.data.eq(rec),
-                rec_wr.en.eq(1),
+                s.conf_wr.addr.eq(s.s1_node),
+                s.conf_wr.data.eq(conf_i),
+                s.conf_wr.en.eq(1),
+                s.rec_wr.addr.eq(s.s1_newid),
+                s.rec_wr.data.eq(rec),
+                s.rec_wr.en.eq(1),
             ]
-            m.d.sync += wcount.eq(wcount + 1)
-            with m.If(s1_internal):
+            m.d.sync += s.wcount.eq(s.wcount + 1)
+            with m.If(s.s1_internal):
                 m.d.sync += [
-                    req_valid.eq(1),
-                    req_pl.node.eq(s1_node),
-                    req_pl.parent.eq(s1_parent),
-                    req_pl.token.eq(tok),
-                    issued.eq(issued + 1),
+                    s.req_valid.eq(1),
+                    s.req_pl.node.eq(s.s1_node),
+                    s.req_pl.parent.eq(s.s1_parent),
+                    s.req_pl.token.eq(tok),
+                    s.issued.eq(s.issued + 1),
                 ]
-                m.d.comb += [rn_wr.addr.eq(issued[:B]), rn_wr.data.eq(s1_node), rn_wr.en.eq(1)]
+                m.d.comb += [
+                    s.rn_wr.addr.eq(s.issued[:B]),
+                    s.rn_wr.data.eq(s.s1_node),
+                    s.rn_wr.en.eq(1),
+                ]
+        return rec, p1_write
 
-        # ------------------------------------------------------------------ results
-        m.d.comb += self.res.ready.eq(expanding | (phase == DRAIN))
+    def _results(self, m: Module, s: "_Registers") -> None:
+        """``EXPAND`` and ``DRAIN``: take the top-K results and errors, in request order.
+
+        A result is stored for the node of its request number (entries, entry
+        count, ``has``). A ``res_err`` while expanding pulses ``error`` and
+        drains: every request issued is answered (and dropped) before ``IDLE``.
+        """
+        B = idx_bits(self.N_NODES)
+        phase, answered = s.phase, s.answered
+        expanding = phase == _EXPAND
+        m.d.comb += self.res.ready.eq(expanding | (phase == _DRAIN))
         res_fire = self.res.valid & self.res.ready
-        m.d.comb += rn_rd.addr.eq(answered[:B])
-        rnode = rn_rd.data
+        m.d.comb += s.rn_rd.addr.eq(answered[:B])
+        rnode = s.rn_rd.data
         with m.If(expanding & res_fire):
             m.d.comb += [
-                ent_wr.addr.eq(rnode),
-                ent_wr.data.eq(Cat(self.res.payload.token, self.res.payload.q)),
-                ent_wr.en.eq(1),
-                nent_wr.addr.eq(rnode),
-                nent_wr.data.eq(self.res.payload.n),
-                nent_wr.en.eq(1),
+                s.ent_wr.addr.eq(rnode),
+                s.ent_wr.data.eq(Cat(self.res.payload.token, self.res.payload.q)),
+                s.ent_wr.en.eq(1),
+                s.nent_wr.addr.eq(rnode),
+                s.nent_wr.data.eq(self.res.payload.n),
+                s.nent_wr.en.eq(1),
             ]
-            m.d.sync += has.bit_select(rnode, 1).eq(1)
-        with m.If(expanding | (phase == DRAIN)):
+            m.d.sync += s.has.bit_select(rnode, 1).eq(1)
+        with m.If(expanding | (phase == _DRAIN)):
             m.d.sync += answered.eq(answered + res_fire + self.res_err)
         with m.If(expanding & self.res_err):
-            m.d.sync += [self.error.eq(1), phase.eq(DRAIN), s1_valid.eq(0)]
-        with m.If((phase == DRAIN) & (answered == issued)):
-            m.d.sync += phase.eq(IDLE)
+            m.d.sync += [self.error.eq(1), phase.eq(_DRAIN), s.s1_valid.eq(0)]
+        with m.If((phase == _DRAIN) & (answered == s.issued)):
+            m.d.sync += phase.eq(_IDLE)
 
-        # ------------------------------------------------------------------ emit
+    def _emit(self, m: Module, s: "_Registers", rec: Value, p1_write: Value) -> None:
+        """``EXPAND``: the records on ``o`` in new-number order, then the ``end`` beat.
+
+        Starts once the tree is closed (every internal node decided, every
+        alive one requested and answered); record ``j`` is read from the record
+        memory, or forwarded from ``P1`` in the cycle it is written. The
+        ``end`` beat goes once the record pointer is done; taking it ends the
+        tree (``IDLE``).
+        """
+        B = idx_bits(self.N_NODES)
+        j, issued = s.j, s.issued
+        expanding = s.phase == _EXPAND
         r1_valid = Signal()
         r1_end = Signal()
         r1_fwd = Signal()
-        fwd = Signal(rl)
+        fwd = Signal(s.rl)
         adv = net(m, ~r1_valid | self.o.ready, "o_adv")
         out_go = net(
             m,
-            expanding & (todo == 0) & (issued == nreq) & (answered == issued) & ~end_sent & adv,
+            expanding
+            & (s.todo == 0)
+            & (issued == s.nreq)
+            & (s.answered == issued)
+            & ~s.end_sent
+            & adv,
             "out_go",
         )
-        ptr_done = (i == n) & ~s1_valid
-        m.d.comb += [rec_rd.addr.eq(j[:B]), rec_rd.en.eq(adv)]
+        ptr_done = (s.i == s.n) & ~s.s1_valid
+        m.d.comb += [s.rec_rd.addr.eq(j[:B]), s.rec_rd.en.eq(adv)]
         with m.If(self.o.ready):
             m.d.sync += r1_valid.eq(0)
         with m.If(out_go):
-            with m.If(j != wcount):  # record j is in the memory
+            with m.If(j != s.wcount):  # record j is in the memory
                 m.d.sync += [r1_valid.eq(1), r1_end.eq(0), r1_fwd.eq(0), j.eq(j + 1)]
             with m.Elif(p1_write):  # record j is written this cycle: forwarded
                 m.d.sync += [r1_valid.eq(1), r1_end.eq(0), r1_fwd.eq(1), fwd.eq(rec), j.eq(j + 1)]
             with m.Elif(ptr_done):
-                m.d.sync += [r1_valid.eq(1), r1_end.eq(1), end_sent.eq(1)]
-        out_rec = Signal(rl)
-        m.d.comb += out_rec.eq(Mux(r1_fwd, fwd, rec_rd.data))
+                m.d.sync += [r1_valid.eq(1), r1_end.eq(1), s.end_sent.eq(1)]
+        out_rec = Signal(s.rl)
+        m.d.comb += out_rec.eq(Mux(r1_fwd, fwd, s.rec_rd.data))
         m.d.comb += self.o.valid.eq(r1_valid)
         with m.If(r1_end):
             m.d.comb += self.o.payload.end.eq(1)
@@ -424,5 +531,4 @@ class StaticBuilder(wiring.Component):
                 self.o.payload.conf.eq(out_rec.conf),
             ]
         with m.If(r1_valid & r1_end & self.o.ready):
-            m.d.sync += phase.eq(IDLE)
-        return m
+            m.d.sync += s.phase.eq(_IDLE)
