@@ -49,6 +49,9 @@ BLOCKS: dict[str, str] = {
     "token_sampler": "hw.token_sampler:TokenSampler",
     "tree_manager": "hw.tree_manager:TreeManager",
     "kv_pool": "hw.kv_pool:KVPool",
+    "topk": "hw.topk:TopK",
+    "topology_optimiser": "hw.topology_optimiser:TopologyOptimiser",
+    "tree_builder": "hw.tree_builder:TreeBuilder",
     "specdecode_top": "hw.specdecode_top:Top",
 }
 

@@ -11,7 +11,7 @@ step, each a pure function of the step's quantities:
     After the last distribution beat, until the built tree's end beat. Its
     nodes stream into the mask generator, so the mask adds only its latency
     after it.
-``optimise`` = :func:`dp_cycles` on a re-solve step, else 0
+``optimise`` = :func:`solve_cycles` on a re-solve step, else 0
     The topology optimiser's re-solve after the step's decision, before the
     next shape: on the critical path.
 
@@ -20,7 +20,8 @@ not); ``C``: the dynamic builder's candidates; ``M``: its budget. The tails
 are the RTL testbenches' worst measured counts
 (``docs/blocks/tree_builder.md``), within the issue's targets ``n + 4`` and
 ``C + M + 8``; :func:`dp_cycles` is the optimiser's engine schedule, which its
-testbench measures cycle for cycle (``docs/blocks/topology_optimiser.md``).
+testbench measures cycle for cycle, and :func:`solve_cycles` the bound its
+testbench checks every re-solve against (``docs/blocks/topology_optimiser.md``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "dp_cycles",
     "draft_cycles",
     "solve_cycles",
+    "resolve_cycles",
 ]
 
 #: static mode: the end beat this many cycles after the tree's ``n`` (measured bound)
@@ -82,16 +84,38 @@ def dynamic_build_cycles(candidates: int, budget: int) -> int:
     return c + integer("budget", budget, 1, 1024) + DYNAMIC_TAIL
 
 
+#: cycles per DP pass besides its slots (``hw.topology.dp.PASS_OVERHEAD``)
+PASS_OVERHEAD = 5
+
+
 def dp_cycles(budget: int, depth: int, ranks: int) -> int:
-    """The optimiser's re-solve for the largest budget ``M``, depth ``D`` and
-    ``K`` ranks (spec §3.11's loops, one add-compare per cycle): placeholder
-    until the engine's measured schedule is in."""
+    """The optimiser's DP for the largest budget ``M``, depth ``D`` and ``K``
+    ranks: ``L * K`` passes of ``1 + B (B + 1) / 2`` slots and
+    :data:`PASS_OVERHEAD` cycles (``B = M - 1``, ``L = min(D, B)``, ``K``
+    capped at ``B``), plus 2: the engine's schedule, which its testbench
+    checks cycle for cycle (``hw.topology.dp.dp_cycles``)."""
     M = integer("budget", budget, 2, 1024)
     D = integer("depth", depth, 1, 1023)
     K = integer("ranks", ranks, 1, 16)
     B = M - 1
-    L = min(D, B)
-    return L * K * (B * (B + 1) // 2 + B)
+    passes = min(D, B) * min(K, B)
+    return passes * (1 + B * (B + 1) // 2 + PASS_OVERHEAD) + 2
+
+
+def solve_cycles(
+    budget: int, depth: int, ranks: int, tracked: int, acc_bits: int, budgets: int, nodes: int
+) -> int:
+    """A whole re-solve, bounded as the optimiser's testbench checks it
+    (``hw.topology.dp.solve_cycles_bound``): :func:`dp_cycles`, the estimates
+    (``R (4 A + 33)`` for ``R = tracked`` ranks), the budget choice (38 per
+    budget), the tree walk (10 per node of the chosen tree) and 60 more."""
+    return (
+        dp_cycles(budget, depth, ranks)
+        + integer("tracked", tracked, 1, 16) * (4 * integer("acc_bits", acc_bits, 8, 24) + 33)
+        + 38 * integer("budgets", budgets, 1, 16)
+        + 10 * integer("nodes", nodes, 1, 1024)
+        + 60
+    )
 
 
 def draft_cycles(policy: object, vocab: int, lanes: int) -> BuildCycles:
@@ -116,11 +140,19 @@ def draft_cycles(policy: object, vocab: int, lanes: int) -> BuildCycles:
     return BuildCycles()
 
 
-def solve_cycles(policy: object, solves_before: int) -> int:
-    """The optimiser's re-solve cycles if ``policy`` solved since it had
-    ``solves_before`` solves (else 0)."""
+def resolve_cycles(policy: object, solves_before: int) -> int:
+    """The optimiser's re-solve cycles (:func:`solve_cycles`) if ``policy``
+    solved since it had ``solves_before`` solves (else 0)."""
     if not isinstance(policy, FixedTopologyOptimiser) or len(policy.history) <= solves_before:
         return 0
-    est = policy.history[-1].estimate
-    ranks = max((b + 1 for b, p in enumerate(est) if p > 0), default=1)
-    return dp_cycles(policy.n_nodes, policy.max_depth, ranks)
+    last = policy.history[-1]
+    k = max((b + 1 for b, p in enumerate(last.estimate) if p > 0), default=1)
+    return solve_cycles(
+        policy.n_nodes,
+        policy.max_depth,
+        k,
+        policy.ranks,
+        policy.acc_bits,
+        len(policy.budgets),
+        last.n_nodes,
+    )

@@ -9,6 +9,7 @@ import pytest
 from golden.builder import FixedEagle2Tree, FixedStaticTree, FixedTopologyOptimiser
 from golden.draft import StepRecord
 from golden.models import code_prompts, default_ngram_pair
+from hw.topology import dp as hw_dp
 from sim import build_cycles as B
 from sim.chip import Chip, ChipConfig
 from sim.cycles import accept_cycles
@@ -19,8 +20,13 @@ def test_formulas() -> None:
     assert B.stream_cycles(10, 4, 2) == 6
     assert B.static_build_cycles(20) == 20 + B.STATIC_TAIL
     assert B.dynamic_build_cycles(40, 16) == 40 + 16 + B.DYNAMIC_TAIL
-    assert B.dp_cycles(64, 8, 8) <= 1 << 18  # the target at M = 64, D = 8, K = 8
+    assert B.solve_cycles(64, 8, 8, 8, 16, 8, 64) <= 1 << 18  # the target at M = 64, D = K = 8
     assert B.dp_cycles(128, 8, 8) > 3 * B.dp_cycles(64, 8, 8)  # quadratic in the budget
+    for m, d, k in ((2, 1, 1), (8, 3, 2), (64, 8, 8), (1024, 12, 16)):  # the engine's schedule
+        assert B.dp_cycles(m, d, k) == hw_dp.dp_cycles(m, d, min(k, m - 1))
+        assert B.solve_cycles(m, d, k, 8, 16, 4, m) == hw_dp.solve_cycles_bound(
+            m, d, min(k, m - 1), 8, 16, 4, m
+        )
     with pytest.raises(ValueError, match="lanes = 17"):
         B.stream_cycles(10, 17, 1)
     with pytest.raises(ValueError, match="budget = 1"):
@@ -44,15 +50,16 @@ def test_policies_cycles() -> None:
     assert B.draft_cycles(object(), 32000, 4) == B.BuildCycles()
 
 
-def test_solve_cycles_only_on_a_resolve() -> None:
+def test_resolve_cycles_only_on_a_resolve() -> None:
     opt = FixedTopologyOptimiser(16, 4, [0.6, 0.2], [100, 150, 200], 60, budgets=[4, 8, 16],
                                  update_every=2)  # fmt: skip
     rec = StepRecord([-1, 0], [0, 1], 1, [0, 1], 1, [])
     n = len(opt.history)
     opt.observe(rec)
-    assert B.solve_cycles(opt, n) == 0
+    assert B.resolve_cycles(opt, n) == 0
     opt.observe(rec)
-    assert B.solve_cycles(opt, n) == B.dp_cycles(16, 4, 2)
+    size = opt.history[-1].n_nodes
+    assert B.resolve_cycles(opt, n) == B.solve_cycles(16, 4, 2, 8, 16, 3, size)
 
 
 def test_chip_charges_the_builder() -> None:

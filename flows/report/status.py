@@ -130,6 +130,27 @@ BLOCK_INFO: dict[str, BlockInfo] = {
         r"lookup (\d+), op (\d+), result (\d+), insert (\S+)",
         "operation {1} (result beat {2}), lookup {0}, insert {3}",
     ),
+    "topk": BlockInfo(
+        ("golden.topk.topk",),
+        "tb/test_topk.py",
+        "",
+        r"^result (\d+) \(<=",
+        "result {0} after the last beat, a beat per cycle (no SPEC §6 row)",
+    ),
+    "topology_optimiser": BlockInfo(
+        ("golden.optimiser.solve", "golden.builder.FixedTopologyOptimiser"),
+        "tb/test_topology_optimiser.py",
+        "DP re-solve <= 2**18 cycles at M=64, D=8, K=8",
+        r"^re-solve (\d+) \(<=",
+        "re-solve {0} at M=64, D=8, K=8 (no SPEC §6 row)",
+    ),
+    "tree_builder": BlockInfo(
+        ("golden.topk.build_static", "golden.dynamic.build_dynamic"),
+        "tb/test_tree_builder.py",
+        "static n + 4, dynamic C + M + 8 after the last distribution beat (issue targets)",
+        r"^static n \+ (\d+|-) \(<= n \+ 4\), dynamic C \+ M \+ (\d+|-) \(",
+        "static n + {0}, dynamic C + M + {1} after the last distribution beat (no SPEC §6 row)",
+    ),
     "specdecode_top": BlockInfo(
         ("sim.python_backend.PythonTreeManager", "sim.python_backend.PythonKV"),
         "tb/test_specdecode_top.py",

@@ -36,7 +36,15 @@ __all__ = [
 ]
 
 #: Fmax targets of the synthesis issue (MHz); other blocks are constrained at DEFAULT_MHZ
-TARGET_MHZ = {"tree_mask_gen": 100, "token_sampler": 100, "accept_sampler": 50, "kv_pool": 50}
+TARGET_MHZ = {
+    "tree_mask_gen": 100,
+    "token_sampler": 100,
+    "accept_sampler": 50,
+    "kv_pool": 50,
+    "topk": 50,
+    "topology_optimiser": 50,
+    "tree_builder": 50,
+}
 DEFAULT_MHZ = 100
 
 #: LFE5U-85F, speed grade 6, out of context; ``router2``: the default router is too

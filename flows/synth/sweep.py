@@ -22,6 +22,13 @@ SWEEPS: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {
     "tree_manager": (("N_NODES",), (8, 16, 32, 64, 128, 256)),
     "token_sampler": (("LANES",), (1, 2, 4, 8, 16)),
     "kv_pool": (("ENTRIES", "PAGES"), (16, 64, 256, 1024)),
+    "topk": (("LANES",), (1, 2, 4, 8, 16)),
+    # 1024 left out: the generic flow maps the DP's choice table (655,360 bits there) to
+    # flip-flops, and 64 already takes Yosys about 8 minutes
+    "topology_optimiser": (("N_MAX",), (16, 64, 256)),
+    # 1024 left out: the static engine's top-K entry memory (N_NODES x 528 bits) and the
+    # rerank list (N_NODES - 1 cells) become flip-flops and comparators in the generic flow
+    "tree_builder": (("N_NODES",), (8, 16, 32, 64, 128, 256)),
 }
 
 #: what a sweep point keeps of a :func:`flows.synth.runner.measure` result

@@ -70,7 +70,7 @@ from golden.decoder import DRAFT_STREAM
 from golden.draft import StepRecord, TreePolicy, checked_model
 from golden.tree import structure as _structure
 from sim.backend import KVBackend, TreeManagerBackend
-from sim.build_cycles import draft_cycles, solve_cycles
+from sim.build_cycles import draft_cycles, resolve_cycles
 from sim.chip.config import ChipConfig
 from sim.chip.policy import make_policy
 from sim.chip.result import ChipResult, ChipStep, SeqResult, SeqStep
@@ -456,7 +456,7 @@ class Chip:
             tm_cycles.update(
                 build=built.build,
                 build_stream=built.stream,
-                optimise=solve_cycles(st.policy, solves),
+                optimise=resolve_cycles(st.policy, solves),
             )
         if len(st.out) >= T:
             st.done = True
