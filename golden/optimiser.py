@@ -27,6 +27,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from checks import int_array, integer
 from golden import tree as _tree
+from golden.trees import tree_from_choices
 
 __all__ = [
     "R_MAX",
@@ -209,20 +210,7 @@ class Solution:
     def tree(self, m: int) -> list[int]:
         """Budget ``m``'s tree (``1 .. M`` nodes, root included), breadth first."""
         m = integer("m", m, 1, self.values.size - 1)
-        parents = [-1]
-        queue = deque([(0, m - 1, self.levels)])
-        while queue:
-            node, rem, lv = queue.popleft()
-            b = 1
-            while lv > 0 and b <= self.ranks and rem > 0:
-                s = int(self.choice[lv, b, rem])
-                if s == 0:
-                    break
-                queue.append((len(parents), s - 1, lv - 1))
-                parents.append(node)
-                rem -= s
-                b += 1
-        return parents
+        return tree_from_choices(self.choice, self.ranks, self.levels, m - 1)
 
 
 def solve(p: Sequence[int], n_nodes: int, max_depth: int, acc_bits: int = 16) -> Solution:

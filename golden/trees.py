@@ -59,6 +59,7 @@ __all__ = [
     "expected_accepted",
     "estimate_acceptance",
     "sequoia_tree",
+    "tree_from_choices",
     "SequoiaTree",
     "AdaptiveSequoia",
     "Eagle2Tree",
@@ -415,12 +416,30 @@ def sequoia_tree(acc: Sequence[float], n_nodes: int, max_depth: int) -> tuple[li
     if K == 0 or budget == 0:
         return [-1], 0.0
     choices, value = _solve(p[:K], budget, levels)
+    return tree_from_choices(choices, K, levels, budget), value
+
+
+def tree_from_choices(choices: np.ndarray, ranks: int, levels: int, budget: int) -> list[int]:
+    """The tree a Sequoia DP's choice table gives for a forest budget.
+
+    Breadth first from the root with ``rem = budget`` draft nodes and
+    ``levels`` levels: for ranks ``b = 1, 2, ...`` while levels, ranks and
+    nodes remain, ``s = choices[lv, b, rem]``; 0 ends the node's children,
+    otherwise a child of rank ``b`` is queued with ``s - 1`` nodes and one
+    level less, and ``rem`` drops by ``s``. Used by :func:`sequoia_tree` and
+    the fixed-point DP (:class:`golden.optimiser.Solution`).
+
+    Returns
+    -------
+    list[int]
+        The parent list, numbered breadth first, siblings by rank.
+    """
     parents = [-1]
     queue = deque([(0, budget, levels)])  # node, forest budget, levels below it
     while queue:
         node, rem, lv = queue.popleft()
         b = 1
-        while lv > 0 and b <= K and rem > 0:
+        while lv > 0 and b <= ranks and rem > 0:
             s = int(choices[lv, b, rem])
             if s == 0:
                 break
@@ -428,7 +447,7 @@ def sequoia_tree(acc: Sequence[float], n_nodes: int, max_depth: int) -> tuple[li
             parents.append(node)
             rem -= s
             b += 1
-    return parents, value
+    return parents
 
 
 class SequoiaTree(StaticTree):

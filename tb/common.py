@@ -70,6 +70,8 @@ __all__ = [
     "TB",
     "StreamSource",
     "StreamSink",
+    "ErrorMon",
+    "Done",
     "report",
     "params",
     "run_block",
@@ -257,6 +259,46 @@ class StreamSink:
 
 
 # ----------------------------------------------------------------------------- stimulus
+class ErrorMon:
+    """Records every cycle in which ``dut.error`` is high, in ``pulses``.
+
+    Parameters
+    ----------
+    tb : TB
+    pulses : list of int, optional
+        Where the cycles go (a scoreboard's list); default a new list.
+    """
+
+    def __init__(self, tb: TB, pulses: list[int] | None = None) -> None:
+        self.tb = tb
+        self.pulses = [] if pulses is None else pulses
+        tb.add(self)
+
+    def drive(self) -> None:
+        pass
+
+    def sample(self) -> None:
+        if self.tb.dut.error.value == 1:
+            self.pulses.append(self.tb.cycle)
+
+
+class Done:
+    """Sets ``event`` once ``src`` has sent everything (no per-cycle await)."""
+
+    def __init__(self, tb: TB, src: StreamSource) -> None:
+        from cocotb.triggers import Event
+
+        self.src, self.event = src, Event()
+        tb.add(self)
+
+    def drive(self) -> None:
+        pass
+
+    def sample(self) -> None:
+        if self.src.idle:
+            self.event.set()
+
+
 def random_tree(rng: random.Random, n_max: int) -> list[int]:
     """A random parent list of 1 .. n_max nodes; chain, star, full binary, deep and
     single-node shapes come often (the corners every tree testbench needs)."""

@@ -25,7 +25,16 @@ import numpy as np
 from golden import accept as gaccept
 from golden import tree as gtree
 from hw.accept_sampler import node_layout, result_layout, token_layout
-from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
+from tb.common import (
+    TB,
+    ErrorMon,
+    StreamSink,
+    StreamSource,
+    params,
+    random_tree,
+    report,
+    run_block,
+)
 
 TREES = 1200  # full-speed run, per parameter set
 TREES_PATTERNS = 150  # in each idle/backpressure run (6 runs)
@@ -221,19 +230,6 @@ class UDriver:
 
     def sample(self) -> None:
         pass
-
-
-class ErrorMon:
-    def __init__(self, tb: TB) -> None:
-        self.tb, self.pulses = tb, []
-        tb.add(self)
-
-    def drive(self) -> None:
-        pass
-
-    def sample(self) -> None:
-        if self.tb.dut.error.value == 1:
-            self.pulses.append(self.tb.cycle)
 
 
 # ----------------------------------------------------------------------------- scoreboard

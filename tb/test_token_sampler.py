@@ -20,7 +20,7 @@ import random
 
 from golden.sampler import sample_weights
 from hw.token_sampler import beat_layout, token_layout
-from tb.common import TB, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, Done, ErrorMon, StreamSink, StreamSource, params, report, run_block
 
 DRAWS = 100  # random draws in the full-speed run (lengths up to LONG)
 DRAWS_PATTERNS = 100  # in each idle/backpressure run (short vectors)
@@ -206,36 +206,6 @@ class UDriver:
         pass
 
 
-class Done:
-    """Sets an event once the source has sent everything (no per-cycle await)."""
-
-    def __init__(self, tb: TB, src: StreamSource) -> None:
-        from cocotb.triggers import Event
-
-        self.src, self.event = src, Event()
-        tb.add(self)
-
-    def drive(self) -> None:
-        pass
-
-    def sample(self) -> None:
-        if self.src.idle:
-            self.event.set()
-
-
-class ErrorMon:
-    def __init__(self, tb: TB, sb: Scoreboard) -> None:
-        self.tb, self.sb = tb, sb
-        tb.add(self)
-
-    def drive(self) -> None:
-        pass
-
-    def sample(self) -> None:
-        if self.tb.dut.error.value == 1:
-            self.sb.errors.append(self.tb.cycle)
-
-
 def beats(cfg: Cfg, d: int, w: list[int], w2: list[int] | None = None) -> list[dict]:
     """Both passes of draw ``d`` (pass 2 = ``w2`` if given, else ``w``)."""
     L = cfg.L
@@ -264,7 +234,7 @@ async def run(dut, test: str, idle: str, backpressure: str, draws: list[tuple]) 
     sink = StreamSink(tb, "o", token_layout(cfg.TB), backpressure)
     sb = Scoreboard(tb, cfg)
     UDriver(tb, src, [dr[1] for dr in draws])
-    ErrorMon(tb, sb)
+    ErrorMon(tb, sb.errors)
     dut.u.value = 0
     await tb.start()
     for d, (w, u, *w2) in enumerate(draws):

@@ -36,7 +36,7 @@ from hw.tree_builder import (
     parent_layout,
     req_layout,
 )
-from tb.common import TB, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, ErrorMon, StreamSink, StreamSource, params, report, run_block
 from tb.tree_builder_stim import Case, Cfg, Draft, make_cases, shape_beats, spec_cases
 
 CASES = 1500  # random trees in the full-speed run (small parameter sets)
@@ -58,17 +58,7 @@ async def run(dut, test: str, idle: str, backpressure: str, cases: list[Case]) -
     o_sink = StreamSink(tb, "o", out_layout(cfg.N, cfg.TB, cfg.PB, cfg.CW), backpressure)
     draft = Draft(tb, cfg, dist_src, cases)
     req_sink.on_beat = draft.on_req
-    errors: list[int] = []
-
-    class ErrorMon:
-        def drive(self) -> None:
-            pass
-
-        def sample(self) -> None:
-            if dut.error.value == 1:
-                errors.append(tb.cycle)
-
-    tb.add(ErrorMon())
+    errors = ErrorMon(tb).pulses
     await tb.start()
     for c in cases:
         cfg_src.send({"mode": c.mode, "k": c.k, "m": c.m, "d": c.d, "w": c.w})
@@ -274,7 +264,7 @@ from tb.common import FULL_ONLY  # noqa: E402
             },
             id="N16_L1_T5_P8_C8",
         ),
-        pytest.param({"N_NODES": 64, "LANES": 4, "TOKEN_BITS": 8}, id="N64_L4_T8"),
+        pytest.param({"N_NODES": 64, "LANES": 4, "TOKEN_BITS": 8}, id="N64_L4_T8", marks=FULL_ONLY),
         pytest.param({}, id="defaults", marks=FULL_ONLY),
     ],
 )

@@ -12,7 +12,16 @@ import random
 
 from golden import tree as gtree
 from hw.tree_mask_gen import parent_layout, row_layout
-from tb.common import TB, StreamSink, StreamSource, params, random_tree, report, run_block
+from tb.common import (
+    TB,
+    ErrorMon,
+    StreamSink,
+    StreamSource,
+    params,
+    random_tree,
+    report,
+    run_block,
+)
 
 TREES = 2000  # random trees in the full-speed run, per parameter set
 TREES_PATTERNS = 300  # in each idle/backpressure run
@@ -102,15 +111,7 @@ async def run(dut, idle: str, backpressure: str, n_trees: int, bad_rate: float) 
     sink = StreamSink(tb, "o", row_layout(N), backpressure)
     sb = Scoreboard(tb, N)
 
-    class ErrorMon:
-        def drive(self):
-            pass
-
-        def sample(self):
-            if dut.error.value == 1:
-                sb.errors.append(tb.cycle)
-
-    tb.add(ErrorMon())
+    ErrorMon(tb, sb.errors)
     await tb.start()
     for _ in range(n_trees):
         par = bad_tree(tb.rng, N) if tb.rng.random() < bad_rate else random_tree(tb.rng, N)
