@@ -27,6 +27,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from checks import int_array, integer
 from golden import tree as _tree
+from golden.draft import StepRecord
+from golden.trees import _count_record as count_record
 from golden.trees import tree_from_choices
 
 __all__ = [
@@ -81,7 +83,8 @@ def check_prior(prior: Sequence[int], ranks: int, acc_bits: int) -> np.ndarray:
 
 
 def step_counts(parents: Sequence[int], path: Sequence[int], ranks: int) -> tuple[list, list]:
-    """One step's ``(hits, trials)`` per rank (spec §3.10).
+    """One step's ``(hits, trials)`` per rank (spec §3.10): the counts of
+    :func:`golden.trees.estimate_acceptance`, by its own counter.
 
     Parameters
     ----------
@@ -96,28 +99,13 @@ def step_counts(parents: Sequence[int], path: Sequence[int], ranks: int) -> tupl
     ------
     ValueError
         A bad tree, or a path that does not start at the root or leaves the
-        tree's edges (naming ``path``).
+        tree's edges (naming ``record.path``).
     """
-    par = _tree.validate(parents)
     R = integer("ranks", ranks, 1, R_MAX)
-    pth = int_array("path", path, 0, len(par) - 1).tolist()
-    if not pth or pth[0] != 0:
-        raise ValueError(f"path = {pth!r}: must start at the root 0")
-    for t in range(1, len(pth)):
-        if par[pth[t]] != pth[t - 1]:
-            raise ValueError(f"path = {pth!r}: node {pth[t]} is not a child of node {pth[t - 1]}")
-    nchild = [0] * len(par)
-    rank = [0] * len(par)
-    for i in range(1, len(par)):
-        rank[i] = nchild[par[i]]
-        nchild[par[i]] += 1
-    hits, trials = [0] * R, [0] * R
-    for t, a in enumerate(pth):
-        if t > 0 and rank[a] < R:
-            hits[rank[a]] += 1
-        for b in range(min(nchild[a], R)):
-            trials[b] += 1
-    return hits, trials
+    hits = np.zeros(R, dtype=np.int64)
+    trials = np.zeros(R, dtype=np.int64)
+    count_record(StepRecord(list(parents), [], 0, list(path), 0, []), hits, trials)
+    return hits.tolist(), trials.tolist()
 
 
 class RankStats:

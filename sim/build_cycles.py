@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from checks import integer
 from golden.builder import FixedEagle2Tree, FixedStaticTree, FixedTopologyOptimiser
+from hw.topology import dp as hw_dp
 
 __all__ = [
     "STATIC_TAIL",
@@ -84,37 +85,32 @@ def dynamic_build_cycles(candidates: int, budget: int) -> int:
     return c + integer("budget", budget, 1, 1024) + DYNAMIC_TAIL
 
 
-#: cycles per DP pass besides its slots (``hw.topology.dp.PASS_OVERHEAD``)
-PASS_OVERHEAD = 5
-
-
 def dp_cycles(budget: int, depth: int, ranks: int) -> int:
     """The optimiser's DP for the largest budget ``M``, depth ``D`` and ``K``
-    ranks: ``L * K`` passes of ``1 + B (B + 1) / 2`` slots and
-    :data:`PASS_OVERHEAD` cycles (``B = M - 1``, ``L = min(D, B)``, ``K``
-    capped at ``B``), plus 2: the engine's schedule, which its testbench
-    checks cycle for cycle (``hw.topology.dp.dp_cycles``)."""
+    ranks (``K`` capped at ``M - 1``): the engine's schedule,
+    :func:`hw.topology.dp.dp_cycles`, which its testbench checks cycle for cycle."""
     M = integer("budget", budget, 2, 1024)
     D = integer("depth", depth, 1, 1023)
     K = integer("ranks", ranks, 1, 16)
-    B = M - 1
-    passes = min(D, B) * min(K, B)
-    return passes * (1 + B * (B + 1) // 2 + PASS_OVERHEAD) + 2
+    return hw_dp.dp_cycles(M, D, min(K, M - 1))
 
 
 def solve_cycles(
     budget: int, depth: int, ranks: int, tracked: int, acc_bits: int, budgets: int, nodes: int
 ) -> int:
-    """A whole re-solve, bounded as the optimiser's testbench checks it
-    (``hw.topology.dp.solve_cycles_bound``): :func:`dp_cycles`, the estimates
-    (``R (4 A + 33)`` for ``R = tracked`` ranks), the budget choice (38 per
-    budget), the tree walk (10 per node of the chosen tree) and 60 more."""
-    return (
-        dp_cycles(budget, depth, ranks)
-        + integer("tracked", tracked, 1, 16) * (4 * integer("acc_bits", acc_bits, 8, 24) + 33)
-        + 38 * integer("budgets", budgets, 1, 16)
-        + 10 * integer("nodes", nodes, 1, 1024)
-        + 60
+    """A whole re-solve, bounded as the optimiser's testbench checks it:
+    :func:`hw.topology.dp.solve_cycles_bound` (the DP, the estimates of
+    ``tracked`` ranks, the budget choice over ``budgets``, the tree walk of the
+    chosen ``nodes``-node tree and the rest)."""
+    M = integer("budget", budget, 2, 1024)
+    return hw_dp.solve_cycles_bound(
+        M,
+        integer("depth", depth, 1, 1023),
+        min(integer("ranks", ranks, 1, 16), M - 1),
+        integer("tracked", tracked, 1, 16),
+        integer("acc_bits", acc_bits, 8, 24),
+        integer("budgets", budgets, 1, 16),
+        integer("nodes", nodes, 1, 1024),
     )
 
 

@@ -20,9 +20,7 @@ from golden.builder import FixedEagle2Tree, FixedStaticTree, FixedTopologyOptimi
 from golden.decoder import speculative_generate
 from golden.draft import StepRecord
 from golden.dynamic import build_dynamic
-from golden.models import TableModel
 from golden.topk import build_static, child_confidence, root_confidence, topk
-from golden.trees import _count_record
 from tests.test_lossless import PROMPT, L, N, check, models
 
 SEED = 20261128
@@ -199,24 +197,6 @@ def test_statistics_check_vector() -> None:
     assert O.normalised([40000, 40000], 16) == [32768, 32768]
 
 
-def test_step_counts_equal_estimate_acceptance() -> None:
-    """Counted exactly as golden.trees does, on random trees and paths."""
-    rng = random.Random(SEED + 3)
-    for _ in range(1000):
-        n = rng.randint(1, 40)
-        par = [-1] + [rng.randrange(i) for i in range(1, n)]
-        kids = T.children_lists(par)
-        path = [0]
-        while kids[path[-1]] and rng.random() < 0.7:
-            path.append(rng.choice(kids[path[-1]]))
-        R = rng.randint(1, 16)
-        hits = np.zeros(R, dtype=np.int64)
-        trials = np.zeros(R, dtype=np.int64)
-        rec = StepRecord(par, [0] * n, path[-1], path, len(path) - 1, [])
-        _count_record(rec, hits, trials)
-        assert O.step_counts(par, path, R) == (hits.tolist(), trials.tolist())
-
-
 def test_window_keeps_the_last_steps_with_a_trial() -> None:
     st = O.RankStats(2, 2)
     assert not st.add([0, 0], [0, 0])
@@ -344,4 +324,3 @@ def test_fixed_policies_need_topk_children() -> None:
     for _, make in fixed_policies():
         with pytest.raises(ValueError, match="children must be 'topk'"):
             speculative_generate(target, draft, PROMPT, 2, tree=make(), children="iid")
-    assert isinstance(target, TableModel)
