@@ -13,6 +13,9 @@
 #   make perf    timing model (python -m sim.timing): article vs roofline views, projections, timeline PNGs
 #   make verilog Verilog of every block -> build/verilog/ (NAME=VALUE overrides), lint-checked
 #   make soak    KV pool: 1,000,000 random operations against golden (not in make test)
+#   make dp-growth  topology optimiser: the DP re-solve on Verilator at M = 64 .. 1,024 (N_MAX = 1024,
+#                D = 8, K = 8) against its formula and bound -> build/reports/dp_growth.json
+#                (not in make test)
 #   make formal  KV pool: SymbiYosys proofs of the SPEC §4.3 invariants (flat pool; the scaled
 #                pool's at a reduced size: formal.kvpool)
 #   make synth       generic Yosys: cells, transistors, 5 nm area, logic depth -> build/reports/synth.{json,md}
@@ -37,7 +40,7 @@ PYTEST := $(VPY) -m pytest -n $(JOBS)
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
 
-.PHONY: all venv test test-timed lint sim sim-full golden bench chip perf context figures verilog soak formal synth synth-fpga synth-kvpool synth-sweep report docs clean distclean
+.PHONY: all venv test test-timed lint sim sim-full dp-growth golden bench chip perf context figures verilog soak formal synth synth-fpga synth-kvpool synth-sweep report docs clean distclean
 
 all: test
 
@@ -60,6 +63,12 @@ sim: $(STAMP)
 
 sim-full: $(STAMP)
 	SIM_FULL=1 $(PYTEST) tests tb
+
+# the topology optimiser's re-solve measured up to 1,024 nodes (tb/topology_dp_growth.py; no
+# per-cycle Python: about 33.5 M cycles at M = 1024), progress per M
+dp-growth: $(STAMP)
+	$(VPY) -m tb.topology_dp_growth
+	$(STAMP_REPORT) $(REPORTS)/dp_growth.json
 
 # make test measured (wall, CPU of the process tree, pytest's counts) -> build/reports/make_test.json
 test-timed: $(STAMP)

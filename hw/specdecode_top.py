@@ -22,7 +22,31 @@ __all__ = ["Top", "PARAMS", "TM_PORTS", "KV_PORTS"]
 PARAMS: dict[str, Param] = merge_params(TreeManager.PARAMS, KVPool.PARAMS)
 
 #: ports of the tree manager, brought out as ``tm_<name>``
-TM_PORTS = ("seed", "busy", "advance", "i", "rows", "result", "tokens", "w", "extra", "error")
+TM_PORTS = (
+    "seed",
+    "busy",
+    "advance",
+    "i",
+    "rows",
+    "result",
+    "tokens",
+    "w",
+    "extra",
+    "bcfg",
+    "shape",
+    "req",
+    "dist",
+    "tree",
+    "vrows",
+    "pq",
+    "ocfg",
+    "opt_mode",
+    "opt_budget",
+    "opt_expected",
+    "opt_busy",
+    "build_busy",
+    "error",
+)
 #: ports of the KV pool, brought out as ``kv_<name>``
 KV_PORTS = (
     "op",
@@ -47,9 +71,12 @@ class Top(wiring.Component):
     same signature, named ``tm_<port>`` (:class:`hw.tree_manager.TreeManager`:
     SPEC §2 mask rows, §3 acceptance, §3.4 RNG lanes, §3.5 token sampler) or
     ``kv_<port>`` (:class:`hw.kv_pool.KVPool`: SPEC §4 operations, lookups,
-    status). In Verilog the stream ports are ``tm_i__valid``,
-    ``tm_i__ready``, ``tm_i__payload`` and so on; struct payloads are one
-    vector, fields from bit 0 in declaration order.
+    status); the tree manager's include its tree builder's and topology
+    optimiser's (SPEC §3.6 - §3.11: ``bcfg``, ``shape``, ``req``, ``dist``,
+    ``tree``, ``vrows``, ``pq``, ``ocfg`` and the status). In Verilog the
+    stream ports are ``tm_i__valid``, ``tm_i__ready``, ``tm_i__payload`` and
+    so on; struct payloads are one vector, fields from bit 0 in declaration
+    order.
 
     Latency and behaviour are the blocks' own (their docstrings; SPEC §6):
     the top adds no logic and no register. The co-simulation built on it:
@@ -60,6 +87,9 @@ class Top(wiring.Component):
     N_NODES, TOKEN_BITS, PROB_BITS, RAND_BITS, WEIGHT_BITS, LANES : int
         As in :class:`hw.tree_manager.TreeManager` (SPEC §5). ``N_NODES`` is
         also the pool's; it accepts what both blocks accept (:data:`PARAMS`).
+    CONF_BITS, C_MAX, D_MAX, R, ACC_BITS, NB, WIN : int
+        The tree manager's tree builder and topology optimiser
+        (:class:`hw.tree_manager.TreeManager`).
     ENTRIES, PAGES, SEQS, LAYER_BITS, POS_BITS : int
         As in :class:`hw.kv_pool.KVPool` (SPEC §5).
 
@@ -72,7 +102,13 @@ class Top(wiring.Component):
     Members
     -------
     tm_seed, tm_busy, tm_advance, tm_i, tm_rows, tm_result, tm_tokens, tm_w, tm_extra, tm_error
-        The tree manager's ports (:class:`hw.tree_manager.TreeManager`).
+        The tree manager's verify path (:class:`hw.tree_manager.TreeManager`).
+    tm_bcfg, tm_shape, tm_req, tm_dist, tm_tree, tm_vrows, tm_pq, tm_ocfg
+        The tree manager's built path: the tree builder's configuration, shape,
+        requests and distributions, the built tree and its pre-verify rows, the
+        verifier's ``pt``/``qt`` of the held tree, the optimiser's configuration.
+    tm_opt_mode, tm_opt_budget, tm_opt_expected, tm_opt_busy, tm_build_busy
+        The tree manager's optimiser and builder status.
     kv_op, kv_res, kv_draft_q, kv_draft_r, kv_verify_q, kv_verify_r
         The pool's operation, result and lookup streams (:class:`hw.kv_pool.KVPool`).
     kv_free_pages, kv_valid_entries, kv_error

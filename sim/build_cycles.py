@@ -120,7 +120,12 @@ def draft_cycles(policy: object, vocab: int, lanes: int) -> BuildCycles:
 
     ``vocab`` and ``lanes`` are the profile's (the functional workload's
     vocabulary is a byte-level n-gram's; the timing is the modelled chip's).
+    A policy with a ``build_cycles(vocab, lanes)`` method (the ``rtl``
+    backend's, :class:`sim.rtl.builder.RTLTreePolicy`) gives its own.
     """
+    own = getattr(policy, "build_cycles", None)
+    if callable(own):
+        return own(vocab, lanes)
     if isinstance(policy, FixedEagle2Tree) and policy.last is not None:
         b = policy.last
         return BuildCycles(

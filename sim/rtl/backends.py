@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from golden import tree as _tree
+from golden.draft import TreePolicy
 from golden.kvcache import KVErr, KVError
 from sim.backend import Query, TreeStep
 from sim.rtl.build import DEFAULT_BUILD_ARGS, build_top, hdl_params
+from sim.rtl.builder import BuiltTree, RTLTreePolicy, run_build
 from sim.rtl.cosim import Cosim
 
 _OPS = {"insert": 0, "commit": 1, "fork": 2, "release": 3}
@@ -97,10 +99,13 @@ class RTLTreeManager:
         self.rand_bits = h["RAND_BITS"]
         self.weight_bits = h["WEIGHT_BITS"]
         self.lanes = h["LANES"]
+        self.hdl = dict(h)
         self.sim_cycles = 0
         self.steps = 0
         self.last_post_verify = 0
+        self.solve_cycles = 0
         self._seeded = False
+        self._held: BuiltTree | None = None
 
     def seed(self, seed: int) -> None:
         """Seed the lanes (``32 * n_nodes`` cycles); then they run as ``LaneRNG(seed, n_nodes)``."""
@@ -109,6 +114,45 @@ class RTLTreeManager:
         self._sim.call("seed", seed=s)
         self.sim_cycles += self._sim.cycle - c0
         self._seeded = True
+
+    def configure_optimiser(self, beat: dict) -> int:
+        """Load the topology optimiser's configuration beat (``ocfg``) and wait for
+        its first solve; returns the solve's cycles (also ``solve_cycles``)."""
+        self._sim.check_open()
+        c0 = self._sim.cycle
+        r = self._sim.call("ocfg", beat=beat)
+        if r["tm_error"]:
+            self._sim._fail(f"topology optimiser error {r['tm_error']:#x} on {beat}")
+        self.sim_cycles += self._sim.cycle - c0
+        self.solve_cycles = r["solve"]
+        return r["solve"]
+
+    def hardware_policy(self, twin: TreePolicy) -> RTLTreePolicy:
+        """The hardware builder's policy on this RTL: trees built by the tree
+        manager, configured as the golden twin ``twin`` (:mod:`sim.rtl.builder`)."""
+        return RTLTreePolicy(self, twin)
+
+    def mask(self, parents: Sequence[int]) -> list[int]:
+        """The rows the verifier uses: the held tree's pre-verify rows (``vrows``,
+        the RTL's second mask generator) when the RTL built it; otherwise the RTL
+        has no pre-verify pass and these are ``golden.tree.mask_rows``."""
+        held = self._held
+        if held is not None and list(parents)[1:] == held.parents:
+            return list(held.vrows)
+        return list(_tree.mask_rows(parents))
+
+    def build_tree(
+        self, cfg: dict, shape: list[int] | None, dist: Callable[[dict], list[int]]
+    ) -> BuiltTree:
+        """Build one tree on the RTL (:func:`sim.rtl.builder.run_build`) and hold it:
+        the next :meth:`step` must be on this tree and sends only its ``pt``/``qt``."""
+        self._sim.check_open()
+        if self._held is not None:
+            raise ValueError("build_tree: the tree built before was never verified (step)")
+        c0 = self._sim.cycle
+        self._held = run_build(self._sim, cfg, shape, dist, self.lanes)
+        self.sim_cycles += self._sim.cycle - c0
+        return self._held
 
     def step(
         self,
@@ -129,8 +173,18 @@ class RTLTreeManager:
         qt_ = _vec("qt", qt, n, self.prob_bits)
         sim = self._sim
         c0 = sim.cycle
-        beats = [(par[i], tok[i], pt_[i], qt_[i]) for i in range(1, n)]
-        r = sim.call("tree", beats=beats)
+        held, self._held = self._held, None
+        if held is None:
+            beats = [(par[i], tok[i], pt_[i], qt_[i]) for i in range(1, n)]
+            r = sim.call("tree", beats=beats)
+        else:
+            if par[1:] != held.parents or tok[1:] != held.tokens:
+                raise ValueError(
+                    "parents / tokens: not the tree the RTL built and holds "
+                    f"(parents {held.parents}, tokens {held.tokens})"
+                )
+            pq = [(pt_[i], qt_[i]) for i in range(1, n)]
+            r = sim.call("verify", beats=pq, packet=held.packet)
         if r["tm_error"]:
             sim._fail(f"tree manager error {r['tm_error']:#x} on a valid tree {par}")
         res = r["result"]
@@ -151,7 +205,7 @@ class RTLTreeManager:
         if x["tm_error"] or x["token"] is None:
             sim._fail(f"token sampler error {x['tm_error']:#x} on valid weights")
         t_in, t_rows, t_res = r["t_in"], r["t_rows"], r["t_result"]
-        load = t_rows[-1] - t_in[0] + 1
+        load = t_rows[-1] - (t_in[0] if t_in else r["t_start"]) + 1
         sampler = x["t_token"] - x["t_first"]
         cycles = {
             "mask": load,
@@ -160,6 +214,8 @@ class RTLTreeManager:
             "tokens": r["t_tokens"][accepted - 1] - (t_res - 1) if accepted else 0,
             "sampler": sampler,
         }
+        if held is not None:
+            cycles.update(build=held.cycles["build"], optimise=r["optimise"])
         self.last_post_verify = load + (t_res - t_rows[-1]) + sampler
         self.sim_cycles += sim.cycle - c0
         self.steps += 1
@@ -417,6 +473,7 @@ def open_rtl(
     lanes: int = 4,
     build_args: Sequence[str] = DEFAULT_BUILD_ARGS,
     timeout: float = 600.0,
+    **builder: int,
 ) -> Iterator[tuple[RTLTreeManager, RTLKVPool]]:
     """Build (cached) and start one co-simulation of ``specdecode_top``; yield its backends.
 
@@ -426,6 +483,10 @@ def open_rtl(
         The HDL parameters of :class:`hw.specdecode_top.Top` (SPEC §5), in lower case.
     token_bits, prob_bits, rand_bits, weight_bits, lanes : int
         The HDL parameters of :class:`hw.specdecode_top.Top` (SPEC §5), in lower case.
+    **builder : int
+        The tree builder's and topology optimiser's HDL parameters, in lower
+        case (``conf_bits``, ``c_max``, ``d_max``, ``r``, ``acc_bits``, ``nb``,
+        ``win``); the blocks' defaults otherwise.
     build_args : sequence of str
         Verilator arguments (default :data:`DEFAULT_BUILD_ARGS`).
     timeout : float
@@ -457,6 +518,7 @@ def open_rtl(
         rand_bits=rand_bits,
         weight_bits=weight_bits,
         lanes=lanes,
+        **builder,
     )
     if not timeout > 0:
         raise ValueError(f"timeout = {timeout!r}: must be > 0 seconds")

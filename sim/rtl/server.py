@@ -25,6 +25,9 @@ count since reset, and ``error`` (a traceback string) if the request failed)::
     ``lookups``   ``queries``: ``(seq, layer, pos, view)``, alternately on the
                   ``draft`` and ``verify`` ports, two per cycle; the replies.
     ``idle``      ``cycles``: let that many cycles pass, every input idle.
+    ``ocfg``, ``build``, ``dist``, ``verify``: the tree manager's built path
+                  (the tree builder and the topology optimiser),
+                  :mod:`sim.rtl.serve_builder`.
     ``quit``      end the test (the simulator exits).
 
 ``python -m sim.rtl.server <json>`` runs the server through
@@ -49,10 +52,12 @@ from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_token
 from hw.tree_manager import draft_layout
 from hw.tree_mask_gen import row_layout
+from sim.rtl.serve_builder import BuilderPorts
 
 try:
     import cocotb
     from cocotb.clock import Clock
+    from cocotb.simtime import get_sim_time
     from cocotb.triggers import FallingEdge, ReadOnly
 except ImportError:  # pragma: no cover - imported outside the simulator
     cocotb = None
@@ -133,6 +138,7 @@ class Server:
         for port in (self.seed_p, self.i, self.w, self.op, *self.q):
             port.valid.set(0)
         self.advance.set(0)
+        self.builder = BuilderPorts(self, dut, Port, Pin)
 
     async def start(self) -> None:
         clk, rst = self.dut.clk, self.dut.rst
@@ -142,6 +148,12 @@ class Server:
             await FallingEdge(clk)
         rst.value = 0
         self.cycle = 0
+        self.t0_ns = get_sim_time(unit="ns")
+
+    def resync(self) -> None:
+        """The cycle count from the simulated time (after waiting on a trigger
+        other than the clock; called at a falling clock edge)."""
+        self.cycle = round((get_sim_time(unit="ns") - self.t0_ns) / 2)
 
     async def tick(self) -> None:
         """To the next falling edge: one clock cycle later."""
@@ -172,24 +184,30 @@ class Server:
         return {"seeding": self.cycle - t0}
 
     async def do_tree(self, req: dict) -> dict:
-        """One advance, then the tree; collect rows, the result and the tokens.
-
-        Event times are cycle numbers: the cycle at whose closing edge a beat
-        is taken (every output is always ready, so taken = seen valid)."""
-        L = self.L
-        draft, row_l, res_l, tok_l = L["draft"], L["row"], L["result"], L["token"]
+        """One advance, then the tree on ``i``; collect rows, the result and the tokens."""
+        draft = self.L["draft"]
         beats = [
             pack(draft, {"parent": a, "token": b, "pt": c, "qt": d, "end": 0})
             for a, b, c, d in req["beats"]
         ]
         beats.append(pack(draft, {"end": 1}))
+        return await self.stream_tree(self.i, beats)
+
+    async def stream_tree(self, port: Port, beats: list[int]) -> dict:
+        """One advance, then ``beats`` on ``port`` (``i``, or ``pq`` for the held
+        tree); collect rows, the result and the tokens.
+
+        Event times are cycle numbers: the cycle at whose closing edge a beat
+        is taken (every output is always ready, so taken = seen valid)."""
+        L = self.L
+        row_l, res_l, tok_l = L["row"], L["result"], L["token"]
         n = len(beats)
         # the lanes advance at the edge closing this cycle; out is the step's
         # randomness from the next cycle on, when the tree starts
         self.advance.set(1)
         await self.tick()
         self.advance.set(0)
-        i, rows_p, result_p, tokens_p = self.i, self.rows, self.result, self.tokens
+        i, rows_p, result_p, tokens_p = port, self.rows, self.result, self.tokens
         t_in: list[int] = []
         rows: list[int] = []
         t_rows: list[int] = []
@@ -201,8 +219,9 @@ class Server:
         k = 0
         t0 = self.cycle
         limit = 8 * n + 200
-        i.payload.set(beats[0])
-        i.valid.set(1)
+        if n:
+            i.payload.set(beats[0])
+            i.valid.set(1)
         while True:
             await ReadOnly()
             c = self.cycle
@@ -240,6 +259,7 @@ class Server:
             "t_rows": t_rows,
             "t_result": t_res,
             "t_tokens": t_toks,
+            "t_start": t0,
         }
 
     async def do_extra(self, req: dict) -> dict:
@@ -367,6 +387,7 @@ class Server:
 
     async def serve(self, conn) -> None:
         handlers = {
+            **self.builder.handlers(),
             "idle": self.do_idle,
             "seed": self.do_seed,
             "tree": self.do_tree,

@@ -1,4 +1,11 @@
-"""Token tree manager: mask generator -> acceptance sampler -> token sampler (SPEC §1, §3)."""
+"""The tree manager's verify path: mask generator -> acceptance sampler -> token sampler.
+
+:class:`VerifyPath` is the token tree manager as it was before the tree builder
+joined it (SPEC §1, §2, §3): draft beats in (:func:`draft_layout`), mask rows,
+the decision, the accepted tokens and the extra token out, the RNG lanes
+giving every node its uniform. :class:`hw.tree_manager.TreeManager` feeds it
+from its ``i`` port or from the held tree's ``pq`` join.
+"""
 
 from amaranth import Module
 from amaranth.lib import data, fifo, stream, wiring
@@ -6,13 +13,13 @@ from amaranth.lib.wiring import In, Out
 
 from hw.accept_sampler import AcceptSampler, result_layout
 from hw.accept_sampler import token_layout as accepted_token_layout
-from hw.common import check_params, idx_bits, merge_params, pick
+from hw.common import idx_bits, pick
 from hw.rng_lanes import RngLanes
 from hw.token_sampler import TokenSampler, beat_layout
 from hw.token_sampler import token_layout as extra_layout
 from hw.tree_mask_gen import TreeMaskGen, row_layout
 
-__all__ = ["TreeManager", "draft_layout", "error_layout"]
+__all__ = ["VerifyPath", "draft_layout", "verify_error_layout"]
 
 
 def draft_layout(n_nodes: int, token_bits: int, prob_bits: int) -> data.StructLayout:
@@ -28,51 +35,31 @@ def draft_layout(n_nodes: int, token_bits: int, prob_bits: int) -> data.StructLa
     )
 
 
-error_layout = data.StructLayout({"mask": 1, "accept": 1, "token": 1, "rng": 1})
+#: the verify path's one-cycle error pulses, one per block
+verify_error_layout = data.StructLayout({"mask": 1, "accept": 1, "token": 1, "rng": 1})
 
 
-class TreeManager(wiring.Component):
-    """The token tree manager's blocks wired the way the chip uses them.
+class VerifyPath(wiring.Component):
+    """Mask generator, acceptance sampler, token sampler and RNG lanes, one step at a time.
 
-    One verification step:
-
-    1. ``advance`` (one cycle) steps every RNG lane (after a ``seed`` once);
-    2. the draft tree arrives on ``i`` as in :class:`hw.tree_mask_gen.TreeMaskGen`:
-       nodes ``1 .. n-1`` in order (parent, token and the verifier's ``pt``,
-       ``qt``), then an ``end`` beat. The mask generator turns parents into
-       mask rows; each row is joined with its node's token, ``pt`` and ``qt``
-       and loaded into the acceptance sampler, whose uniforms are the lanes'
-       outputs ``out[i] >> (32 - RAND_BITS)``;
-    3. ``result`` (``last``, ``path_mask``, ``accepted``) and ``tokens`` (the
-       accepted draft tokens in depth order) come out of the sampler;
-    4. the verifier streams the residual weights of ``last`` twice on ``w``
-       (:class:`hw.token_sampler.TokenSampler`), which draws the extra token
-       on ``extra`` with lane 0's full 32-bit output.
-
-    ``advance`` must not be raised between the first beat of a tree and the
-    extra token of that step (the lanes' outputs are the step's randomness).
-    ``rows`` mirrors the mask rows for the verifier's tree attention (SPEC §2);
-    it is a copy of what the sampler loads and must be taken (``ready``) or the
-    tree stalls; tie ``rows.ready`` high if unused.
-
-    Invalid input: the RNG lanes' and the token sampler's errors are theirs (a
-    refused ``advance`` changes nothing; an invalid draw is dropped and the
-    next one works). An invalid draft tree (a parent ``>=`` its node, more than
-    ``N_NODES`` nodes) pulses ``error.mask``, but the block does not recover
-    from it: node data of the dropped beats stays in the side FIFO and the
-    acceptance sampler holds the rows emitted before the error, so later
-    trees are joined with stale data (and ``error.accept`` pulses). Reset the
-    block after an ``error.mask`` pulse; validate trees before sending them.
-
-    Latency: the blocks' own (see their docstrings) plus nothing: the join is
-    combinational between the mask generator's output and the sampler's input.
-    Design rationale: ``docs/blocks/tree_manager.md``.
+    A tree arrives on ``i`` as in :class:`hw.tree_mask_gen.TreeMaskGen`: nodes
+    ``1 .. n-1`` in order (parent, token and the verifier's ``pt``, ``qt``),
+    then an ``end`` beat. Each beat's parent goes to the mask generator, the
+    rest of a node beat into a side FIFO (``SIDE_DEPTH`` entries; a beat is
+    taken only when both can take it). Each mask row leaving the generator is
+    joined with the head of the side FIFO (node 0, the root, with zeros),
+    loaded into the acceptance sampler (uniforms ``out[i] >> (32 -
+    RAND_BITS)`` of the lanes) and mirrored on ``rows`` in the same cycle: the
+    join is combinational. ``result`` and ``tokens`` come out of the sampler;
+    ``w`` and ``extra`` are the token sampler's, whose uniform is lane 0's
+    full output. Protocol, invalid input and latency: the tree manager's
+    (:class:`hw.tree_manager.TreeManager`).
 
     Parameters
     ----------
-    N_NODES, TOKEN_BITS, PROB_BITS, RAND_BITS, WEIGHT_BITS, LANES : int
-        As in the blocks (SPEC §5). ``N_NODES`` is limited to 4 .. 256 by the
-        acceptance sampler.
+    params : dict
+        ``N_NODES``, ``TOKEN_BITS``, ``PROB_BITS``, ``RAND_BITS``,
+        ``WEIGHT_BITS``, ``LANES``, already checked by the tree manager.
 
     Members
     -------
@@ -84,40 +71,37 @@ class TreeManager(wiring.Component):
     result, tokens : Out(stream.Signature(...)) of the acceptance sampler
     w : In(stream.Signature(...)) of the token sampler
     extra : Out(stream.Signature(...)) of the token sampler
-    error : Out(error_layout)
-        One-cycle error pulses of each block.
+    error : Out(verify_error_layout)
     """
 
+    #: entries of the side FIFO (node data waiting for its mask row)
     SIDE_DEPTH = 8
 
-    #: the blocks' parameters, a shared name accepting what every block accepts
-    PARAMS = merge_params(
-        TreeMaskGen.PARAMS, RngLanes.PARAMS, AcceptSampler.PARAMS, TokenSampler.PARAMS
-    )
-
-    def __init__(self, **params: int) -> None:
-        # check everything before building any block (no half-built blocks left over)
-        p = check_params(self.PARAMS, params)
-        for name, value in p.items():
-            setattr(self, name, value)
-        N_NODES, TOKEN_BITS, PROB_BITS = p["N_NODES"], p["TOKEN_BITS"], p["PROB_BITS"]
-        LANES, WEIGHT_BITS = p["LANES"], p["WEIGHT_BITS"]
+    def __init__(self, params: dict) -> None:
+        p = dict(params)
+        self.N_NODES, self.TOKEN_BITS, self.PROB_BITS = (
+            p["N_NODES"],
+            p["TOKEN_BITS"],
+            p["PROB_BITS"],
+        )
+        self.RAND_BITS = p["RAND_BITS"]
         self.mask = TreeMaskGen(**pick(p, TreeMaskGen.PARAMS))
         self.rng = RngLanes(**pick(p, RngLanes.PARAMS))
         self.acc = AcceptSampler(**pick(p, AcceptSampler.PARAMS))
         self.tok = TokenSampler(**pick(p, TokenSampler.PARAMS))
+        N, TB, PB = self.N_NODES, self.TOKEN_BITS, self.PROB_BITS
         super().__init__(
             {
                 "seed": In(stream.Signature(64)),
                 "busy": Out(1),
                 "advance": In(1),
-                "i": In(stream.Signature(draft_layout(N_NODES, TOKEN_BITS, PROB_BITS))),
-                "rows": Out(stream.Signature(row_layout(N_NODES))),
-                "result": Out(stream.Signature(result_layout(N_NODES))),
-                "tokens": Out(stream.Signature(accepted_token_layout(TOKEN_BITS))),
-                "w": In(stream.Signature(beat_layout(LANES, WEIGHT_BITS))),
-                "extra": Out(stream.Signature(extra_layout(TOKEN_BITS))),
-                "error": Out(error_layout),
+                "i": In(stream.Signature(draft_layout(N, TB, PB))),
+                "rows": Out(stream.Signature(row_layout(N))),
+                "result": Out(stream.Signature(result_layout(N))),
+                "tokens": Out(stream.Signature(accepted_token_layout(TB))),
+                "w": In(stream.Signature(beat_layout(p["LANES"], p["WEIGHT_BITS"]))),
+                "extra": Out(stream.Signature(extra_layout(TB))),
+                "error": Out(verify_error_layout),
             }
         )
 
