@@ -119,7 +119,15 @@ BLOCK_INFO: dict[str, BlockInfo] = {
         "2 ceil(V/LANES) + {0}",
     ),
     "tree_manager": BlockInfo(
-        ("golden.tree", "golden.rng", "golden.accept", "golden.sampler"),
+        (
+            "golden.tree",
+            "golden.rng",
+            "golden.accept",
+            "golden.sampler",
+            "golden.topk",
+            "golden.dynamic",
+            "golden.builder.FixedTopologyOptimiser",
+        ),
         "tb/test_tree_manager.py",
         "",
     ),

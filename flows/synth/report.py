@@ -182,9 +182,10 @@ def _budget_section(by: dict[str, dict]) -> list[str]:
     for k, b in BUDGETS.items():
         L.append(f"- {k}: {b['what']}.")
     L += [
-        "- The `tree_manager` composition holds one mask generator, the RNG lanes, the "
-        "acceptance sampler and one token sampler at `N_NODES = 64`; the article's "
-        "figure also covers the tree builder and topology optimizer, which are not RTL here.",
+        "- The `tree_manager` composition holds the tree builder (one top-K unit), the "
+        "topology optimiser, two mask generators (pre-verify rows and the verify path), the "
+        "RNG lanes, the acceptance sampler and one token sampler at `N_NODES = 64`; the "
+        "article's figure also covers SRAM, clocking and I/O, which are not modelled here.",
         "- The KV pool estimate is the block-table logic only (CAM, commit/rollback, "
         "allocator) at 256 entries; the article's own TLB has 4K entries (see the sweep "
         "for the growth).",
