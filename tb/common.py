@@ -76,6 +76,8 @@ __all__ = [
     "params",
     "run_block",
     "random_tree",
+    "random_step",
+    "random_pq",
     "FULL",
     "FULL_ONLY",
     "N_NODES_SETS",
@@ -326,6 +328,14 @@ def random_step(
     rejecting, corner values (0, 1, full) or uniform, per tree."""
     par = random_tree(rng, n_max)
     n = len(par)
+    pt, qt = random_pq(rng, n, prob_bits)
+    tok = [0] + [rng.randrange(1 << token_bits) for _ in range(1, n)]
+    return par, tok, pt, qt
+
+
+def random_pq(rng: random.Random, n: int, prob_bits: int) -> tuple[list[int], list[int]]:
+    """``pt``, ``qt`` of nodes ``0 .. n-1`` (node 0's are 0): all full, all
+    rejecting, corner values (0, 1, full) or uniform, per tree."""
     full = (1 << prob_bits) - 1
     mode = rng.choice(["random", "all", "none", "corner"])
     pt, qt = [0], [0]
@@ -338,8 +348,7 @@ def random_step(
             pt.append(rng.choice([0, 1, full])), qt.append(rng.choice([0, 1, full]))
         else:
             pt.append(rng.randint(0, full)), qt.append(rng.randint(0, full))
-    tok = [0] + [rng.randrange(1 << token_bits) for _ in range(1, n)]
-    return par, tok, pt, qt
+    return pt, qt
 
 
 def sized(quick: int, full: int) -> int:

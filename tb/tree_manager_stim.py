@@ -5,8 +5,8 @@
 * :class:`OptP`: the topology optimiser's parameters as
   :mod:`tb.topology_optimiser_stim` expects them (``N_MAX`` is ``N_NODES``);
   :func:`opt_status`, the golden twin's status as the block shows it.
-* :func:`random_pq`: ``pt``/``qt`` of an ``n``-node tree (all accepted, none,
-  corners, random, as :func:`tb.common.random_step` draws them).
+* :func:`random_pq` (:mod:`tb.common`'s, re-exported): ``pt``/``qt`` of an
+  ``n``-node tree, as :func:`tb.common.random_step` draws them.
 * :func:`static_opt_case`: a :class:`tb.tree_builder_stim.Case` on the
   optimiser's shape; :class:`DraftQ`, the builder's draft side
   (:class:`tb.tree_builder_stim.Draft`) with trees added as they are sent.
@@ -24,7 +24,7 @@ from hw.topology_optimiser import step_layout
 from hw.tree_builder import MODE_STATIC
 from hw.tree_manager import error_layout
 from hw.tree_mask_gen import parent_layout
-from tb.common import TB, params
+from tb.common import TB, params, random_pq
 from tb.tree_builder_stim import Case, Cfg, Draft, finish, pick_vocab
 
 __all__ = [
@@ -79,23 +79,6 @@ def opt_status(gold) -> tuple[int, int, int]:
     """``(opt_mode, opt_budget, opt_expected)`` of a ``FixedTopologyOptimiser``."""
     h = gold.history[-1]
     return int(gold.mode == "spec"), h.n_nodes, h.expected
-
-
-def random_pq(rng: random.Random, n: int, prob_bits: int) -> tuple[list[int], list[int]]:
-    """``pt``, ``qt`` of nodes ``0 .. n-1`` (node 0's are 0)."""
-    full = (1 << prob_bits) - 1
-    mode = rng.choice(["random", "all", "none", "corner"])
-    pt, qt = [0], [0]
-    for _ in range(1, n):
-        if mode == "all":
-            pt.append(full), qt.append(full)
-        elif mode == "none":
-            pt.append(0), qt.append(rng.randint(1, full))
-        elif mode == "corner":
-            pt.append(rng.choice([0, 1, full])), qt.append(rng.choice([0, 1, full]))
-        else:
-            pt.append(rng.randint(0, full)), qt.append(rng.randint(0, full))
-    return pt, qt
 
 
 def static_opt_case(rng: random.Random, cfg: Cfg, shape: list[int], ranks: int) -> Case:
