@@ -397,6 +397,7 @@ BAD_CONFIGS = [
     (dict(builder="hardware", tree="eagle2", topk=17), "topk = 17"),
     (dict(builder="hardware", tree="sequoia", nodes=1), "nodes = 1"),
     (dict(builder="hardware", window=65), "window = 65"),
+    (dict(builder="hardware", tree="sequoia", backend="rtl", depth=33), "depth = 33"),
     (
         dict(builder="hardware", tree="static", parents=(-1,) + (0,) * 17),
         "a node with more than 16 children",

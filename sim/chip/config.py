@@ -417,7 +417,8 @@ def validate(cfg: ChipConfig) -> None:
 def hw_builder_checks(cfg: ChipConfig) -> None:
     """The hardware builder's ranges (spec §3.6 - §3.11): ``topk`` at most 16;
     a ``static`` shape with at most 16 children per node; ``sequoia``: ``nodes``
-    at least 2, ``window`` at most 64, ``update_every`` at most ``2**16``."""
+    at least 2, ``window`` at most 64, ``update_every`` at most ``2**16``; on
+    the ``rtl`` backend, ``depth`` at most 32 (the RTL optimiser's ``D_MAX``)."""
     _int("topk", cfg.topk, 1, 16)
     if cfg.tree == "static":
         ranks = _sibling_rank(static_parents(cfg))
@@ -430,3 +431,5 @@ def hw_builder_checks(cfg: ChipConfig) -> None:
         _int("nodes", cfg.nodes, 2)
         _int("window", cfg.window, 1, 64)
         _int("update_every", cfg.update_every, 1, 1 << 16)
+        if cfg.backend == "rtl":
+            _int("depth", cfg.depth, 1, 32)
