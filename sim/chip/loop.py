@@ -401,7 +401,7 @@ class Chip:
     ) -> tuple[SeqStep, int]:
         """One sequence's step through the four phases (module docstring): its
         :class:`SeqStep`, and 1 if the tree manager's mask rows differ from the
-        rows the verifier used (else 0)."""
+        rows the verifier used, or those from golden's (else 0)."""
         c = self.config
         L = c.layers
         seq = st.slot
@@ -444,7 +444,9 @@ class Chip:
                 f"tree manager: accepted tokens {ts.accepted_tokens} / last {ts.last} do not "
                 f"match path mask {ts.path_mask:#x}"
             )
-        bad = int(list(ts.rows) != rows)
+        # the verifier's rows (the backend's pre-verify pass, e.g. the RTL's vrows)
+        # and the verify path's must both be golden's
+        bad = int(list(ts.rows) != rows or rows != list(S.rows))
         # 4. commit
         kv.commit(seq, ts.path_mask)
         emitted = list(ts.accepted_tokens) + [int(ts.extra)]

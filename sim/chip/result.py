@@ -113,7 +113,8 @@ class ChipResult:
         KV-pool cycles of the decode steps and of the prefill.
     mask_mismatches : int
         Steps whose mask rows from the tree manager's step differ from the
-        rows the verifier used (0 on a healthy chip).
+        rows the verifier used, or whose verifier rows (the backend's
+        pre-verify pass) differ from golden's (0 on a healthy chip).
     policies : list[TreePolicy]
         Each sequence's policy after the run (e.g. the optimiser's ``history``).
     elapsed_s : float
