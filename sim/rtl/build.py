@@ -4,6 +4,7 @@ under ``build/`` and rebuilt only when ``hw/`` changes.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import sys
 from collections.abc import Sequence
@@ -46,17 +47,20 @@ def _hw_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def _verilog(hdl: dict[str, int]) -> Path:
-    """``specdecode_top`` Verilog for ``hdl``, regenerated only when hw/ changed."""
+def verilog_of(hdl: dict[str, int]) -> Path:
+    """``specdecode_top`` Verilog for ``hdl`` (``Top``'s parameter names), regenerated
+    only when hw/ changed. Safe from many pytest-xdist workers at once: the first
+    generates it, the others wait on a file lock and reuse it."""
     tag = verilog.suffix(hdl)
     VERILOG_OUT.mkdir(parents=True, exist_ok=True)
     path = VERILOG_OUT / f"{MODULE}{tag}.v"
     stamp = path.with_suffix(".stamp")
     digest = _hw_digest()
-    if path.exists() and stamp.exists() and stamp.read_text() == digest:
-        return path
-    verilog.write(MODULE, hdl, out=VERILOG_OUT)
-    stamp.write_text(digest)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (path.exists() and stamp.exists() and stamp.read_text() == digest):
+            verilog.write(MODULE, hdl, out=VERILOG_OUT)
+            stamp.write_text(digest)
     return path
 
 
@@ -66,7 +70,7 @@ def build_top(hdl: dict[str, int], build_args: Sequence[str] = DEFAULT_BUILD_ARG
 
     Built lean (only the top-level ports visible to cocotb, which is all the
     co-simulation touches)."""
-    src = _verilog(hdl)
+    src = verilog_of(hdl)
     return toolchain.build(
         f"{MODULE}{verilog.suffix(hdl)}",
         [src],

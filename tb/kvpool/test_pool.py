@@ -33,7 +33,7 @@ import os
 from tb.common import FULL, FULL_ONLY, REPO, TB, params, report
 from tb.kvpool.pool_model import BLOCK, golden_of
 from tb.kvpool.pool_run import PARAM_SETS_PLAIN, TX, random_traffic_run
-from tb.kvpool.pool_shares import SCRIPT_GOALS, share_script
+from tb.kvpool.pool_shares import LONG_FIELD, SCRIPT_GOALS, share_script
 from tb.kvpool.pool_stim import COM, FILL, FORK, INS, REL, SCORE, SHARE, SPILL
 from tb.kvpool.pool_tb import PoolTB
 
@@ -314,7 +314,8 @@ if cocotb is not None:
         tb = TB(dut)
         bench = PoolTB(tb, p, {"q": "none", "op": "random"})
         await tb.start()
-        ops, planned = share_script(p, tb.seed)
+        field = FULL or 1 << p["POS_BITS"] <= LONG_FIELD  # 2**17 tokens: minutes at scale
+        ops, planned = share_script(p, tb.seed, field=field)
         n_tok = sum(o["n"] for o in ops)
         await bench.run_script({"op": ops}, timeout=20_000 + 50 * len(ops) + 4 * n_tok)
         await bench.quiesce()
@@ -355,40 +356,36 @@ from tb.kvpool.common import leaf_params, leaf_verilog  # noqa: E402
 OPT_IN = pytest.mark.skipif(
     os.environ.get("KVPOOL_FULL", "") != "1", reason="the full pool: KVPOOL_FULL=1"
 )
-#: every set runs KVPOOL_TX (100,000) random transactions, but in make test (not
-#: ``SIM_FULL=1``, no ``KVPOOL_TX`` given) the three large sets run :data:`QUICK_TX`:
-#: coverage is still asserted (every run above ``COVER_MIN``). Each set takes one to
-#: four minutes on 2 cores (Verilog, build, run), so each is marked ``long`` and
-#: started before the short tests (tb/conftest.py), not left to end a run alone
-QUICK_TX = 40_000
+#: make test runs the two configurations the scaled pool's issue names, the small one and
+#: the memories at full scale (``scale``), each with KVPOOL_TX (100,000) random
+#: transactions; the other sets, which vary the tree, segment and way counts, run in
+#: make sim-full (docs/decisions/0041). Each takes one to four minutes on 2 cores
+#: (Verilog, build, run), so each is marked ``long`` and started before the short tests
+#: (tb/conftest.py), not left to end a run alone
 _LONG = pytest.mark.long
 PARAM_SETS = [
     # the memories at full scale (2**20 pages, 4,096-entry TLBs): the longest, first
-    pytest.param(PARAM_SETS_PLAIN["scale"], QUICK_TX, id="scale", marks=_LONG),
-    pytest.param(PARAM_SETS_PLAIN["medium"], QUICK_TX, id="medium", marks=_LONG),
-    pytest.param(PARAM_SETS_PLAIN["wide"], QUICK_TX, id="wide", marks=_LONG),
-    pytest.param(PARAM_SETS_PLAIN["small"], None, id="small", marks=_LONG),
-    pytest.param(PARAM_SETS_PLAIN["odd"], None, id="odd", marks=_LONG),
-    pytest.param(PARAM_SETS_PLAIN["small16"], None, id="small16", marks=FULL_ONLY),
-    pytest.param(PARAM_SETS_PLAIN["small64"], None, id="small64", marks=FULL_ONLY),
-    pytest.param({}, None, id="full", marks=(OPT_IN,)),
+    pytest.param(PARAM_SETS_PLAIN["scale"], id="scale", marks=_LONG),
+    pytest.param(PARAM_SETS_PLAIN["small"], id="small", marks=_LONG),
+    pytest.param(PARAM_SETS_PLAIN["medium"], id="medium", marks=FULL_ONLY),
+    pytest.param(PARAM_SETS_PLAIN["wide"], id="wide", marks=FULL_ONLY),
+    pytest.param(PARAM_SETS_PLAIN["odd"], id="odd", marks=FULL_ONLY),
+    pytest.param(PARAM_SETS_PLAIN["small16"], id="small16", marks=FULL_ONLY),
+    pytest.param(PARAM_SETS_PLAIN["small64"], id="small64", marks=FULL_ONLY),
+    pytest.param({}, id="full", marks=(OPT_IN,)),
 ]
 
 
-@pytest.mark.parametrize("hdl,quick_tx", PARAM_SETS)
-def test_kvpool(hdl: dict, quick_tx: int | None) -> None:
+@pytest.mark.parametrize("hdl", PARAM_SETS)
+def test_kvpool(hdl: dict) -> None:
     golden_of(leaf_params("kvpool", hdl))  # the parameter set is one golden accepts
-    run_pool(hdl, quick_tx=quick_tx)
+    run_pool(hdl)
 
 
-def run_pool(hdl: dict, testcase: str | None = None, quick_tx: int | None = None) -> None:
+def run_pool(hdl: dict, testcase: str | None = None) -> None:
     """:func:`tb.kvpool.common.run_leaf`'s steps with a run folder of this testbench's own
-    (``build/sim_runs/<verilog>/test_pool``: other benches of the pool share the build).
-    ``quick_tx``: the random transactions of a ``make test`` run (unless ``SIM_FULL=1``
-    or ``KVPOOL_TX`` is set)."""
+    (``build/sim_runs/<verilog>/test_pool``: other benches of the pool share the build)."""
     env = {"TB_PARAMS": json.dumps(leaf_params("kvpool", hdl))}
-    if quick_tx is not None and not FULL and "KVPOOL_TX" not in os.environ:
-        env["KVPOOL_TX"] = str(quick_tx)
     src = leaf_verilog("kvpool", hdl)
     waves = os.environ.get("WAVES", "") == "1"
     bdir = toolchain.build(src.stem, [src], "kvpool", waves=waves, public=())
