@@ -36,12 +36,13 @@ from hw.tree_builder import (
     parent_layout,
     req_layout,
 )
-from tb.common import TB, ErrorMon, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, ErrorMon, StreamSink, StreamSource, params, report, run_block, sized
 from tb.tree_builder_stim import Case, Cfg, Draft, make_cases, shape_beats, spec_cases
 
-CASES = 1500  # random trees in the full-speed run (small parameter sets)
-CASES_PATTERNS = 150  # in each idle/backpressure run
-CASES_ERRORS = 250  # in each error run (about 35 % invalid)
+# random trees per small parameter set: 2,100 in make test, 3,400 in make sim-full
+CASES = sized(900, 1500)  # in the full-speed run
+CASES_PATTERNS = sized(100, 150)  # in each idle/backpressure run (6)
+CASES_ERRORS = sized(150, 250)  # in each error run (4; about 35 % invalid)
 STATIC_SLACK = 4  # SPEC target: end beat <= n + 4 cycles after the last distribution beat
 DYNAMIC_SLACK = 8  # ... <= C + M + 8
 #: cocotb's regression seed, read at import (collection) time; ``SIM_SEED`` repeats it
@@ -255,6 +256,18 @@ from tb.common import FULL_ONLY  # noqa: E402
         ),
         pytest.param(
             {
+                "N_NODES": 8,
+                "LANES": 2,
+                "TOKEN_BITS": 4,
+                "PROB_BITS": 16,
+                "CONF_BITS": 32,
+                "C_MAX": 64,
+                "TARGET": "fpga",
+            },
+            id="N8_L2_T4_fpga",
+        ),
+        pytest.param(
+            {
                 "N_NODES": 16,
                 "LANES": 1,
                 "TOKEN_BITS": 5,
@@ -270,3 +283,16 @@ from tb.common import FULL_ONLY  # noqa: E402
 )
 def test_tree_builder(hdl_params: dict) -> None:
     run_block("tree_builder", hdl_params, "tb.test_tree_builder")
+
+
+def test_bad_parameters_name_the_field() -> None:
+    from hw.tree_builder import TreeBuilder
+
+    for kw, msg in [
+        ({"TARGET": "gpu"}, r"^TARGET = 'gpu': must be one of 'asic', 'fpga'$"),
+        ({"CONF_BITS": 8, "PROB_BITS": 16}, r"^CONF_BITS = 8: "),
+        ({"N_NODES": 3}, r"^N_NODES = 3"),
+        ({"C_MAX": 16}, r"^C_MAX = 16"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            TreeBuilder(**kw)

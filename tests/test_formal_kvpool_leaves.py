@@ -103,6 +103,7 @@ def test_segment_false_property_and_missing_protocol_fail(tmp_path, variant) -> 
     assert o.status == "FAIL", o.log
 
 
+@pytest.mark.full  # one BMC per assumption: make sim-full (decision 0041)
 @pytest.mark.parametrize("assumption", kvpool_seg.PRECONDITIONS)
 def test_segment_each_precondition_matters(tmp_path, assumption) -> None:
     """Without any one of the operations' preconditions a BMC finds a failure."""
@@ -153,6 +154,7 @@ def test_segment_derived_false_property_and_missing_protocol_fail(tmp_path, vari
     assert o.status == "FAIL", o.log
 
 
+@pytest.mark.full  # one BMC per assumption: make sim-full (decision 0041)
 @pytest.mark.parametrize("assumption", kvpool_seg_derived.PRECONDITIONS)
 def test_segment_derived_each_assumption_matters(tmp_path, assumption) -> None:
     """Without any one of A11-A17 a BMC finds a failure (a few seconds each)."""

@@ -38,7 +38,14 @@ def test_mask_gen_builds_at_1024_nodes(tmp_path) -> None:
     assert ok, messages
 
 
-@pytest.mark.parametrize("block", ["token_sampler", "kv_pool"])
+@pytest.mark.parametrize(
+    "block",
+    [
+        "token_sampler",
+        "tree_builder",
+        pytest.param("kv_pool", marks=pytest.mark.full),  # a minute: make sim-full (0041)
+    ],
+)
 def test_fpga_variant_lints(block: str, tmp_path) -> None:
     path = verilog.write(block, {"TARGET": "fpga"}, out=tmp_path)
     ok, messages = verilog.lint(path)

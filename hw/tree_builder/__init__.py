@@ -22,6 +22,7 @@ from hw.tree_builder.common import (
     K_MAX,
     MODE_DYNAMIC,
     MODE_STATIC,
+    TARGETS,
     W_MAX,
     cfg_layout,
     dist_layout,
@@ -120,6 +121,11 @@ class TreeBuilder(wiring.Component):
     C_MAX : int
         Candidates a dynamic build may create, root included, ``17 .. 4096``
         (default 512): the candidate table's size.
+    TARGET : str
+        ``"asic"`` (default): every product a carry-save tree of gates with a
+        parallel-prefix adder (:func:`~hw.tree_builder.common.mul`).
+        ``"fpga"``: the same pipeline, cycle for cycle, with every product
+        Amaranth's ``*``, for FPGA multiplier blocks.
 
     Members
     -------
@@ -158,7 +164,11 @@ class TreeBuilder(wiring.Component):
         PROB_BITS: int = PARAMS["PROB_BITS"].default,
         CONF_BITS: int = PARAMS["CONF_BITS"].default,
         C_MAX: int = PARAMS["C_MAX"].default,
+        TARGET: str = "asic",
     ) -> None:
+        if TARGET not in TARGETS:
+            raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
+        self.TARGET = TARGET
         given = {
             "N_NODES": N_NODES,
             "LANES": LANES,
@@ -199,11 +209,12 @@ class TreeBuilder(wiring.Component):
         N, TB, PB, CW = self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, self.CONF_BITS
         MB = bits_for(N)
         m.submodules.topk = topk = TopK(LANES=self.LANES, TOKEN_BITS=TB, PROB_BITS=PB)
+        fpga = self.TARGET == "fpga"
         m.submodules.static = st = StaticBuilder(
-            N_NODES=N, TOKEN_BITS=TB, PROB_BITS=PB, CONF_BITS=CW
+            N_NODES=N, TOKEN_BITS=TB, PROB_BITS=PB, CONF_BITS=CW, fpga=fpga
         )
         m.submodules.dynamic = dy = DynamicBuilder(
-            N_NODES=N, TOKEN_BITS=TB, PROB_BITS=PB, CONF_BITS=CW, C_MAX=self.C_MAX
+            N_NODES=N, TOKEN_BITS=TB, PROB_BITS=PB, CONF_BITS=CW, C_MAX=self.C_MAX, fpga=fpga
         )
 
         # ------------------------------------------------------------------ cfg
@@ -252,11 +263,11 @@ class TreeBuilder(wiring.Component):
                     tphase.eq(CHK1),
                 ]
             with m.Case(CHK1):
-                m.d.sync += [p1.eq(mul(m, r1, ww, P1, "chk_w")), tphase.eq(CHK2)]
+                m.d.sync += [p1.eq(mul(m, r1, ww, P1, "chk_w", fpga=fpga)), tphase.eq(CHK2)]
             with m.Case(CHK2):
                 m.d.sync += [p1.eq(p1 + 1), tphase.eq(CHK3)]
             with m.Case(CHK3):
-                m.d.sync += [p2.eq(mul(m, p1, k, P2, "chk_k")), tphase.eq(CHK4)]
+                m.d.sync += [p2.eq(mul(m, p1, k, P2, "chk_k", fpga=fpga)), tphase.eq(CHK4)]
             with m.Case(CHK4):
                 fits = less_than(m, p2, Const(self.C_MAX, P2), "chk_fits")
                 bound_ok = (mode == MODE_STATIC) | r_zero | fits

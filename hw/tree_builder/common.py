@@ -25,6 +25,7 @@ from hw.common import csa_rows, idx_bits, prefix_add, zext
 from hw.topk import K_BITS, K_MAX, result_layout
 
 __all__ = [
+    "TARGETS",
     "K_MAX",
     "K_BITS",
     "W_MAX",
@@ -88,11 +89,18 @@ def out_layout(n_nodes: int, token_bits: int, prob_bits: int, conf_bits: int) ->
     )
 
 
-def mul(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
+#: arithmetic styles (``TARGET``): gate-level carry-save multipliers, or the operator ``*``
+TARGETS = ("asic", "fpga")
+
+
+def mul(m: Module, a: Value, b: Value, width: int, name: str, *, fpga: bool = False) -> Value:
     """``(a * b) mod 2**width``, unsigned: one partial product per bit of ``b``, a
     carry-save tree (:func:`hw.common.csa_rows`) and a Kogge-Stone adder
     (:func:`hw.common.prefix_add`), ``O(log len(b) + log width)`` levels (an
-    operator ``*`` synthesises to an array multiplier, ``O(width)`` levels)."""
+    operator ``*`` synthesises to an array multiplier, ``O(width)`` levels).
+    ``fpga``: the operator ``*`` instead, for an FPGA's multiplier blocks."""
+    if fpga:
+        return (a.as_unsigned() * b.as_unsigned())[:width]
     a = zext(a.as_unsigned(), width)
     rows = [Mux(b[k], a, 0)[:width] for k in range(len(b))]
     if len(rows) == 1:
@@ -101,7 +109,11 @@ def mul(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
     return prefix_add(m, s, c, width, f"{name}_add", keep=True)
 
 
-def conf_product(m: Module, c: Value, q: Value, prob_bits: int, conf_bits: int, name: str) -> Value:
+def conf_product(
+    m: Module, c: Value, q: Value, prob_bits: int, conf_bits: int, name: str, *, fpga: bool = False
+) -> Value:
     """A child's confidence ``(c * q) >> prob_bits`` (SPEC §3.7), ``conf_bits`` wide:
-    ``c`` is the parent's (``conf_bits``), ``q`` the child's probability."""
-    return mul(m, c, q, conf_bits + prob_bits, name)[prob_bits : prob_bits + conf_bits]
+    ``c`` is the parent's (``conf_bits``), ``q`` the child's probability
+    (``fpga``: :func:`mul`'s)."""
+    w = conf_bits + prob_bits
+    return mul(m, c, q, w, name, fpga=fpga)[prob_bits : prob_bits + conf_bits]

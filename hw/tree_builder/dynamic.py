@@ -170,9 +170,16 @@ class DynamicBuilder(wiring.Component):
     """
 
     def __init__(
-        self, *, N_NODES: int, TOKEN_BITS: int, PROB_BITS: int, CONF_BITS: int, C_MAX: int
+        self,
+        *,
+        N_NODES: int,
+        TOKEN_BITS: int,
+        PROB_BITS: int,
+        CONF_BITS: int,
+        C_MAX: int,
+        fpga: bool = False,
     ) -> None:
-        self.N_NODES, self.TOKEN_BITS = N_NODES, TOKEN_BITS
+        self.N_NODES, self.TOKEN_BITS, self.fpga = N_NODES, TOKEN_BITS, fpga
         self.PROB_BITS, self.CONF_BITS, self.C_MAX = PROB_BITS, CONF_BITS, C_MAX
         mb = bits_for(N_NODES)
         super().__init__(
@@ -269,7 +276,9 @@ class DynamicBuilder(wiring.Component):
             m.d.sync += s.ans.eq(s.ans + res_fire + self.res_err)
 
         # creation: the held result's rank-0 entry becomes candidate cidx
-        product = net(m, conf_product(m, s.cur_conf, cur_q[0], PB, CW, "conf"), "product")
+        product = net(
+            m, conf_product(m, s.cur_conf, cur_q[0], PB, CW, "conf", fpga=self.fpga), "product"
+        )
         creating = (phase == _ROUND) & (rem != 0)
         m.d.sync += s.ins_valid.eq(creating)
         with m.If(creating):

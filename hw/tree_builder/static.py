@@ -191,8 +191,10 @@ class StaticBuilder(wiring.Component):
     error, busy : Out(1)
     """
 
-    def __init__(self, *, N_NODES: int, TOKEN_BITS: int, PROB_BITS: int, CONF_BITS: int) -> None:
-        self.N_NODES, self.TOKEN_BITS = N_NODES, TOKEN_BITS
+    def __init__(
+        self, *, N_NODES: int, TOKEN_BITS: int, PROB_BITS: int, CONF_BITS: int, fpga: bool = False
+    ) -> None:
+        self.N_NODES, self.TOKEN_BITS, self.fpga = N_NODES, TOKEN_BITS, fpga
         self.PROB_BITS, self.CONF_BITS = PROB_BITS, CONF_BITS
         B = idx_bits(N_NODES)
         super().__init__(
@@ -419,7 +421,7 @@ class StaticBuilder(wiring.Component):
         tok = net(m, word[: K_MAX * TB].word_select(s.s1_rank, TB), "p1_token")
         q = net(m, word[K_MAX * TB :].word_select(s.s1_rank, PB), "p1_q")
         conf_p = Mux(s.s1_proot, (1 << CW) - 1, s.conf_rd.data)
-        conf_i = net(m, conf_product(m, conf_p, q, PB, CW, "conf"), "p1_conf")
+        conf_i = net(m, conf_product(m, conf_p, q, PB, CW, "conf", fpga=self.fpga), "p1_conf")
         rec = Signal(s.rl)
         m.d.comb += [rec.parent.eq(s.s1_pnew), rec.token.eq(tok), rec.q.eq(q), rec.conf.eq(conf_i)]
         p1 = net(m, expanding & s.s1_valid & ~stall, "p1")

@@ -286,6 +286,7 @@ def test_kvpool_tag_table(hdl: dict) -> None:
     run_leaf("kvpool_tag_table", hdl, "tb.kvpool.test_tagtable")
 
 
+@pytest.mark.full  # a minute of build: make sim-full (the scaled pool's scale set has 1,024 x 4)
 def test_kvpool_tag_table_defaults() -> None:
     """The default parameters (1,024 x 4, SEQS 64, POS_BITS 17): Verilog, a Verilator
     build and a short random run."""
