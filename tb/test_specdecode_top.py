@@ -426,7 +426,7 @@ def _group(pgid: int) -> list[int]:
 
 
 def test_killed_simulation_raises() -> None:
-    with open_rtl(**HP) as (tm, kv):
+    with open_rtl(**HP, build_args=()) as (tm, kv):
         sim = kv._sim
         pid = sim.pid
         assert kv.insert(0, 0, 0) == 0
@@ -443,7 +443,7 @@ def test_killed_simulation_raises() -> None:
 
 
 def test_hung_simulation_times_out() -> None:
-    with open_rtl(**HP, timeout=3) as (_tm, kv):
+    with open_rtl(**HP, build_args=(), timeout=3) as (_tm, kv):
         pid = kv._sim.pid
         os.killpg(pid, signal.SIGSTOP)
         t = time.monotonic()
@@ -455,7 +455,7 @@ def test_hung_simulation_times_out() -> None:
 
 
 def test_closed_simulation_raises() -> None:
-    with open_rtl(**HP) as (tm, kv):
+    with open_rtl(**HP, build_args=()) as (tm, kv):
         pid = kv._sim.pid
         kv.insert(1, 0, 0)
     assert not _alive(pid)
@@ -468,7 +468,7 @@ def test_closed_simulation_raises() -> None:
 
 def test_exception_in_block_ends_simulation() -> None:
     with pytest.raises(RuntimeError, match="boom"):
-        with open_rtl(**HP) as (_tm, kv):
+        with open_rtl(**HP, build_args=()) as (_tm, kv):
             pid = kv._sim.pid
             raise RuntimeError("boom")
     assert not _alive(pid)

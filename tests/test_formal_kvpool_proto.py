@@ -3,7 +3,10 @@ test``: B1 claimed wrong is refuted, B1 alone is not inductive (the invariants a
 needed), the invariants fail without the other sides' contracts (the proof rests on
 them), and the states worth checking are reached under the assumptions, so that the
 proof is not vacuous. The closing induction (under two minutes) runs in
-``make formal``; the witnesses deeper than a few seconds' BMC too."""
+``make formal``; the witnesses deeper than a few seconds' BMC too.
+
+The check that B1 alone is not inductive runs in ``make sim-full`` (decision 0041).
+"""
 
 import pytest
 
@@ -19,6 +22,7 @@ def test_a_false_b1_is_refuted(tmp_path) -> None:
     assert o.status == "FAIL", o.log
 
 
+@pytest.mark.full  # make sim-full: another BMC of this harness runs in make test (decision 0041)
 def test_b1_alone_is_not_inductive(tmp_path) -> None:
     o = kvpool_proto.run("prove", variant="weak", depth=1, out=tmp_path)
     assert o.status == "UNKNOWN", o.log
