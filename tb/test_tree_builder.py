@@ -253,6 +253,8 @@ from tb.common import FULL_ONLY  # noqa: E402
                 "C_MAX": 64,
             },
             id="N8_L2_T4",
+            # make test: the asic products at these widths are in the top (tests/test_chip_rtl.py)
+            marks=FULL_ONLY,
         ),
         pytest.param(
             {

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from golden.kvpool import KVPool, PoolErr, PoolError
+from tb.common import sized
 
 E = PoolErr
 BLOCK, CMAX = 16, 7
@@ -818,7 +819,7 @@ class PoolMachine(RuleBasedStateMachine):
 
 
 PoolMachine.TestCase.settings = settings(
-    max_examples=250,
+    max_examples=sized(120, 250),  # make sim-full: 250
     stateful_step_count=60,
     deadline=None,
     derandomize=True,
