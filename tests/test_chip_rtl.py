@@ -49,14 +49,14 @@ def rtl_lean(monkeypatch):
 
 @pytest.mark.long  # the largest tests of tests/: started first (tests/conftest.py)
 def test_rtl_backend_equals_golden_and_cycle_model(pair, rtl_lean):
-    """64 tokens of the default workload on the RTL: golden's tokens, the python cycle model's
+    """40 tokens of the default workload on the RTL: golden's tokens, the python cycle model's
     cycles (tree manager per phase, KV pool per step)."""
-    cfg = ChipConfig(backend="rtl", tokens=64)
+    cfg = ChipConfig(backend="rtl", tokens=40)
     target, draft = pair
     prompts = code_prompts(1, cfg.prompt_len, cfg.prompt_seed)
-    rtl = Chip(cfg, target=target, draft=draft).run(prompts, 64)
-    py = Chip(cfg.replace(backend="python"), target=target, draft=draft).run(prompts, 64)
-    want = _golden(pair, cfg, prompts[0], 64, cfg.seed)
+    rtl = Chip(cfg, target=target, draft=draft).run(prompts, 40)
+    py = Chip(cfg.replace(backend="python"), target=target, draft=draft).run(prompts, 40)
+    want = _golden(pair, cfg, prompts[0], 40, cfg.seed)
     assert rtl.tokens == want.tokens
     assert py.tokens == want.tokens
     assert [s.tm_cycles for s in rtl.seq_steps] == [s.tm_cycles for s in py.seq_steps]
@@ -79,11 +79,11 @@ def test_rtl_builder_trees_equal_golden(pair, rtl_lean, kw):
     """Trees built by the RTL tree builder (and shaped by the RTL optimiser) decode
     exactly as golden's fixed-point twins; the measured builder tail is within
     the model's bound, each re-solve between the DP's schedule and the solve's bound."""
-    cfg = ChipConfig(backend="rtl", builder="hardware", tokens=48, **kw)
+    cfg = ChipConfig(backend="rtl", builder="hardware", tokens=32, **kw)
     target, draft = pair
     prompts = code_prompts(1, cfg.prompt_len, cfg.prompt_seed)
-    rtl = Chip(cfg, target=target, draft=draft).run(prompts, 48)
-    py = Chip(cfg.replace(backend="python"), target=target, draft=draft).run(prompts, 48)
+    rtl = Chip(cfg, target=target, draft=draft).run(prompts, 32)
+    py = Chip(cfg.replace(backend="python"), target=target, draft=draft).run(prompts, 32)
     want = _golden(pair, cfg, prompts[0], 48, cfg.seed)
     assert rtl.tokens == want.tokens == py.tokens
     assert rtl.mask_mismatches == 0
