@@ -84,7 +84,7 @@ def test_rtl_builder_trees_equal_golden(pair, rtl_lean, kw):
     prompts = code_prompts(1, cfg.prompt_len, cfg.prompt_seed)
     rtl = Chip(cfg, target=target, draft=draft).run(prompts, 32)
     py = Chip(cfg.replace(backend="python"), target=target, draft=draft).run(prompts, 32)
-    want = _golden(pair, cfg, prompts[0], 48, cfg.seed)
+    want = _golden(pair, cfg, prompts[0], 32, cfg.seed)
     assert rtl.tokens == want.tokens == py.tokens
     assert rtl.mask_mismatches == 0
     same = ("load", "decide", "tokens", "sampler")
