@@ -8,6 +8,7 @@ from hw.common import (
     Param,
     carry_out,
     check_params,
+    check_target,
     csa_rows,
     idx_bits,
     mux_tree,
@@ -26,9 +27,6 @@ __all__ = [
 
 #: width of lane 0's random output (SPEC §3.4)
 U_BITS = 32
-
-#: arithmetic styles (``TARGET``): gate-level carry-save trees, or operators
-TARGETS = ("asic", "fpga")
 
 
 def beat_layout(lanes: int, weight_bits: int) -> data.StructLayout:
@@ -145,8 +143,7 @@ class TokenSampler(wiring.Component):
         TOKEN_BITS: int = PARAMS["TOKEN_BITS"].default,
         TARGET: str = "asic",
     ) -> None:
-        if TARGET not in TARGETS:
-            raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
+        TARGET = check_target(TARGET)
         given = {"LANES": LANES, "WEIGHT_BITS": WEIGHT_BITS, "TOKEN_BITS": TOKEN_BITS}
         p = check_params(self.PARAMS, given)  # Python ints from here on
         LANES, WEIGHT_BITS, TOKEN_BITS = (p[k] for k in given)

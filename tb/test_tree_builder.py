@@ -239,35 +239,16 @@ import pytest  # noqa: E402
 
 from tb.common import FULL_ONLY  # noqa: E402
 
+#: the small set, 32-bit confidences: its asic build, and its TARGET="fpga" build
+_N8 = {"N_NODES": 8, "LANES": 2, "TOKEN_BITS": 4, "PROB_BITS": 16, "CONF_BITS": 32, "C_MAX": 64}
+
 
 @pytest.mark.parametrize(
     "hdl_params",
     [
-        pytest.param(
-            {
-                "N_NODES": 8,
-                "LANES": 2,
-                "TOKEN_BITS": 4,
-                "PROB_BITS": 16,
-                "CONF_BITS": 32,
-                "C_MAX": 64,
-            },
-            id="N8_L2_T4",
-            # make test: the asic products at these widths are in the top (tests/test_chip_rtl.py)
-            marks=FULL_ONLY,
-        ),
-        pytest.param(
-            {
-                "N_NODES": 8,
-                "LANES": 2,
-                "TOKEN_BITS": 4,
-                "PROB_BITS": 16,
-                "CONF_BITS": 32,
-                "C_MAX": 64,
-                "TARGET": "fpga",
-            },
-            id="N8_L2_T4_fpga",
-        ),
+        # sim-full only: its asic products, 32 x 16 bits, are the top's (tests/test_chip_rtl.py)
+        pytest.param(_N8, id="N8_L2_T4", marks=FULL_ONLY),
+        pytest.param({**_N8, "TARGET": "fpga"}, id="N8_L2_T4_fpga"),
         pytest.param(
             {
                 "N_NODES": 16,

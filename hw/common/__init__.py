@@ -37,7 +37,16 @@ from hw.common.arith import (
     sign_of_sum,
 )
 from hw.common.nets import net, zext
-from hw.common.params import Param, check_param, check_params, idx_bits, merge_params, pick
+from hw.common.params import (
+    TARGETS,
+    Param,
+    check_param,
+    check_params,
+    check_target,
+    idx_bits,
+    merge_params,
+    pick,
+)
 from hw.common.reduce import (
     and_tree,
     mux_tree,
@@ -51,8 +60,10 @@ from hw.common.reduce import (
 
 __all__ = [
     "Param",
+    "TARGETS",
     "check_param",
     "check_params",
+    "check_target",
     "merge_params",
     "pick",
     "idx_bits",

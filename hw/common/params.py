@@ -13,9 +13,29 @@ from dataclasses import dataclass
 
 from amaranth.utils import ceil_log2
 
-from checks import integer
+from checks import choice, integer
 
-__all__ = ["Param", "check_param", "check_params", "merge_params", "pick", "idx_bits"]
+__all__ = [
+    "Param",
+    "TARGETS",
+    "check_param",
+    "check_params",
+    "check_target",
+    "merge_params",
+    "pick",
+    "idx_bits",
+]
+
+#: a block's arithmetic style (its ``TARGET`` keyword, where it has one): gate-level
+#: carry-save trees and prefix adders (``"asic"``), or Amaranth's operators for FPGA
+#: carry chains and multiplier blocks (``"fpga"``), the pipeline the same
+TARGETS = ("asic", "fpga")
+
+
+def check_target(value: object) -> str:
+    """``value`` if it is one of :data:`TARGETS`; else ``ValueError`` naming ``TARGET``
+    and quoting the value."""
+    return str(choice("TARGET", value, TARGETS))
 
 
 @dataclass(frozen=True)

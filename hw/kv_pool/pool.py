@@ -7,7 +7,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import Param, check_params
+from hw.common import TARGETS, Param, check_params, check_target
 from hw.kv_pool import errors, insert, ops
 from hw.kv_pool.asic import Asic
 from hw.kv_pool.fpga import PORTS, Fpga, Replicas
@@ -18,9 +18,6 @@ from hw.kv_pool.state import Dims, PendingInsert, Table
 from hw.kv_pool.variant import Variant
 
 __all__ = ["KVPool", "Internals", "TARGETS"]
-
-#: implementation styles (``TARGET``), see :class:`KVPool`
-TARGETS = ("asic", "fpga")
 
 
 @dataclass(frozen=True)
@@ -203,8 +200,7 @@ class KVPool(wiring.Component):
         POS_BITS: int = PARAMS["POS_BITS"].default,
         TARGET: str = "asic",
     ) -> None:
-        if TARGET not in TARGETS:
-            raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
+        TARGET = check_target(TARGET)
         given = {"ENTRIES": ENTRIES, "PAGES": PAGES, "SEQS": SEQS, "N_NODES": N_NODES}
         given |= {"LAYER_BITS": LAYER_BITS, "POS_BITS": POS_BITS}
         p = check_params(self.PARAMS, given)  # Python ints from here on

@@ -15,14 +15,13 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import Param, check_params, idx_bits, less_than, net
+from hw.common import Param, check_params, check_target, idx_bits, less_than, net
 from hw.topk import TopK
 from hw.tree_builder.common import (
     K_BITS,
     K_MAX,
     MODE_DYNAMIC,
     MODE_STATIC,
-    TARGETS,
     W_MAX,
     cfg_layout,
     dist_layout,
@@ -166,9 +165,7 @@ class TreeBuilder(wiring.Component):
         C_MAX: int = PARAMS["C_MAX"].default,
         TARGET: str = "asic",
     ) -> None:
-        if TARGET not in TARGETS:
-            raise ValueError(f"TARGET = {TARGET!r}: must be one of {', '.join(map(repr, TARGETS))}")
-        self.TARGET = TARGET
+        self.TARGET = check_target(TARGET)
         given = {
             "N_NODES": N_NODES,
             "LANES": LANES,

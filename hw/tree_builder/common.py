@@ -25,7 +25,6 @@ from hw.common import csa_rows, idx_bits, prefix_add, zext
 from hw.topk import K_BITS, K_MAX, result_layout
 
 __all__ = [
-    "TARGETS",
     "K_MAX",
     "K_BITS",
     "W_MAX",
@@ -87,10 +86,6 @@ def out_layout(n_nodes: int, token_bits: int, prob_bits: int, conf_bits: int) ->
             "conf": conf_bits,
         }
     )
-
-
-#: arithmetic styles (``TARGET``): gate-level carry-save multipliers, or the operator ``*``
-TARGETS = ("asic", "fpga")
 
 
 def mul(m: Module, a: Value, b: Value, width: int, name: str, *, fpga: bool = False) -> Value:
