@@ -38,7 +38,6 @@ from hw.common.arith import (
 )
 from hw.common.nets import net, zext
 from hw.common.params import (
-    TARGETS,
     Param,
     check_param,
     check_params,
@@ -60,7 +59,6 @@ from hw.common.reduce import (
 
 __all__ = [
     "Param",
-    "TARGETS",
     "check_param",
     "check_params",
     "check_target",

@@ -7,7 +7,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import TARGETS, Param, check_params, check_target
+from hw.common import Param, check_params, check_target
+from hw.common.params import TARGETS
 from hw.kv_pool import errors, insert, ops
 from hw.kv_pool.asic import Asic
 from hw.kv_pool.fpga import PORTS, Fpga, Replicas
