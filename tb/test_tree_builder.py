@@ -239,7 +239,8 @@ import pytest  # noqa: E402
 
 from tb.common import FULL_ONLY  # noqa: E402
 
-#: the small set, 32-bit confidences: its asic build, and its TARGET="fpga" build
+#: the small set, 32-bit confidences: its asic build, and its TARGET="fpga" build at 20
+#: nodes (the rerank list's 19 cells are two groups, each with its copy of the key)
 _N8 = {"N_NODES": 8, "LANES": 2, "TOKEN_BITS": 4, "PROB_BITS": 16, "CONF_BITS": 32, "C_MAX": 64}
 
 
@@ -248,7 +249,7 @@ _N8 = {"N_NODES": 8, "LANES": 2, "TOKEN_BITS": 4, "PROB_BITS": 16, "CONF_BITS": 
     [
         # sim-full only: its asic products, 32 x 16 bits, are the top's (tests/test_chip_rtl.py)
         pytest.param(_N8, id="N8_L2_T4", marks=FULL_ONLY),
-        pytest.param({**_N8, "TARGET": "fpga"}, id="N8_L2_T4_fpga"),
+        pytest.param({**_N8, "N_NODES": 20, "TARGET": "fpga"}, id="N20_L2_T4_fpga"),
         pytest.param(
             {
                 "N_NODES": 16,

@@ -1,11 +1,11 @@
 """The tree builder's dynamic engine (SPEC §3.9, EAGLE-2): expansion by confidence, rerank."""
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hw.common import idx_bits, mux_tree, net, or_tree, prefix_or_below
+from hw.common import idx_bits, mux_tree, net
 from hw.tree_builder.common import (
     K_BITS,
     K_MAX,
@@ -15,7 +15,8 @@ from hw.tree_builder.common import (
     req_layout,
     result_layout,
 )
-from hw.tree_builder.sorted_list import SortedList
+from hw.tree_builder.kept import KeptList, KeptPriority
+from hw.tree_builder.sorted_list import SortedList, groups
 
 __all__ = ["DynamicBuilder", "candidate_layout", "frontier_layout"]
 
@@ -50,10 +51,10 @@ class _Registers:
     (``nid_wr``, ``nid_rd``: combinational read), both indexed by candidate.
     Registers: the frontier being expanded (``f_data``, ``f_conf``, ``fcnt``
     nodes), the held result (``cur_*``, ``rem`` entries left), the insertion
-    stage (``ins_*``) and the kept bits (one per candidate).
+    stage (``ins_*``) and the kept set (``kept``, :mod:`hw.tree_builder.kept`).
     """
 
-    def __init__(self, m: Module, N: int, TB: int, PB: int, CW: int, CM: int) -> None:
+    def __init__(self, m: Module, N: int, TB: int, PB: int, CW: int, CM: int, fpga: bool) -> None:
         B = idx_bits(N)
         CB = idx_bits(CM)
         MB = bits_for(N)
@@ -62,8 +63,8 @@ class _Registers:
         cl = candidate_layout(CM, TB, PB, CW)
         self.phase = Signal(range(4))
 
-        m.submodules.frontier = SortedList(CELLS=W_MAX, KEY_BITS=CW, DATA_BITS=fl.size)
-        m.submodules.rerank = SortedList(CELLS=NR, KEY_BITS=CW, DATA_BITS=CB)
+        m.submodules.frontier = SortedList(CELLS=W_MAX, KEY_BITS=CW, DATA_BITS=fl.size, fpga=fpga)
+        m.submodules.rerank = SortedList(CELLS=NR, KEY_BITS=CW, DATA_BITS=CB, fpga=fpga)
         self.front, self.rr = m.submodules.frontier, m.submodules.rerank
         self.lim_f = Signal(W_MAX)
         self.lim_r = Signal(NR)
@@ -104,7 +105,12 @@ class _Registers:
         self.ins_tok = Signal(TB)
         self.ins_q = Signal(PB)
         self.ins_conf = Signal(CW)
-        self.kept = Signal(CM)
+        m.submodules.kept = KeptList(CELLS=CM, CAPACITY=NR) if fpga else KeptPriority(CELLS=CM)
+        self.kept = m.submodules.kept
+        # fpga: copies of ins_conf, one per group of each list's cells (kept apart
+        # by flows.synth_fpga)
+        ng = groups(W_MAX) + groups(NR) if fpga else 0
+        self.conf_rep = [Signal(CW, name=f"ins_conf_rep_g{g}") for g in range(ng)]
 
 
 class DynamicBuilder(wiring.Component):
@@ -128,15 +134,15 @@ class DynamicBuilder(wiring.Component):
       confident new candidates, cleared every round) and the *rerank list*
       (``N_NODES - 1`` cells, limit ``m - 1``: the ``m - 1`` most confident
       candidates of the tree). Equal confidences keep creation order (SPEC
-      §3.7). A *kept* bit per candidate follows the rerank list: set when a
-      candidate lands inside its limit, cleared when one is pushed out
+      §3.7). The *kept set* follows the rerank list: a candidate joins when it
+      lands inside its limit and leaves when it is pushed out
       (:meth:`_start`, :meth:`_requests`, :meth:`_create`, :meth:`_insert`).
     * **Round end** (every result taken, every entry inserted): the frontier
       list becomes the next frontier (in its order) and is cleared. After
       round ``R``, or a round that created no candidate, the engine emits
       (:meth:`_round_end`).
-    * **Output**: the kept candidates in creation order (a priority encoder
-      over the kept bits, one per cycle), each read from the candidate table
+    * **Output**: the kept candidates in creation order (one per cycle from
+      the kept set), each read from the candidate table
       with its parent's new number (a register file written as nodes leave:
       parents leave first), then the ``end`` beat (:meth:`_emit`).
 
@@ -149,6 +155,10 @@ class DynamicBuilder(wiring.Component):
     ----------
     N_NODES, TOKEN_BITS, PROB_BITS, CONF_BITS, C_MAX : int
         As :class:`hw.tree_builder.TreeBuilder`'s (checked there).
+    fpga : bool
+        ``TARGET="fpga"``: the product is ``*``, the lists take per-group copies
+        of the confidence and the kept set is a :class:`~hw.tree_builder.kept.KeptList`
+        (:meth:`_insert`); same trees, cycle for cycle.
 
     Members
     -------
@@ -199,7 +209,9 @@ class DynamicBuilder(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        s = _Registers(m, self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, self.CONF_BITS, self.C_MAX)
+        s = _Registers(
+            m, self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, self.CONF_BITS, self.C_MAX, self.fpga
+        )
         m.d.comb += self.busy.eq(s.phase != _IDLE)
         m.d.sync += self.error.eq(0)
         m.d.comb += [s.front.limit.eq(s.lim_f), s.rr.limit.eq(s.lim_r)]
@@ -288,6 +300,7 @@ class DynamicBuilder(wiring.Component):
                 s.ins_tok.eq(cur_tok[0]),
                 s.ins_q.eq(cur_q[0]),
                 s.ins_conf.eq(product),
+                *(r.eq(product) for r in s.conf_rep),
                 s.cidx.eq(s.cidx + 1),
                 rem.eq(rem - 1),
             ]
@@ -309,7 +322,14 @@ class DynamicBuilder(wiring.Component):
     def _insert(self, m: Module, s: "_Registers") -> None:
         """A created candidate into the table and both lists; the kept bits follow the
         rerank list (set when the candidate lands inside its limit, cleared for the
-        one pushed out)."""
+        one pushed out).
+
+        ``fpga``: the lists compare with per-group copies of the confidence, and
+        the kept set takes the list's verdict one cycle later (registered). It
+        is read only in ``OUT``, at least two cycles after the last insertion
+        (:meth:`_round_end` waits for ``ins_valid`` to fall), so the tree and
+        its timing are the same.
+        """
         CM = self.C_MAX
         fl = frontier_layout(CM, self.TOKEN_BITS)
         front, rr, tbl_wr = s.front, s.rr, s.tbl_wr
@@ -334,10 +354,17 @@ class DynamicBuilder(wiring.Component):
             tbl_wr.data.conf.eq(ins_conf),
             tbl_wr.en.eq(ins_valid),
         ]
-        set_oh = net(m, (Const(1, CM) << ins_idx)[:CM], "kept_set")
-        clr_oh = net(m, (Const(1, CM) << rr.evict_data)[:CM], "kept_clr")
-        with m.If(ins_valid):
-            m.d.sync += kept.eq((kept | Mux(rr.kept, set_oh, 0)) & ~Mux(rr.evict, clr_oh, 0))
+        if self.fpga:
+            nf = groups(W_MAX)
+            m.d.comb += [front.key_rep[g].eq(s.conf_rep[g]) for g in range(nf)]
+            m.d.comb += [rr.key_rep[g].eq(r) for g, r in enumerate(s.conf_rep[nf:])]
+        m.d.comb += [
+            kept.upd.eq(ins_valid),
+            kept.set.eq(rr.kept),
+            kept.set_idx.eq(ins_idx),
+            kept.evict.eq(rr.evict),
+            kept.evict_idx.eq(rr.evict_data),
+        ]
 
     def _round_end(self, m: Module, s: "_Registers") -> None:
         """``ROUND``'s end (every result taken, every entry inserted): the frontier list
@@ -367,7 +394,8 @@ class DynamicBuilder(wiring.Component):
     def _emit(self, m: Module, s: "_Registers") -> None:
         """``OUT``: the kept candidates on ``o`` in creation order, then the ``end`` beat.
 
-        A priority encoder picks the lowest kept bit, one a cycle; its table
+        The kept set (:mod:`hw.tree_builder.kept`) gives its members in order, one a
+        cycle; each one's table
         word is read for the next cycle, its parent renumbered through the
         new-number file (written as nodes leave: parents leave first). Taking
         the ``end`` beat ends the tree (``IDLE``).
@@ -380,25 +408,24 @@ class DynamicBuilder(wiring.Component):
         o1_idx = Signal(CB)
         ocount = Signal(B + 1)
         end_sent = Signal()
-        with m.If((s.phase == _IDLE) & self.start):
-            m.d.sync += [ocount.eq(1), end_sent.eq(0), kept.eq(0)]
-        below = prefix_or_below(m, kept, "kept_below")
-        low = net(m, kept & ~below, "kept_low")  # lowest kept bit, one-hot
-        low_idx = net(
-            m,
-            Cat(or_tree([low[c] for c in range(CM) if c >> b & 1]) for b in range(CB)),
-            "kept_idx",
-        )
-        any_kept = or_tree(kept)
+        start = (s.phase == _IDLE) & self.start
+        with m.If(start):
+            m.d.sync += [ocount.eq(1), end_sent.eq(0)]
         adv = net(m, ~o1_valid | self.o.ready, "o_adv")
-        m.d.comb += [tbl_rd.addr.eq(low_idx), tbl_rd.en.eq(adv)]
+        step = net(m, (s.phase == _OUT) & adv & ~end_sent, "o_step")
+        m.d.comb += [
+            kept.clear.eq(start),
+            kept.walk.eq(s.phase == _OUT),
+            kept.take.eq(step & kept.valid),
+            tbl_rd.addr.eq(kept.idx),
+            tbl_rd.en.eq(adv),
+        ]
         with m.If(self.o.ready):
             m.d.sync += o1_valid.eq(0)
-        with m.If((s.phase == _OUT) & adv & ~end_sent):
-            with m.If(any_kept):
-                m.d.sync += [o1_valid.eq(1), o1_end.eq(0), o1_idx.eq(low_idx), kept.eq(kept & ~low)]
-            with m.Else():
-                m.d.sync += [o1_valid.eq(1), o1_end.eq(1), end_sent.eq(1)]
+        with m.If(step & kept.valid):
+            m.d.sync += [o1_valid.eq(1), o1_end.eq(0), o1_idx.eq(kept.idx)]
+        with m.Elif(step & kept.done):
+            m.d.sync += [o1_valid.eq(1), o1_end.eq(1), end_sent.eq(1)]
         cand = tbl_rd.data
         m.d.comb += nid_rd.addr.eq(cand.parent)
         m.d.comb += self.o.valid.eq(o1_valid)

@@ -5,14 +5,22 @@ next round's frontier (the ``W`` most confident of a round's new candidates)
 and the rerank (the ``M - 1`` most confident candidates of the tree).
 """
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from hw.common import less_than, net, or_tree
 
-__all__ = ["SortedList", "cell_layout"]
+__all__ = ["GROUP", "SortedList", "cell_layout", "groups"]
+
+#: ``fpga=True``: cells per copy of the key (:attr:`SortedList.key_rep`)
+GROUP = 16
+
+
+def groups(cells: int) -> int:
+    """Copies of the key a ``fpga=True`` list of ``cells`` cells takes: one per :data:`GROUP`."""
+    return (cells + GROUP - 1) // GROUP
 
 
 def cell_layout(key_bits: int, data_bits: int) -> data.StructLayout:
@@ -35,12 +43,19 @@ class SortedList(wiring.Component):
     Per cell: one comparator (:func:`hw.common.less_than`) and a 3-way
     select, so the insertion is ``O(log KEY_BITS)`` levels whatever ``CELLS``.
 
+    ``fpga=True``: cells ``GROUP * g ..`` compare with, and take, copy ``g``
+    of the key (``key_rep``, one register per group held by the caller, equal
+    to ``key``), so no net reaches every cell; the comparators are Amaranth's
+    ``<`` (carry chains). Same behaviour, cycle for cycle.
+
     Parameters
     ----------
     CELLS : int
         Physical cells (``>= 1``).
     KEY_BITS, DATA_BITS : int
         Widths of the key and of the data carried with it (``>= 1``).
+    fpga : bool
+        Per-group copies of the key and carry-chain comparators (default ``False``).
 
     Members
     -------
@@ -48,6 +63,8 @@ class SortedList(wiring.Component):
         Empty the list; insert ``key`` / ``data`` this cycle.
     key : In(KEY_BITS)
     data : In(DATA_BITS)
+    key_rep : In(ArrayLayout(KEY_BITS, groups(CELLS)))
+        ``fpga=True`` only: the key's copies, each equal to ``key``.
     limit : In(CELLS)
         Thermometer code of the cells in use.
     cells : Out(ArrayLayout(cell_layout(KEY_BITS, DATA_BITS), CELLS))
@@ -61,14 +78,16 @@ class SortedList(wiring.Component):
         (``kept`` and the last cell inside the limit valid), and that cell's data.
     """
 
-    def __init__(self, *, CELLS: int, KEY_BITS: int, DATA_BITS: int) -> None:
-        self.CELLS, self.KEY_BITS, self.DATA_BITS = CELLS, KEY_BITS, DATA_BITS
+    def __init__(self, *, CELLS: int, KEY_BITS: int, DATA_BITS: int, fpga: bool = False) -> None:
+        self.CELLS, self.KEY_BITS, self.DATA_BITS, self.fpga = CELLS, KEY_BITS, DATA_BITS, fpga
         cl = cell_layout(KEY_BITS, DATA_BITS)
+        reps = {"key_rep": In(data.ArrayLayout(KEY_BITS, groups(CELLS)))} if fpga else {}
         super().__init__(
             {
                 "clear": In(1),
                 "ins": In(1),
                 "key": In(KEY_BITS),
+                **reps,
                 "data": In(DATA_BITS),
                 "limit": In(CELLS),
                 "cells": Out(data.ArrayLayout(cl, CELLS)),
@@ -86,15 +105,16 @@ class SortedList(wiring.Component):
         cells = [Signal(cl, name=f"cell{j}") for j in range(N)]
         m.d.comb += [self.cells[j].eq(cells[j]) for j in range(N)]
 
+        # the key cell j compares with and takes
+        keys = [self.key_rep[j // GROUP] if self.fpga else self.key for j in range(N)]
+
+        def lt(j: int) -> Value:
+            if self.fpga:
+                return cells[j].key < keys[j]
+            return less_than(m, cells[j].key, keys[j], f"lt{j}")
+
         # ge[j]: cell j is in use, valid and ranks before the new key (a thermometer)
-        ge = [
-            net(
-                m,
-                cells[j].valid & self.limit[j] & ~less_than(m, cells[j].key, self.key, f"lt{j}"),
-                f"ge{j}",
-            )
-            for j in range(N)
-        ]
+        ge = [net(m, cells[j].valid & self.limit[j] & ~lt(j), f"ge{j}") for j in range(N)]
         # the last cell inside the limit, one-hot
         last = [self.limit[j] & (~self.limit[j + 1] if j + 1 < N else 1) for j in range(N)]
         full_ge = or_tree([last[j] & ge[j] for j in range(N)])
@@ -110,12 +130,12 @@ class SortedList(wiring.Component):
             Cat(or_tree([ends[j] for j in range(N) if (j + 1) >> b & 1]) for b in range(cw))
         )
 
-        new = Signal(cl)
-        m.d.comb += [new.valid.eq(1), new.key.eq(self.key), new.data.eq(self.data)]
         with m.If(self.clear):
             m.d.sync += [c.valid.eq(0) for c in cells]
         with m.Elif(self.ins):
             for j in range(N):
+                new = Signal(cl, name=f"new{j}")
+                m.d.comb += [new.valid.eq(1), new.key.eq(keys[j]), new.data.eq(self.data)]
                 nxt = Signal(cl, name=f"nxt{j}")
                 shifted = Mux(ge[j - 1], new, cells[j - 1]) if j else new
                 m.d.comb += nxt.eq(Mux(ge[j], cells[j], shifted))
