@@ -39,6 +39,7 @@ from flows.synth.ecp5 import (
     NEXTPNR_ARGS,
     PLACER_ARGS,
     RESOURCES,
+    ROUTERS,
     TARGET_MHZ,
     WIDE_MUX_BLOCKS,
     WIDE_MUX_MAP,
@@ -269,7 +270,10 @@ def place_and_route(
         "constraint_mhz": mhz,
         "lut_mapper": lut_mapper(text),
         "wide_mux": name in WIDE_MUX_BLOCKS,
-        "placer_args": PLACER_ARGS.get(name, []),
+        "placer_args": [
+            *PLACER_ARGS.get(name, []),
+            *(["--router", ROUTERS[name]] if name in ROUTERS else []),
+        ],
     }
     runs = []
     try:

@@ -442,6 +442,14 @@ def _fake_tools(calls: list, fmax: dict[int, float | None], hang: int | None = N
     return run
 
 
+def test_router_per_block() -> None:
+    """A block of ``ROUTERS`` is routed by its router, given once; the others by router2."""
+    tb = ecp5.nextpnr_args("tree_builder")
+    assert tb.count("--router") == 1 and tb[tb.index("--router") + 1] == "router1"
+    topk = ecp5.nextpnr_args("topk")
+    assert topk[topk.index("--router") + 1] == "router2"
+
+
 def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     """One synthesis, one place and route per seed, the median seed reported."""
     monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)

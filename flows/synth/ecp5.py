@@ -21,6 +21,7 @@ __all__ = [
     "NEXTPNR_ARGS",
     "PLACER_ARGS",
     "RESOURCES",
+    "ROUTERS",
     "TARGET_MHZ",
     "WIDE_MUX_BLOCKS",
     "WIDE_MUX_COVER",
@@ -73,6 +74,11 @@ PLACER_ARGS: dict[str, list[str]] = {
         "--tmg-ripup",
     ],
 }
+
+#: blocks routed by ``router1`` instead of :data:`NEXTPNR_ARGS`' ``router2``: the tree
+#: builder's ``TARGET="fpga"`` build, on which ``router2`` keeps about 100 wires
+#: overused after 250 iterations and does not finish in 30 minutes (decision 0042)
+ROUTERS: dict[str, str] = {"tree_builder": "router1"}
 
 #: synth_ecp5 cell types reported, in order, with their column names
 RESOURCES = {
@@ -153,9 +159,12 @@ def script(top: str, mapper: str = "abc9", wide_mux: bool = False, replicas: boo
 
 
 def nextpnr_args(name: str) -> list[str]:
-    """The nextpnr arguments of block ``name``: :data:`NEXTPNR_ARGS` and its
-    :data:`PLACER_ARGS`."""
-    return [*NEXTPNR_ARGS, *PLACER_ARGS.get(name, [])]
+    """The nextpnr arguments of block ``name``: :data:`NEXTPNR_ARGS` (with its
+    :data:`ROUTERS` entry, if any, as the router) and its :data:`PLACER_ARGS`."""
+    base = list(NEXTPNR_ARGS)
+    if name in ROUTERS:
+        base[base.index("--router") + 1] = ROUTERS[name]
+    return [*base, *PLACER_ARGS.get(name, [])]
 
 
 def _pin(p: dict) -> str:
