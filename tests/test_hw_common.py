@@ -155,6 +155,24 @@ def test_and_tree_zext(n: int) -> None:
     _run(m, bench)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 13, 64])
+def test_onehot_encode(n: int) -> None:
+    """``onehot``: ``1 << i`` (0 past the width); ``encode``: the index back."""
+    m = Module()
+    w = idx_bits(n)
+    idx = Signal(w + 1)
+    oh = hw.common.onehot(m, idx, n, "oh")
+    back = hw.common.encode(m, oh, w, "back")
+
+    async def bench(ctx) -> None:
+        for i in range(1 << (w + 1)):
+            ctx.set(idx, i)
+            assert ctx.get(oh) == ((1 << i) if i < n else 0)
+            assert ctx.get(back) == (i if i < n else 0)
+
+    _run(m, bench)
+
+
 @pytest.mark.parametrize("n", [1, 2, 5, 8, 20, 32])
 def test_prefix_inc_mod(n: int) -> None:
     """``prefix_inc_mod``: ``(v + 1) mod n`` for every pointer ``v < n``."""

@@ -48,7 +48,9 @@ from hw.common.params import (
 )
 from hw.common.reduce import (
     and_tree,
+    encode,
     mux_tree,
+    onehot,
     or_tree,
     prefix_or_below,
     priority_highest,
@@ -75,6 +77,8 @@ __all__ = [
     "priority_lowest",
     "priority_highest",
     "prefix_or_below",
+    "onehot",
+    "encode",
     "full_adder",
     "less_than",
     "prefix_add",

@@ -21,6 +21,8 @@ __all__ = [
     "priority_lowest",
     "priority_highest",
     "prefix_or_below",
+    "onehot",
+    "encode",
 ]
 
 
@@ -160,3 +162,17 @@ def prefix_or_below(m: Module, vec: Value, name: str, *, radix: int = 2) -> Sign
         cur = net(m, or_tree(terms), f"{name}_{lv}", keep=True)
         s, lv = s * radix, lv + 1
     return cur
+
+
+def onehot(m: Module, idx: Value, width: int, name: str) -> Signal:
+    """``1 << idx`` in ``width`` bits (0 if ``idx >= width``)."""
+    return net(m, (Const(1, 1) << idx)[:width], name)
+
+
+def encode(m: Module, oh: Value, width: int, name: str) -> Signal:
+    """Index (``width`` bits) of the one set bit of ``oh`` (0 if none)."""
+    bits = []
+    for b in range(width):
+        mask = sum(1 << k for k in range(len(oh)) if (k >> b) & 1)
+        bits.append((oh & Const(mask, len(oh))).any())
+    return net(m, Cat(*bits), name)

@@ -8,7 +8,7 @@ entry ``i``'s field). Every function that takes a ``name`` emits named nets
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
 
-from hw.common import and_tree, idx_bits, net, or_tree, prefix_or_below
+from hw.common import and_tree, encode, idx_bits, net, onehot, or_tree, prefix_or_below
 from hw.kv_pool.layouts import GROUP
 
 __all__ = [
@@ -30,11 +30,6 @@ def wide(bit: Value, width: int) -> Value:
     """A 1-bit value copied to every one of ``width`` entries (a mux, not a replicate:
     Amaranth writes ``replicate`` out bit by bit, with the expression each time)."""
     return Mux(bit, Const((1 << width) - 1, width), Const(0, width))
-
-
-def onehot(m: Module, idx: Value, width: int, name: str) -> Signal:
-    """``1 << idx`` in ``width`` bits (0 if ``idx >= width``)."""
-    return net(m, (Const(1, 1) << idx)[:width], name)
 
 
 def match(m: Module, planes: list[Signal], value: Value, name: str) -> Signal:
@@ -65,15 +60,6 @@ def select(m: Module, owner_p: list[Signal], vec: Value, name: str) -> Signal:
     its wide multiplexers (``flows.synth_fpga``: 8-to-1 in two slices)."""
     entries = len(owner_p[0])
     return net(m, Cat(*[vec.bit_select(per_entry(owner_p, i), 1) for i in range(entries)]), name)
-
-
-def encode(m: Module, oh: Value, width: int, name: str) -> Signal:
-    """Index (``width`` bits) of the one set bit of ``oh`` (0 if none)."""
-    bits = []
-    for b in range(width):
-        mask = sum(1 << k for k in range(len(oh)) if (k >> b) & 1)
-        bits.append((oh & Const(mask, len(oh))).any())
-    return net(m, Cat(*bits), name)
 
 
 def first(m: Module, vec: Value, name: str) -> Signal:

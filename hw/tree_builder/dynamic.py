@@ -320,9 +320,9 @@ class DynamicBuilder(wiring.Component):
             ]
 
     def _insert(self, m: Module, s: "_Registers") -> None:
-        """A created candidate into the table and both lists; the kept bits follow the
-        rerank list (set when the candidate lands inside its limit, cleared for the
-        one pushed out).
+        """A created candidate into the table and both lists; the kept set follows the
+        rerank list (the candidate joins when it lands inside its limit, the one
+        pushed out leaves).
 
         ``fpga``: the lists compare with per-group copies of the confidence, and
         the kept set takes the list's verdict one cycle later (registered). It

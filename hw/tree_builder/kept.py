@@ -13,11 +13,11 @@ Two builds with one interface (:func:`kept_members`):
   member a cycle. No net reaches every candidate.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw.common import idx_bits, net, or_tree, prefix_or_below
+from hw.common import encode, idx_bits, net, onehot, or_tree, prefix_or_below
 
 __all__ = ["KeptList", "KeptPriority", "kept_members"]
 
@@ -48,17 +48,6 @@ def kept_members(cells: int) -> dict:
     }
 
 
-def _onehot(m: Module, idx: Signal, cells: int, name: str) -> Signal:
-    return net(m, (Const(1, cells) << idx)[:cells], name)
-
-
-def _encode(m: Module, onehot: Value, width: int, name: str) -> Signal:
-    n = len(onehot)
-    return net(
-        m, Cat(or_tree([onehot[c] for c in range(n) if c >> b & 1]) for b in range(width)), name
-    )
-
-
 class KeptPriority(wiring.Component):
     """``TARGET="asic"``: updates land the same cycle; the walk is a priority encoder
     over the ``CELLS`` bits (``valid`` is ``~done``)."""
@@ -71,12 +60,12 @@ class KeptPriority(wiring.Component):
         m = Module()
         CM, CB = self.CELLS, idx_bits(self.CELLS)
         kept = Signal(CM)
-        set_oh = _onehot(m, self.set_idx, CM, "kept_set")
-        clr_oh = _onehot(m, self.evict_idx, CM, "kept_clr")
+        set_oh = onehot(m, self.set_idx, CM, "kept_set")
+        clr_oh = onehot(m, self.evict_idx, CM, "kept_clr")
         below = prefix_or_below(m, kept, "kept_below")
         low = net(m, kept & ~below, "kept_low")  # lowest member, one-hot
         m.d.comb += [
-            self.idx.eq(_encode(m, low, CB, "kept_idx")),
+            self.idx.eq(encode(m, low, CB, "kept_idx")),
             self.valid.eq(or_tree(kept)),
             self.done.eq(~self.valid),
         ]
