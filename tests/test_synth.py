@@ -450,6 +450,17 @@ def test_router_per_block() -> None:
     assert topk[topk.index("--router") + 1] == "router2"
 
 
+def test_tree_builder_fpga_static_memories() -> None:
+    """Decision 0043: the FPGA build's entry and confidence memories are LUT RAM and its
+    P1 rank has kept copies (the flow keeps ``*_rep_g*``); the asic build has neither."""
+    small = {"N_NODES": 8, "C_MAX": 64}
+    fpga = verilog.generate("tree_builder", **small, TARGET="fpga")
+    asic = verilog.generate("tree_builder", **small)
+    assert fpga.count('(* ram_style = "distributed" *)') == 2
+    assert "s1_rank_rep_g4" in fpga and ecp5.has_replicas(fpga)
+    assert "ram_style" not in asic and "s1_rank_rep" not in asic
+
+
 def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     """One synthesis, one place and route per seed, the median seed reported."""
     monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)

@@ -27,6 +27,9 @@ def record_layout(
     )
 
 
+#: ``TARGET="fpga"``: bits of ``q`` selected by one copy of the rank (:class:`_Registers`)
+RANK_GROUP = 4
+
 #: the engine's phases (:attr:`_Registers.phase`)
 _IDLE, _LOAD, _DROP, _EXPAND, _DRAIN = range(5)
 
@@ -45,16 +48,21 @@ class _Registers:
     and ``nent_mem`` are kept for the decision pointer's own read ports.
     """
 
-    def __init__(self, m: Module, N: int, TB: int, PB: int, CW: int) -> None:
+    def __init__(self, m: Module, N: int, TB: int, PB: int, CW: int, fpga: bool) -> None:
         B = idx_bits(N)
         RW = K_BITS - 1  # a rank, 0 .. 15
         self.rl = rl = record_layout(N, TB, PB, CW)
         self.phase = Signal(range(5))
 
         def mem(
-            name: str, shape: int | data.StructLayout, *, sync_read: bool = False
+            name: str,
+            shape: int | data.StructLayout,
+            *,
+            sync_read: bool = False,
+            lutram: bool = False,
         ) -> tuple[memory.WritePort, memory.ReadPort]:
-            mm = memory.Memory(shape=shape, depth=N, init=[])
+            attrs = {"ram_style": "distributed"} if lutram else None
+            mm = memory.Memory(shape=shape, depth=N, init=[], attrs=attrs)
             m.submodules[name] = mm
             return mm.write_port(), mm.read_port(domain="sync" if sync_read else "comb")
 
@@ -78,8 +86,10 @@ class _Registers:
         self.kids_wr, self.kids_rd = mem("kids_mem", K_BITS)  # children of node p so far (LOAD)
         self.nid_wr, self.nid_rd = mem("nid_mem", B)  # new number of node p
         self.rn_wr, self.rn_rd = mem("rn_mem", B)  # node of request number r
-        self.ent_wr, self.ent_rd = mem("ent_mem", K_MAX * (TB + PB), sync_read=True)
-        self.conf_wr, self.conf_rd = mem("conf_mem", CW, sync_read=True)  # confidence of p
+        # FPGA (decision 0043): the entries and confidences in LUT RAM, so that P1 starts at
+        # flip-flops rather than at a block RAM's clock-to-out
+        self.ent_wr, self.ent_rd = mem("ent_mem", K_MAX * (TB + PB), sync_read=True, lutram=fpga)
+        self.conf_wr, self.conf_rd = mem("conf_mem", CW, sync_read=True, lutram=fpga)
         self.rec_wr, self.rec_rd = mem("rec_mem", rl, sync_read=True)  # record by new number
 
         self.touched = Signal(N)  # kids_mem entry valid (LOAD)
@@ -109,6 +119,10 @@ class _Registers:
         self.s1_node = Signal(B)
         self.s1_parent = Signal(B)
         self.s1_rank = Signal(RW)
+        # FPGA: copies of s1_rank (kept apart by flows.synth_fpga), one selecting the token
+        # and one per RANK_GROUP bits of q, so that no rank net reaches every entry bit
+        n_rep = 1 + -(-PB // RANK_GROUP) if fpga else 0
+        self.s1_rank_rep = [Signal(RW, name=f"s1_rank_rep_g{g}") for g in range(n_rep)]
         self.s1_alive = Signal()
         self.s1_internal = Signal()
         self.s1_proot = Signal()  # the parent is the root
@@ -214,7 +228,7 @@ class StaticBuilder(wiring.Component):
     def elaborate(self, platform) -> Module:
         m = Module()
         N, TB, PB, CW = self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, self.CONF_BITS
-        s = _Registers(m, N, TB, PB, CW)
+        s = _Registers(m, N, TB, PB, CW, self.fpga)
         m.d.comb += self.busy.eq(s.phase != _IDLE)
         m.d.sync += self.error.eq(0)
         m.d.comb += [self.req.valid.eq(s.req_valid), self.req.payload.eq(s.req_pl)]
@@ -391,6 +405,7 @@ class StaticBuilder(wiring.Component):
                 s.s1_node.eq(i[:B]),
                 s.s1_parent.eq(p),
                 s.s1_rank.eq(r),
+                *(rep.eq(r) for rep in s.s1_rank_rep),
                 s.s1_alive.eq(alive_i),
                 s.s1_internal.eq(s.internal.bit_select(i[:B], 1)),
                 s.s1_proot.eq(p == 0),
@@ -414,12 +429,10 @@ class StaticBuilder(wiring.Component):
         ones), written with the record; the request is issued here. Returns the
         record and ``p1_write`` (it is written this cycle), for the emitter.
         """
-        B, TB = idx_bits(self.N_NODES), self.TOKEN_BITS
+        B = idx_bits(self.N_NODES)
         PB, CW = self.PROB_BITS, self.CONF_BITS
         expanding = s.phase == _EXPAND
-        word = s.ent_rd.data
-        tok = net(m, word[: K_MAX * TB].word_select(s.s1_rank, TB), "p1_token")
-        q = net(m, word[K_MAX * TB :].word_select(s.s1_rank, PB), "p1_q")
+        tok, q = self._entry(m, s.ent_rd.data, s.s1_rank, s.s1_rank_rep)
         conf_p = Mux(s.s1_proot, (1 << CW) - 1, s.conf_rd.data)
         conf_i = net(m, conf_product(m, conf_p, q, PB, CW, "conf", fpga=self.fpga), "p1_conf")
         rec = Signal(s.rl)
@@ -450,6 +463,24 @@ class StaticBuilder(wiring.Component):
                     s.rn_wr.en.eq(1),
                 ]
         return rec, p1_write
+
+    def _entry(
+        self, m: Module, word: Value, rank: Value, reps: list[Signal]
+    ) -> tuple[Value, Value]:
+        """The ``rank``-th entry (token, ``q``) of a stored top-K result ``word``; with
+        ``reps`` (the FPGA build's copies of the rank), the token's select reads ``reps[0]``
+        and each ``RANK_GROUP`` bits of ``q`` their own copy."""
+        TB, PB = self.TOKEN_BITS, self.PROB_BITS
+        toks, qs = word[: K_MAX * TB], word[K_MAX * TB :]
+        if not reps:
+            tok, q = toks.word_select(rank, TB), qs.word_select(rank, PB)
+        else:
+            tok = toks.word_select(reps[0], TB)
+            q = Cat(
+                qs.word_select(rep, PB)[g * RANK_GROUP : (g + 1) * RANK_GROUP]
+                for g, rep in enumerate(reps[1:])
+            )
+        return net(m, tok, "p1_token"), net(m, q, "p1_q")
 
     def _results(self, m: Module, s: "_Registers") -> None:
         """``EXPAND`` and ``DRAIN``: take the top-K results and errors, in request order.
