@@ -281,6 +281,14 @@ def test_timing_and_reports(pair, prompt):
     assert any("this run" in n for n in names) and any("h100" in n for n in names)
     ar = next(r for r in rows if "plain autoregressive" in r.config)
     assert ar.vs_own_ar == pytest.approx(1.0)
+    # "vs GPU" columns: the calibrated baseline; the roofline one beside it
+    by_key = {r.key: r for r in rows}
+    assert by_key["gpu_ar"].vs_gpu_ar == pytest.approx(1.0)
+    assert by_key["gpu_spec"].vs_gpu_spec == pytest.approx(1.0)
+    assert by_key["gpu_ar_roofline"].vs_gpu_ar_roofline == pytest.approx(1.0)
+    assert by_key["gpu_spec_1ms"].vs_gpu_spec_roofline == pytest.approx(1.0)
+    assert by_key["gpu_ar"].tokens_per_s < by_key["gpu_ar_roofline"].tokens_per_s
+    assert "vs roofline GPU AR" in report.projections_table(res)
     for mode in ("none", "prefetch", "speculative"):
         ts = report.retime(res, res.config.timing_profile(), mode)
         assert len(ts) == res.n_steps

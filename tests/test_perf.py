@@ -440,14 +440,28 @@ def test_disagreements_explain_the_gap(name):
 def test_projections_and_cli(capsys):
     rows = timing.projections(["specdecode1-7b"])
     cfg = {r.config: r for r in rows}
-    assert cfg["GPU autoregressive"].vs_gpu_ar == pytest.approx(1)
-    assert cfg["GPU spec decode, CPU 1 ms"].vs_gpu_spec == pytest.approx(1)
-    slow, fast = cfg["GPU spec decode, CPU 5 ms"], cfg["GPU spec decode, CPU 1 ms"]
+    assert cfg["GPU autoregressive, calibrated"].vs_gpu_ar == pytest.approx(1)
+    assert cfg["GPU spec decode, calibrated (CPU 3.97 ms)"].vs_gpu_spec == pytest.approx(1)
+    assert cfg["GPU autoregressive, roofline"].vs_gpu_ar_roofline == pytest.approx(1)
+    assert cfg["GPU spec decode, CPU 1 ms, roofline"].vs_gpu_spec_roofline == pytest.approx(1)
+    slow, fast = (
+        cfg["GPU spec decode, CPU 5 ms, roofline"],
+        cfg["GPU spec decode, CPU 1 ms, roofline"],
+    )
     assert slow.tokens_per_s < fast.tokens_per_s
+    # the calibrated GPU streams at the fitted fraction of the datasheet bandwidth: slower
+    cal, roof = cfg["GPU autoregressive, calibrated"], cfg["GPU autoregressive, roofline"]
+    assert cal.tokens_per_s < roof.tokens_per_s
+    for r in rows:  # every row carries both baselines
+        assert r.vs_gpu_ar / r.vs_gpu_ar_roofline == pytest.approx(
+            roof.tokens_per_s / cal.tokens_per_s
+        )
     assert cfg["article arithmetic"].tokens_per_s == pytest.approx(7133, rel=1e-3)
     assert timing_main(["--profile", "specdecode1-7b", "--no-plots"]) == 0
     out = capsys.readouterr().out
-    assert "roofline speculative" in out and "disagreements" in out and "vs GPU spec" in out
+    assert (
+        "roofline speculative" in out and "disagreements" in out and "vs roofline GPU spec" in out
+    )
     with pytest.raises(SystemExit) as e:  # a usage error, before any work
         timing_main(["--profile", "specdecode1-7b", "--set", "hbm_bw=-1", "--no-plots"])
     assert e.value.code == 2

@@ -80,7 +80,7 @@ RUNS: dict[str, Run] = {
         (*_PHASED, "--no-fallback", "--prefix", "phased_nofallback"),
         "phased_nofallback.json",
     ),  # fmt: skip
-    "perf": Run("sim.timing", (), "perf.json"),
+    "perf": Run("sim.timing", (), "perf.json", ("calibration.png",)),
     # the claims are bytes per token; the full grid (make context, ~50 s) is checked by
     # tests/test_context.py against build/reports/context.json
     "context": Run(
@@ -141,6 +141,17 @@ FIGURES: dict[str, Figure] = {
     "chip.tokens_per_s": Figure("chip", ("projections", "prefetch", "tokens_per_s"), ",.0f"),
     "chip.vs_own_ar": Figure("chip", ("projections", "prefetch", "vs_own_ar"), ".1f"),
     "chip.vs_gpu_ar": Figure("chip", ("projections", "prefetch", "vs_gpu_ar"), ".1f"),
+    "chip.vs_gpu_ar_roofline": Figure(
+        "chip", ("projections", "prefetch", "vs_gpu_ar_roofline"), ".1f"
+    ),
+    "chip.vs_gpu_spec": Figure("chip", ("projections", "prefetch", "vs_gpu_spec"), ".1f"),
+    "perf.cal.hbm_efficiency": Figure("perf", ("calibration", "factors", "hbm_efficiency"), ".0%"),
+    "perf.cal.pass_overhead_us": Figure(
+        "perf", ("calibration", "factors", "pass_overhead_us"), ".0f"
+    ),
+    "perf.cal.cpu_ms": Figure("perf", ("calibration", "factors", "cpu_round_trip_us"), ".1f", 1e-3),
+    "perf.7b.gpu_ar": _perf(_7B, "gpu_autoregressive_tokens_per_s"),
+    "perf.7b.gpu_ar_roofline": _perf(_7B, "gpu_autoregressive_roofline_tokens_per_s"),
     "phased.first_plain_step": Figure("phased", ("optimiser", "first_plain_step"), "d"),
     "phased.probe_every": Figure("phased", ("optimiser", "update_every"), "d"),
     "phased.largest_tree": Figure("phased", ("optimiser", "tree_sizes", -1), "d"),

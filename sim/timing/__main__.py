@@ -3,8 +3,10 @@
 ``python -m sim.timing`` (``make perf``): for every profile, the article's
 arithmetic beside the roofline in every overlap mode, the disagreements
 between them, the projections against plain decoding and the GPU profiles,
-the figures as JSON (``perf.json``, :mod:`sim.timing.summary`) and two PNGs
-(a timeline of sampled steps per mode, the accepted tokens per step). Exit
+the GPU baselines' calibration against published measurements
+(:mod:`sim.timing.calibration`), the figures as JSON (``perf.json``,
+:mod:`sim.timing.summary`) and PNGs (a timeline of sampled steps per mode and
+the accepted tokens per step, per profile; the calibration). Exit
 status 2 on a bad profile or override.
 """
 
@@ -18,10 +20,11 @@ from typing import Any
 from checks import cli_parser, int_arg, out_dir_arg
 from sim.timing import plots
 from sim.timing.acceptance import accepted_distribution, chain_alpha
+from sim.timing.calibration import comparison_table
 from sim.timing.profiles import Profile, known_profiles, load_profile
 from sim.timing.schedule import sample_steps
 from sim.timing.step import StepTiming
-from sim.timing.summary import write_summary
+from sim.timing.summary import calibration_summary, write_summary
 from sim.timing.text import disagreements_table, projections_table, views_table
 from sim.timing.views import article_steps, article_view, roofline_view
 
@@ -82,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=int_arg(0, 2**64 - 1), default=0, help="seed of the sampled steps"
     )
     ap.add_argument("--no-plots", action="store_true", help="skip the PNGs")
+    ap.add_argument("--dpi", type=int_arg(20, 600), default=110, help="resolution of the PNGs")
     return ap
 
 
@@ -92,9 +96,11 @@ def write_pngs(
     steps: int,
     seed: int,
     overrides: Mapping[str, Any] | None = None,
+    dpi: int = 110,
 ) -> tuple[Path, Path]:
     """The timeline (``steps`` steps of the article and of every overlap mode) and the
-    accepted-tokens histogram (2,000 sampled steps) of ``profile``; the paths written.
+    accepted-tokens histogram (2,000 sampled steps) of ``profile`` at ``dpi``; the paths
+    written.
     ``overrides`` (the ``--set`` fields) are named in both titles, so that a picture of
     a modified profile is never taken for the profile's own."""
     p = profile
@@ -113,6 +119,7 @@ def write_pngs(
         out / f"timeline_{p.name}.png",
         title=f"{p.name}{mod}: {steps} steps per mode",
         expected=expected,
+        dpi=dpi,
     )
     acc = [s.accepted for s in sample_steps(p, 2000, overlap="none", seed=seed)]
     alpha = chain_alpha(p.workload.accepted, p.workload.tree_depth)
@@ -121,6 +128,7 @@ def write_pngs(
         out / f"accepted_{p.name}.png",
         expected=accepted_distribution(alpha, p.workload.tree_depth),
         title=f"{p.name}{mod}: accepted per step (chain-equivalent alpha {alpha:.3f})",
+        dpi=dpi,
     )
     return tl, hist
 
@@ -168,11 +176,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not overrides:
         print("== projections (roofline unless stated; GPU spec decode = same tree on an H100)")
         print(projections_table(names), end="\n\n")
+    cal = calibration_summary()
+    print(
+        f"== GPU baselines calibrated on published measurements ({cal['baseline']}'s "
+        "[calibration]; sim/profiles/published/gpu.toml)"
+    )
+    print(comparison_table(load_profile(cal["baseline"]).calibration), end="\n\n")
     print(f"wrote {write_summary(profiles, Path(args.out) / 'perf.json')}")
     if not args.no_plots:
+        png = plots.calibration_png(
+            cal["measurements"], Path(args.out) / "calibration.png", dpi=args.dpi
+        )
+        print(f"wrote {png}")
         for p in profiles:
             tl, hist = write_pngs(
-                p, Path(args.out), steps=args.steps, seed=args.seed, overrides=overrides
+                p,
+                Path(args.out),
+                steps=args.steps,
+                seed=args.seed,
+                overrides=overrides,
+                dpi=args.dpi,
             )
             print(f"wrote {tl} and {hist}")
     return 0

@@ -1,6 +1,7 @@
-"""Plots of the timing model: step timelines and the accepted-tokens histogram.
+"""Plots of the timing model: step timelines, the accepted-tokens histogram and the
+GPU calibration.
 
-Both write PNGs with matplotlib's Agg backend (no display needed) and return
+Each writes PNGs with matplotlib's Agg backend (no display needed) and return
 the path written. Default directory: ``build/reports``.
 """
 
@@ -19,7 +20,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from sim.timing.schedule import LANES, schedule  # noqa: E402
 from sim.timing.step import StepTiming  # noqa: E402
 
-__all__ = ["DEFAULT_DIR", "accept_histogram_png", "timeline_png"]
+__all__ = ["DEFAULT_DIR", "accept_histogram_png", "calibration_png", "timeline_png"]
 
 DEFAULT_DIR = Path("build/reports")
 
@@ -205,6 +206,48 @@ def accept_histogram_png(
     ax.set_xticks(k)
     ax.legend(fontsize=8)
     ax.set_title(title or "accepted tokens per step", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=dpi)
+    plt.close(fig)
+    return out
+
+
+def calibration_png(
+    rows: Sequence[Mapping[str, object]],
+    path: str | Path | None = None,
+    *,
+    title: str = "GPU baselines: published measurements and the model",
+    dpi: int = 110,
+) -> Path:
+    """Each measurement of :func:`sim.timing.calibration.summary` (``rows``: its
+    ``measurements``) as three bars: published, the model under the roofline's
+    assumptions, the calibrated model (tokens/s); excluded rows are marked."""
+    out = _resolve(path, "calibration.png")
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(9, 0.55 * n + 1.4))
+    y = np.arange(n)[::-1]
+    series = (
+        ("published_tokens_per_s", "published (measured)", "#333333"),
+        ("roofline_tokens_per_s", "model, roofline assumptions", "#8172b2"),
+        ("calibrated_tokens_per_s", "model, calibrated", "#55a868"),
+    )
+    h = 0.26
+    for k, (key, label, colour) in enumerate(series):
+        vals = [float(r[key]) for r in rows]  # type: ignore[arg-type]
+        ax.barh(y + (1 - k) * h, vals, height=h, color=colour, label=label)
+    labels = [f"{r['id']}{' (excluded)' if r['excluded'] else ''}" for r in rows]
+    ax.set_yticks(y, labels, fontsize=8)
+    for yi, r in zip(y, rows, strict=True):
+        ax.text(
+            float(r["calibrated_tokens_per_s"]),  # type: ignore[arg-type]
+            yi - h,
+            f" {float(r['error']):+.0%}",  # type: ignore[arg-type]
+            va="center",
+            fontsize=7,
+        )
+    ax.set_xlabel("tokens/s, batch 1")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(out, dpi=dpi)
     plt.close(fig)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "PRECISIONS",
     "PROFILE_DIR",
     "ArticleSpec",
+    "Calibration",
     "DraftAccel",
     "Hardware",
     "KVPoolTiming",
@@ -34,6 +35,7 @@ __all__ = [
     "Profile",
     "TreeManagerTiming",
     "Workload",
+    "build_section",
     "check_step",
     "known_profiles",
     "load_profile",
@@ -164,6 +166,26 @@ class ArticleSpec:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """A GPU baseline's efficiency factors (``[calibration]``), fitted to published
+    measurements by :mod:`sim.timing.calibration` (decision 0044).
+
+    Attributes
+    ----------
+    hbm_efficiency : float
+        Fraction of the peak HBM bandwidth a batch-1 decode pass streams at (0 < x <= 1).
+    pass_overhead_us : float
+        Time of a forward pass beyond its HBM stream (graph launch, sampling, sync).
+    cpu_round_trip_us : float
+        A speculative step's work outside its forward passes (the software loop).
+    """
+
+    hbm_efficiency: float
+    pass_overhead_us: float
+    cpu_round_trip_us: float
+
+
+@dataclass(frozen=True)
 class Profile:
     """A device running a target model: everything the timing model needs.
 
@@ -194,11 +216,32 @@ class Profile:
     kv_pool: KVPoolTiming | None = None
     tree_manager: TreeManagerTiming | None = None
     article: ArticleSpec | None = None
+    calibration: Calibration | None = None
 
     @property
     def is_gpu(self) -> bool:
         """True for a GPU baseline (draft on the same device, CPU acceptance)."""
         return self.kind == "gpu"
+
+    def calibrated(self) -> Profile:
+        """This GPU baseline with its ``[calibration]`` applied (named ``<name>-calibrated``):
+        the HBM bandwidth scaled by ``hbm_efficiency``, the two overheads replaced.
+
+        Raises
+        ------
+        ValueError
+            The profile has no ``[calibration]`` section.
+        """
+        c = self.calibration
+        if c is None:
+            raise ValueError(f"profile {self.name!r} has no [calibration] section")
+        hw = replace(
+            self.hardware,
+            hbm_bw=self.hardware.hbm_bw * c.hbm_efficiency,
+            pass_overhead_us=c.pass_overhead_us,
+            cpu_round_trip_us=c.cpu_round_trip_us,
+        )
+        return replace(self, name=f"{self.name}-calibrated", hardware=hw, calibration=None)
 
 
 _SECTIONS: dict[str, type] = {
@@ -210,6 +253,7 @@ _SECTIONS: dict[str, type] = {
     "draft": ModelSpec,
     "workload": Workload,
     "article": ArticleSpec,
+    "calibration": Calibration,
 }
 _REQUIRED = {
     "specdecode": (
@@ -291,6 +335,12 @@ def _build(section: str, cls: type, raw: Mapping[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+def build_section(section: str, cls: type, raw: Mapping[str, Any]) -> Any:
+    """Section ``cls`` (a dataclass above) from ``raw``, checked as :func:`load_profile`
+    checks it: ``ValueError`` naming ``section.field`` of a missing, unknown or bad value."""
+    return _build(section, cls, raw)
+
+
 def _resolve_key(key: str, data: Mapping[str, Any]) -> tuple[str, str]:
     key = _ALIASES.get(key, key)
     if "." in key or "__" in key:
@@ -301,7 +351,11 @@ def _resolve_key(key: str, data: Mapping[str, Any]) -> tuple[str, str]:
                 f"(known: {', '.join(s for s in _SECTIONS if s in data)})"
             )
         return section, name
-    hits = [s for s in _SECTIONS if s in data and key in {f.name for f in fields(_SECTIONS[s])}]
+    hits = [  # [calibration] repeats [hardware]'s overheads: named with its section only
+        s
+        for s in _SECTIONS
+        if s in data and s != "calibration" and key in {f.name for f in fields(_SECTIONS[s])}
+    ]
     if not hits:
         raise ValueError(
             f"override {key!r}: unknown field (use section.field, or weight_bytes, precision)"
@@ -362,6 +416,14 @@ def _profile_from(name: str, data: Mapping[str, Any]) -> Profile:
         if section not in data:
             raise ValueError(f"{name}: section [{section}] missing")
     built = {s: _build(s, _SECTIONS[s], data[s]) for s in _REQUIRED[kind]}
+    if "calibration" in data:
+        if kind != "gpu":
+            raise ValueError(f"{name}: [calibration] is for GPU baselines only")
+        built["calibration"] = cal = _build("calibration", Calibration, data["calibration"])
+        if cal.hbm_efficiency > 1:
+            raise ValueError(
+                f"calibration.hbm_efficiency = {cal.hbm_efficiency!r}: must be in (0, 1]"
+            )
     modes = tuple(data.get("overlap_modes", ()))
     bad = [m for m in modes if m not in OVERLAP_MODES]
     if not modes or bad:

@@ -4,7 +4,9 @@
 report; ``make report`` fills the documentation's figures from it
 (:mod:`flows.report.figures`). One entry per profile: the article's own
 arithmetic, the roofline in every overlap mode, plain decoding, and the
-numbers the disagreements quote (:func:`sim.timing.disagreements.facts`).
+numbers the disagreements quote (:func:`sim.timing.disagreements.facts`); and
+the calibrated GPU baseline against the published measurements
+(:func:`calibration_summary`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sim.timing.calibration import summary as _calibration
 from sim.timing.disagreements import disagreements, facts
-from sim.timing.profiles import Profile
+from sim.timing.profiles import Profile, load_profile
 
-__all__ = ["profile_summary", "write_summary"]
+__all__ = ["CALIBRATED_BASELINE", "calibration_summary", "profile_summary", "write_summary"]
 
 
 def _step(st: Any) -> dict[str, float]:
@@ -71,9 +74,24 @@ def profile_summary(profile: Profile) -> dict[str, Any]:
         ],
     }
     if f["gpu"]:
-        out["gpu_autoregressive_tokens_per_s"] = f["gv"].ar.tokens_per_s
+        out["gpu_autoregressive_tokens_per_s"] = f["cv"].ar.tokens_per_s
         out["vs_gpu_autoregressive"] = f["vs_gpu_ar"]
+        out["gpu_autoregressive_roofline_tokens_per_s"] = f["gv"].ar.tokens_per_s
+        out["vs_gpu_autoregressive_roofline"] = f["vs_gpu_ar_roofline"]
     return out
+
+
+#: the GPU baseline whose ``[calibration]`` the report compares with the measurements
+CALIBRATED_BASELINE = "h100-7b"
+
+
+def calibration_summary() -> dict[str, Any]:
+    """The calibrated baseline's factors (:data:`CALIBRATED_BASELINE`) against every
+    published measurement (:func:`sim.timing.calibration.summary`)."""
+    cal = load_profile(CALIBRATED_BASELINE).calibration
+    if cal is None:
+        raise ValueError(f"profile {CALIBRATED_BASELINE!r} has no [calibration] section")
+    return {"baseline": CALIBRATED_BASELINE, **_calibration(cal)}
 
 
 def _finite(x: Any) -> Any:
@@ -91,6 +109,11 @@ def write_summary(profiles: Sequence[Profile], path: str | Path) -> Path:
     """Write ``{"profiles": {name: profile_summary(p)}}`` as JSON to ``path``."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    data = _finite({"profiles": {p.name: profile_summary(p) for p in profiles}})
+    data = _finite(
+        {
+            "profiles": {p.name: profile_summary(p) for p in profiles},
+            "calibration": calibration_summary(),
+        }
+    )
     out.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
     return out

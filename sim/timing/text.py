@@ -22,8 +22,17 @@ __all__ = [
     "views_table",
 ]
 
-#: Titles of the columns :func:`rate_cells` fills (the last, vs GPU spec, titled by the caller).
-RATE_COLUMNS = ("us/token", "tokens/s", "vs own AR", "vs GPU AR")
+#: Titles of the columns :func:`rate_cells` fills: "vs GPU" against the calibrated GPU
+#: baseline (:mod:`sim.timing.calibration`), "vs roofline GPU" against the roofline one
+RATE_COLUMNS = (
+    "us/token",
+    "tokens/s",
+    "vs own AR",
+    "vs GPU AR",
+    "vs GPU spec",
+    "vs roofline GPU AR",
+    "vs roofline GPU spec 1 ms",
+)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -41,13 +50,16 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def rate_cells(row: Any) -> list[str]:
     """The cells of a projection ``row`` (any object with ``us_per_token``,
-    ``tokens_per_s``, ``vs_own_ar`` (``None``: "-"), ``vs_gpu_ar``, ``vs_gpu_spec``)."""
+    ``tokens_per_s``, ``vs_own_ar`` (``None``: "-"), ``vs_gpu_ar``, ``vs_gpu_spec``,
+    ``vs_gpu_ar_roofline``, ``vs_gpu_spec_roofline``), under :data:`RATE_COLUMNS`."""
     return [
         f"{row.us_per_token:,.1f}",
         f"{row.tokens_per_s:,.0f}",
         "-" if row.vs_own_ar is None else f"{row.vs_own_ar:.2f}x",
         f"{row.vs_gpu_ar:.2f}x",
         f"{row.vs_gpu_spec:.2f}x",
+        f"{row.vs_gpu_ar_roofline:.2f}x",
+        f"{row.vs_gpu_spec_roofline:.2f}x",
     ]
 
 
@@ -130,4 +142,4 @@ def projections_table(names: Sequence[str]) -> str:
     rows = [
         [r.profile, r.config, f"{r.tokens_per_step:g}", *rate_cells(r)] for r in projections(names)
     ]
-    return table(["profile", "configuration", "tok/step", *RATE_COLUMNS, "vs GPU spec"], rows)
+    return table(["profile", "configuration", "tok/step", *RATE_COLUMNS], rows)

@@ -208,6 +208,9 @@ class ProjectionRow:
     vs_own_ar : float or None
         Over plain autoregressive decoding on the same profile (roofline).
     vs_gpu_ar, vs_gpu_spec : float
+        Over the calibrated GPU baseline's autoregressive and speculative decoding
+        (:meth:`Profile.calibrated`, :mod:`sim.timing.calibration`).
+    vs_gpu_ar_roofline, vs_gpu_spec_roofline : float
         Over the GPU profile's autoregressive and speculative (1 ms CPU) roofline.
     """
 
@@ -219,13 +222,16 @@ class ProjectionRow:
     vs_own_ar: float | None
     vs_gpu_ar: float
     vs_gpu_spec: float
+    vs_gpu_ar_roofline: float
+    vs_gpu_spec_roofline: float
 
 
 def projections(
     names: Sequence[str] = ("specdecode1-7b", "specdecode1-70b"),
     gpu_cpu_round_trips_us: Sequence[float] = (1000.0, 5000.0),
 ) -> list[ProjectionRow]:
-    """Throughput and speedups of every view against the GPU profiles."""
+    """Throughput and speedups of every view against the GPU profiles: the calibrated
+    baseline (:meth:`Profile.calibrated`) and, beside it, the roofline one."""
     rows: list[ProjectionRow] = []
     for name in names:
         p = load_profile(name)
@@ -233,8 +239,13 @@ def projections(
             raise ValueError(f"profile {name!r} has no gpu_baseline")
         rv, av = roofline_view(p), article_view(p)
         g = load_profile(p.gpu_baseline)
-        gv = roofline_view(g)
-        gar, gspec = gv.ar.tokens_per_s, gv.step.tokens_per_s
+        gv, cv = roofline_view(g), roofline_view(g.calibrated())
+        ref = (
+            cv.ar.tokens_per_s,
+            cv.step.tokens_per_s,
+            gv.ar.tokens_per_s,
+            gv.step.tokens_per_s,
+        )
 
         def row(
             profile: str,
@@ -242,11 +253,10 @@ def projections(
             tps: float,
             tpstep: float,
             own: float | None,
-            gar: float = gar,
-            gspec: float = gspec,
+            ref: tuple[float, ...] = ref,
         ) -> ProjectionRow:
             return ProjectionRow(
-                profile, config, tpstep, 1e6 / tps, tps, own, tps / gar, tps / gspec
+                profile, config, tpstep, 1e6 / tps, tps, own, *(tps / r for r in ref)
             )
 
         rows.append(row(name, "article arithmetic", av.tokens_per_s, av.tokens_per_step, None))
@@ -261,16 +271,28 @@ def projections(
                 )
             )
         rows.append(row(name, "roofline, autoregressive", rv.ar.tokens_per_s, 1.0, 1.0))
-        rows.append(row(g.name, "GPU autoregressive", gar, 1.0, 1.0))
+        gar = ref[0]
+        rows.append(row(g.name, "GPU autoregressive, calibrated", gar, 1.0, 1.0))
+        cpu_ms = g.calibration.cpu_round_trip_us / 1e3 if g.calibration else 0.0
+        rows.append(
+            row(
+                g.name,
+                f"GPU spec decode, calibrated (CPU {cpu_ms:.2f} ms)",
+                cv.step.tokens_per_s,
+                cv.step.tokens_per_step,
+                cv.step.tokens_per_s / gar,
+            )
+        )
+        rows.append(row(g.name, "GPU autoregressive, roofline", gv.ar.tokens_per_s, 1.0, 1.0))
         for cpu in gpu_cpu_round_trips_us:
             gs = roofline_view(load_profile(g.name, cpu_round_trip_us=cpu)).step
             rows.append(
                 row(
                     g.name,
-                    f"GPU spec decode, CPU {cpu / 1e3:g} ms",
+                    f"GPU spec decode, CPU {cpu / 1e3:g} ms, roofline",
                     gs.tokens_per_s,
                     gs.tokens_per_step,
-                    gs.tokens_per_s / gar,
+                    gs.tokens_per_s / gv.ar.tokens_per_s,
                 )
             )
     return rows
