@@ -47,6 +47,7 @@ BLOCKS: dict[str, str] = {
     "rng_lanes": "hw.rng_lanes:RngLanes",
     "accept_sampler": "hw.accept_sampler:AcceptSampler",
     "token_sampler": "hw.token_sampler:TokenSampler",
+    "token_select": "hw.token_select:TokenSelect",
     "tree_manager": "hw.tree_manager:TreeManager",
     "kv_pool": "hw.kv_pool:KVPool",
     "topk": "hw.topk:TopK",

@@ -15,7 +15,14 @@ import numpy as np
 from checks import as_floats, finite_entries, int_array, integer, prob_vector, real
 from checks import bits as check_bits
 
-__all__ = ["MAX_TOKENS", "quantize", "quantize_weights", "sample_weights", "sample_float"]
+__all__ = [
+    "MAX_TOKENS",
+    "quantize",
+    "quantize_weights",
+    "sample_float",
+    "sample_weights",
+    "select_one_pass",
+]
 
 #: the largest vocabulary the token sampler streams (``TOKEN_BITS <= 17``, SPEC §5)
 MAX_TOKENS = 1 << 17
@@ -100,6 +107,40 @@ def sample_weights(
     if total == 0:
         raise ValueError("weights are all zero (total == 0): nothing to sample")
     threshold = (int(u32) * total) >> 32
+    return int(np.searchsorted(cum, threshold, side="right"))
+
+
+def select_one_pass(
+    weights: Sequence[int] | np.ndarray, u32: int, total: int, *, weight_bits: int | None = None
+) -> int:
+    """The one-pass token sampler's selection (spec §3.12), bit-exact.
+
+    ``total`` was summed before the decision (the totals pass); the selection streams
+    ``weights`` once and returns the smallest ``v`` with ``w[0] + ... + w[v] > (u32 *
+    total) >> 32``. With ``total == sum(weights)`` this is :func:`sample_weights`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`sample_weights` for ``weights`` and ``u32``; ``total`` not an
+        integer in ``1 .. 2**49 - 1``; no prefix sum above the threshold (the
+        selection's weights sum to at most it: they differ from the totals pass).
+    """
+    wb = 32 if weight_bits is None else check_bits("weight_bits", weight_bits)
+    if isinstance(weights, str | bytes) or not hasattr(weights, "__len__") or len(weights) == 0:
+        raise ValueError(f"weights = {weights!r}: must be a non-empty sequence of integers")
+    w = int_array("weights", weights, 0, (1 << wb) - 1)
+    if w.size > MAX_TOKENS:
+        raise ValueError(f"weights has {w.size} entries: at most {MAX_TOKENS} (TOKEN_BITS <= 17)")
+    integer("u32", u32, 0, (1 << 32) - 1)
+    integer("total", total, 1, (1 << 49) - 1)
+    cum = np.cumsum(w)
+    threshold = (int(u32) * int(total)) >> 32
+    if int(cum[-1]) <= threshold:
+        raise ValueError(
+            f"weights sum to {int(cum[-1])}, at most the threshold {threshold} of total "
+            f"{total}: no token (the selection differs from the totals pass)"
+        )
     return int(np.searchsorted(cum, threshold, side="right"))
 
 

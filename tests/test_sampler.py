@@ -7,7 +7,13 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from golden.sampler import quantize, quantize_weights, sample_float, sample_weights
+from golden.sampler import (
+    quantize,
+    quantize_weights,
+    sample_float,
+    sample_weights,
+    select_one_pass,
+)
 
 
 def plain(weights: list[int], u: int) -> int:
@@ -83,3 +89,40 @@ def test_sample_float(dist: list[float], u: float) -> None:
     assert d[v] > 0
     cum = np.cumsum(d)
     assert v == len(d) - 1 or cum[v] > u * cum[-1] or d[v + 1 :].sum() == 0
+
+
+@given(
+    st.lists(st.integers(0, 2**16 - 1), min_size=1, max_size=60),
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 2**22),
+)
+def test_one_pass_matches_a_scan(weights: list[int], u: int, total: int) -> None:
+    """spec §3.12 against a plain scan, with the stored total as given (equal to the
+    stream's sum or not): the first prefix above ``(u * total) >> 32``, or invalid."""
+    thr, acc = (u * total) >> 32, 0
+    want = None
+    for v, w in enumerate(weights):
+        acc += w
+        if acc > thr:
+            want = v
+            break
+    if want is None:
+        with pytest.raises(ValueError, match="no token"):
+            select_one_pass(weights, u, total)
+    else:
+        assert select_one_pass(weights, u, total) == want
+    if sum(weights):  # with the stream's own sum it is §3.5's token
+        assert select_one_pass(weights, u, sum(weights)) == plain(weights, u)
+
+
+def test_one_pass_stored_total() -> None:
+    """The stored total is used as is: spec §3.12's check vectors, and a stream that
+    never exceeds the threshold is invalid."""
+    assert select_one_pass([1, 2, 3, 4], 1 << 31, 10) == 2
+    assert select_one_pass([0, 5, 0, 5], 1 << 31, 10) == 3
+    assert select_one_pass([1, 2, 3, 4], 1 << 31, 4) == 1  # threshold 2 of a total of 4
+    with pytest.raises(ValueError, match="no token"):
+        select_one_pass([1, 1], (1 << 32) - 1, 100)
+    for bad, match in (([1], "total"), ([], "weights"), ([2**16], "weights")):
+        with pytest.raises(ValueError, match=match):
+            select_one_pass(bad, 5, 0 if bad == [1] else 3, weight_bits=16)

@@ -118,6 +118,13 @@ BLOCK_INFO: dict[str, BlockInfo] = {
         r"^(\d+) \(<=",
         "2 ceil(V/LANES) + {0}",
     ),
+    "token_select": BlockInfo(
+        ("golden.sampler.select_one_pass", "golden.sampler.sample_weights"),
+        "tb/test_token_select.py",
+        "ceil(V/LANES) + at most 8 from the decision (spec §3.12)",
+        r"^ceil\(V/LANES\) \+ (\d+) \(<=",
+        "ceil(V/LANES) + {0} from sel to token",
+    ),
     "tree_manager": BlockInfo(
         (
             "golden.tree",

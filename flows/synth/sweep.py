@@ -21,6 +21,7 @@ SWEEPS: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {
     "accept_sampler": (("N_NODES",), (8, 16, 32, 64, 128, 256)),
     "tree_manager": (("N_NODES",), (8, 16, 32, 64, 128, 256)),
     "token_sampler": (("LANES",), (1, 2, 4, 8, 16)),
+    "token_select": (("LANES",), (8, 16, 32, 64, 128)),
     "kv_pool": (("ENTRIES", "PAGES"), (16, 64, 256, 1024)),
     "topk": (("LANES",), (1, 2, 4, 8, 16)),
     # 1024 left out: the generic flow maps the DP's choice table (655,360 bits there) to
