@@ -60,8 +60,10 @@ __all__ = [
     "AcceptCycles",
     "Latency",
     "accept_cycles",
+    "SAMPLERS",
     "mask_cycles",
     "sampler_cycles",
+    "totals_cycles",
 ]
 
 #: Largest tree (SPEC §5 ``N_NODES`` range) and vocabulary (``TOKEN_BITS = 17``).
@@ -69,6 +71,13 @@ MAX_NODES = 1024
 MAX_VOCAB = 1 << 17
 #: SPEC §5 ``LANES`` range.
 MIN_LANES, MAX_LANES = 1, 16
+#: token samplers: SPEC §3.5's two passes after the decision (``hw/token_sampler.py``), or
+#: spec §3.12's one pass after it, the totals before (``hw/token_select.py``)
+SAMPLERS = ("two_pass", "one_pass")
+#: the one-pass sampler's lanes (a power of two) and its cycles beyond ``ceil(V / LANES)``
+#: from the decision to the token: measured by ``tb/test_token_select.py`` (rtl), spec §6
+ONE_PASS_MAX_LANES = 128
+ONE_PASS_LATENCY = {"rtl": 7, "spec": 8}
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,8 @@ class AcceptCycles:
         (:mod:`sim.build_cycles`; 0 when software shapes the trees): ``build``
         before verification, ``optimise`` after the decision, ``stream`` under
         the draft.
+    totals : int
+        The one-pass sampler's totals, under verification (0 with the two-pass one).
     """
 
     mask: int
@@ -130,6 +141,7 @@ class AcceptCycles:
     build: int = 0
     optimise: int = 0
     stream: int = 0
+    totals: int = 0
 
     @property
     def pre_verify(self) -> int:
@@ -148,8 +160,9 @@ class AcceptCycles:
 
     @property
     def during_verify(self) -> int:
-        """KV-table cycles that run under verification (binding only if longer)."""
-        return max(self.inserts, self.lookups)
+        """KV-table (and one-pass totals) cycles that run under verification (binding
+        only if longer)."""
+        return max(self.inserts, self.lookups, self.totals)
 
     @property
     def critical(self) -> int:
@@ -183,25 +196,57 @@ def mask_cycles(n_nodes: int, latency: Latency | str = RTL_LATENCY) -> int:
     return n + _latency(latency).mask
 
 
-def sampler_cycles(vocab: int, lanes: int = 4, latency: Latency | str = RTL_LATENCY) -> int:
-    """Token sampler cycles for one draw: ``2 * ceil(V / LANES)`` + latency (SPEC §6).
+def _lanes(lanes: int, kind: str) -> int:
+    if kind not in SAMPLERS:
+        raise ValueError(f"sampler = {kind!r}: must be one of {', '.join(SAMPLERS)}")
+    if kind == "two_pass":
+        return integer("lanes", lanes, MIN_LANES, MAX_LANES)
+    ln = integer("lanes", lanes, 1, ONE_PASS_MAX_LANES)
+    if ln & (ln - 1):
+        raise ValueError(f"lanes = {lanes!r}: the one-pass sampler's must be a power of two")
+    return ln
+
+
+def sampler_cycles(
+    vocab: int,
+    lanes: int = 4,
+    latency: Latency | str = RTL_LATENCY,
+    *,
+    sampler: str = "two_pass",
+) -> int:
+    """Token sampler cycles for one draw, from the decision to the token.
 
     Parameters
     ----------
     vocab : int
         Vocabulary size ``V``, ``1..131072``.
     lanes : int
-        Weights per cycle, ``1..16`` (SPEC §5).
+        Weights per cycle: ``1..16`` (SPEC §5) for ``two_pass``; a power of two in
+        ``1..128`` for ``one_pass``.
     latency : Latency or {"rtl", "spec"}
-        ``rtl``: ``+2`` (README); ``spec``: ``+4`` (SPEC §6 bound).
+        ``rtl``: the RTL's measured latency; ``spec``: SPEC §6's bound.
+    sampler : {"two_pass", "one_pass"}
+        ``two_pass`` (SPEC §3.5): ``2 * ceil(V / LANES)`` + 2 (rtl) or + 4 (spec);
+        ``one_pass`` (spec §3.12): ``ceil(V / LANES)`` + 7 (rtl) or + 8 (spec).
 
     Returns
     -------
     int
     """
     v = integer("vocab", vocab, 1, MAX_VOCAB)
-    ln = integer("lanes", lanes, MIN_LANES, MAX_LANES)
-    return 2 * math.ceil(v / ln) + _latency(latency).sampler
+    ln = _lanes(lanes, sampler)
+    lat = _latency(latency)
+    if sampler == "one_pass":
+        return math.ceil(v / ln) + ONE_PASS_LATENCY["spec" if lat == SPEC_LATENCY else "rtl"]
+    return 2 * math.ceil(v / ln) + lat.sampler
+
+
+def totals_cycles(n_nodes: int, vocab: int, lanes: int) -> int:
+    """The one-pass sampler's totals (spec §3.12) for a tree: every node's weights at one
+    beat per cycle, ``n * ceil(V / LANES)`` cycles, under verification."""
+    n = integer("n_nodes", n_nodes, 1, MAX_NODES)
+    v = integer("vocab", vocab, 1, MAX_VOCAB)
+    return n * math.ceil(v / _lanes(lanes, "one_pass"))
 
 
 def accept_cycles(
@@ -214,6 +259,7 @@ def accept_cycles(
     lookups: int = 0,
     lookup_ports: int = 1,
     latency: Latency | str = RTL_LATENCY,
+    sampler: str = "two_pass",
 ) -> AcceptCycles:
     """Per-phase cycles of one step's tree-manager and KV-pool work (module docstring).
 
@@ -224,7 +270,7 @@ def accept_cycles(
     vocab : int
         Vocabulary size, ``1..131072``.
     lanes : int
-        Token-sampler lanes, ``1..16``.
+        Token-sampler lanes (:func:`sampler_cycles`).
     accepted : int
         Draft tokens accepted this step (excluding the extra token), ``0..n_nodes - 1``.
     inserts : int
@@ -236,6 +282,9 @@ def accept_cycles(
         Lookup ports sharing ``lookups``, ``>= 1``.
     latency : Latency or {"rtl", "spec"}
         ``RTL_LATENCY`` (default, README's measurements) or ``SPEC_LATENCY``.
+    sampler : {"two_pass", "one_pass"}
+        The token sampler (:func:`sampler_cycles`); ``one_pass`` adds its totals
+        under verification (:func:`totals_cycles`).
 
     Returns
     -------
@@ -256,9 +305,10 @@ def accept_cycles(
         mask=mask_cycles(n, lat),
         load=n + lat.mask,
         decide=lat.decide,
-        sampler=sampler_cycles(vocab, lanes, lat),
+        sampler=sampler_cycles(vocab, lanes, lat, sampler=sampler),
         tokens=a + lat.tokens if a else 0,
         commit=1 + lat.commit_result,
         inserts=ins,
         lookups=math.ceil(lk / ports),
+        totals=totals_cycles(n, vocab, lanes) if sampler == "one_pass" else 0,
     )

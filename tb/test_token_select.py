@@ -313,9 +313,13 @@ from tb.common import FULL_ONLY  # noqa: E402
 @pytest.mark.parametrize(
     "hdl_params",
     [
-        pytest.param({"LANES": 1, "TOKEN_BITS": 4, "N_NODES": 4, "WEIGHT_BITS": 8}, id="L1_T4_N4"),
+        pytest.param(
+            {"LANES": 1, "TOKEN_BITS": 4, "N_NODES": 4, "WEIGHT_BITS": 8},
+            id="L1_T4_N4",
+            marks=FULL_ONLY,
+        ),
         # 4 groups of 8 lanes over a 16-token vocabulary; 5 nodes: node numbers past the memory
-        # (make test runs this set and L1_T4_N4; make sim-full the rest)
+        # (make test runs this set; make sim-full every set)
         pytest.param({"LANES": 32, "TOKEN_BITS": 4, "N_NODES": 5}, id="L32_T4_N5"),
         pytest.param({"LANES": 8, "TOKEN_BITS": 9, "N_NODES": 6}, id="L8_T9_N6", marks=FULL_ONLY),
         pytest.param({}, id="defaults", marks=FULL_ONLY),

@@ -21,6 +21,7 @@ from checks import cli_parser, int_arg, out_dir_arg
 from sim.timing import plots
 from sim.timing.acceptance import accepted_distribution, chain_alpha
 from sim.timing.calibration import comparison_table
+from sim.timing.extra_token import extra_token_table
 from sim.timing.profiles import Profile, known_profiles, load_profile
 from sim.timing.schedule import sample_steps
 from sim.timing.step import StepTiming
@@ -173,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for p in profiles:
         print(views_table(p), end="\n\n")
         print(disagreements_table(p), end="\n\n")
+        print(extra_token_table(p), end="\n\n")
     if not overrides:
         print("== projections (roofline unless stated; GPU spec decode = same tree on an H100)")
         print(projections_table(names), end="\n\n")

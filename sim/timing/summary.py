@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from sim.timing.calibration import summary as _calibration
 from sim.timing.disagreements import disagreements, facts
+from sim.timing.extra_token import extra_token_rows
 from sim.timing.profiles import Profile, load_profile
 
 __all__ = ["CALIBRATED_BASELINE", "calibration_summary", "profile_summary", "write_summary"]
@@ -73,6 +75,7 @@ def profile_summary(profile: Profile) -> dict[str, Any]:
             for d in disagreements(profile)
         ],
     }
+    out["extra_token"] = [asdict(r) for r in extra_token_rows(profile)]
     if f["gpu"]:
         out["gpu_autoregressive_tokens_per_s"] = f["cv"].ar.tokens_per_s
         out["vs_gpu_autoregressive"] = f["vs_gpu_ar"]
