@@ -65,6 +65,19 @@ def quantize_weights(dist: np.ndarray, weight_bits: int = 16) -> np.ndarray:
     return quantize(norm, weight_bits)
 
 
+def _cumsum(weights: Sequence[int] | np.ndarray, u32: int, weight_bits: int | None) -> np.ndarray:
+    """The checked weights' prefix sums (the samplers' arguments: see :func:`sample_weights`)."""
+    wb = 32 if weight_bits is None else check_bits("weight_bits", weight_bits)
+    if isinstance(weights, str | bytes) or not hasattr(weights, "__len__") or len(weights) == 0:
+        raise ValueError(f"weights = {weights!r}: must be a non-empty sequence of integers")
+    # each weight below 2**32 and at most 2**17 of them (SPEC §5): the total fits int64
+    w = int_array("weights", weights, 0, (1 << wb) - 1)
+    if w.size > MAX_TOKENS:
+        raise ValueError(f"weights has {w.size} entries: at most {MAX_TOKENS} (TOKEN_BITS <= 17)")
+    integer("u32", u32, 0, (1 << 32) - 1)
+    return np.cumsum(w)
+
+
 def sample_weights(
     weights: Sequence[int] | np.ndarray, u32: int, *, weight_bits: int | None = None
 ) -> int:
@@ -94,15 +107,7 @@ def sample_weights(
         ``weight_bits``), all zero (``total == 0``), or ``u32`` outside
         ``0 .. 2**32 - 1``.
     """
-    wb = 32 if weight_bits is None else check_bits("weight_bits", weight_bits)
-    if isinstance(weights, str | bytes) or not hasattr(weights, "__len__") or len(weights) == 0:
-        raise ValueError(f"weights = {weights!r}: must be a non-empty sequence of integers")
-    # each weight below 2**32 and at most 2**17 of them (SPEC §5): the total fits int64
-    w = int_array("weights", weights, 0, (1 << wb) - 1)
-    if w.size > MAX_TOKENS:
-        raise ValueError(f"weights has {w.size} entries: at most {MAX_TOKENS} (TOKEN_BITS <= 17)")
-    integer("u32", u32, 0, (1 << 32) - 1)
-    cum = np.cumsum(w)
+    cum = _cumsum(weights, u32, weight_bits)
     total = int(cum[-1])
     if total == 0:
         raise ValueError("weights are all zero (total == 0): nothing to sample")
@@ -126,15 +131,8 @@ def select_one_pass(
         integer in ``1 .. 2**49 - 1``; no prefix sum above the threshold (the
         selection's weights sum to at most it: they differ from the totals pass).
     """
-    wb = 32 if weight_bits is None else check_bits("weight_bits", weight_bits)
-    if isinstance(weights, str | bytes) or not hasattr(weights, "__len__") or len(weights) == 0:
-        raise ValueError(f"weights = {weights!r}: must be a non-empty sequence of integers")
-    w = int_array("weights", weights, 0, (1 << wb) - 1)
-    if w.size > MAX_TOKENS:
-        raise ValueError(f"weights has {w.size} entries: at most {MAX_TOKENS} (TOKEN_BITS <= 17)")
-    integer("u32", u32, 0, (1 << 32) - 1)
+    cum = _cumsum(weights, u32, weight_bits)
     integer("total", total, 1, (1 << 49) - 1)
-    cum = np.cumsum(w)
     threshold = (int(u32) * int(total)) >> 32
     if int(cum[-1]) <= threshold:
         raise ValueError(

@@ -25,7 +25,7 @@ from golden.sampler import select_one_pass
 from hw.token_sampler import beat_layout, token_layout
 from hw.token_select import sel_layout, tot_layout
 from tb.common import TB, ErrorMon, StreamSink, StreamSource, params, report, run_block
-from tb.test_token_sampler import pick_u
+from tb.test_token_sampler import pick_u, random_weights
 
 CASES = 150  # random cases of the full-speed run
 CASES_PATTERNS = 60  # in each idle/backpressure run
@@ -48,22 +48,11 @@ class Cfg:
 
 # ----------------------------------------------------------------------------- stimulus
 def weights(rng: random.Random, cfg: Cfg, v_max: int) -> list[int]:
-    """A stream's weights: random, sparse, one-hot, all max, skewed or all zero."""
-    n = rng.randint(1, min(v_max, cfg.vocab))
-    kind = rng.choice(["random"] * 4 + ["sparse", "onehot", "max", "skewed", "zero"])
-    if kind == "onehot":
-        w = [0] * n
-        w[rng.choice([0, n // 2, n - 1])] = rng.randint(1, cfg.wmax)
-        return w
-    if kind == "max":
-        return [cfg.wmax] * n
-    if kind == "zero":
-        return [0] * n
-    if kind == "sparse":
-        return [rng.randint(1, 3) if rng.random() < 0.1 else 0 for _ in range(n)]
-    if kind == "skewed":
-        return [rng.getrandbits(rng.randint(0, cfg.WB)) for _ in range(n)]
-    return [rng.randint(0, cfg.wmax) for _ in range(n)]
+    """A stream's weights: the token sampler testbench's kinds, or all zero (a valid
+    total of 0 here)."""
+    if rng.random() < 0.1:
+        return [0] * rng.randint(1, min(v_max, cfg.vocab))
+    return random_weights(rng, cfg, v_max)
 
 
 def too_long(rng: random.Random, cfg: Cfg) -> list[int]:
