@@ -273,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report.phase_table(res))
     print("\n== cycles")
     print(report.cycles_table(res))
+    print()
+    print(report.extra_token_table(res))
     print(
         f"\n== projections: this run's trees and acceptance on {cfg.profile} and on its GPU "
         "baseline"

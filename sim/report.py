@@ -22,12 +22,16 @@ import numpy as np
 from sim import timing
 from sim.chip import ChipResult, time_step
 from sim.timing import plots
+from sim.timing.extra_token import extra_token_rows
+from sim.timing.extra_token import extra_token_table as extra_token_table_of
 from sim.timing.text import RATE_COLUMNS, rate_cells, table
 from sim.topology import TopologyOptimiser
 
 __all__ = [
     "ProjectionRow",
     "cycles_table",
+    "extra_token_steps",
+    "extra_token_table",
     "phase_table",
     "projection_rows",
     "projections_table",
@@ -133,6 +137,19 @@ def cycles_table(result: ChipResult) -> str:
         ]
     )
     return table(["cycles (backend: " + result.config.backend + ")", "total", "per step"], rows)
+
+
+def extra_token_steps(result: ChipResult) -> list[tuple[int, int]]:
+    """``(tree nodes, accepted tokens)`` of every sequence step of the run."""
+    return [(s.n_nodes, s.accepted) for s in result.seq_steps]
+
+
+def extra_token_table(result: ChipResult) -> str:
+    """Accept + extra token + commit after verification per token sampler, over this
+    run's steps (:mod:`sim.timing.extra_token`), beside the article's ~1 us."""
+    prof = result.config.timing_profile()
+    n = len(result.seq_steps)
+    return extra_token_table_of(prof, extra_token_steps(result), f"mean of this run's {n} steps")
 
 
 @dataclass(frozen=True)
@@ -270,6 +287,9 @@ def summary(result: ChipResult) -> dict[str, Any]:
         "us_per_step": per_step,
         "tree_nodes": sorted({s.n_nodes for s in result.seq_steps}),
         "projections": {r.key: asdict(r) for r in projection_rows(result)},
+        "extra_token": [
+            asdict(r) for r in extra_token_rows(c.timing_profile(), extra_token_steps(result))
+        ],
         "optimiser": opt,
     }
 

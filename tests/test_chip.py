@@ -289,6 +289,12 @@ def test_timing_and_reports(pair, prompt):
     assert by_key["gpu_spec_1ms"].vs_gpu_spec_roofline == pytest.approx(1.0)
     assert by_key["gpu_ar"].tokens_per_s < by_key["gpu_ar_roofline"].tokens_per_s
     assert "vs roofline GPU AR" in report.projections_table(res)
+    # accept + extra token + commit per token sampler, over the run's steps
+    text = report.extra_token_table(res)
+    assert "token_select" in text and f"{len(res.seq_steps)} steps" in text
+    rows = report.summary(res)["extra_token"]
+    assert rows[0]["sampler"] == "two_pass" and rows[-1]["sampler"] == "one_pass"
+    assert rows[-1]["post_verify_cycles"] < rows[0]["post_verify_cycles"]
     for mode in ("none", "prefetch", "speculative"):
         ts = report.retime(res, res.config.timing_profile(), mode)
         assert len(ts) == res.n_steps

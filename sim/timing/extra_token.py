@@ -12,6 +12,7 @@ latencies) at the profile's clock.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sim.cycles import accept_cycles
@@ -55,28 +56,44 @@ class ExtraTokenRow:
     totals_cycles: int
 
 
-def extra_token_rows(profile: Profile) -> list[ExtraTokenRow]:
-    """:data:`CONFIGS` on ``profile``'s stated example (tree nodes, accepted tokens,
-    vocabulary, clock)."""
+def extra_token_rows(
+    profile: Profile, steps: Sequence[tuple[int, int]] | None = None
+) -> list[ExtraTokenRow]:
+    """:data:`CONFIGS` on ``profile`` (vocabulary, clock) over ``steps`` (``(tree nodes,
+    accepted tokens)`` each; the cycles are their means, rounded) or, by default, the
+    profile's stated example."""
     w, t = profile.workload, profile.target
+    steps = [(w.tree_nodes, w.accepted)] if steps is None else list(steps)
+    if not steps:
+        raise ValueError("steps: empty")
     rows = []
     for label, kind, lanes in CONFIGS:
-        c = accept_cycles(w.tree_nodes, t.vocab, lanes, w.accepted, sampler=kind)
-        us = c.post_verify / profile.hardware.clock_hz * 1e6
-        rows.append(ExtraTokenRow(label, kind, lanes, c.sampler, c.post_verify, us, c.totals))
+        cs = [accept_cycles(n, t.vocab, lanes, a, sampler=kind) for n, a in steps]
+
+        def mean(xs: list[int]) -> int:
+            return round(sum(xs) / len(xs))
+
+        post = mean([c.post_verify for c in cs])
+        us = post / profile.hardware.clock_hz * 1e6
+        sampler, totals = mean([c.sampler for c in cs]), mean([c.totals for c in cs])
+        rows.append(ExtraTokenRow(label, kind, lanes, sampler, post, us, totals))
     return rows
 
 
-def extra_token_table(profile: Profile) -> str:
-    """:func:`extra_token_rows` as text, beside the article's accept and commit time."""
+def extra_token_table(
+    profile: Profile, steps: Sequence[tuple[int, int]] | None = None, what: str = ""
+) -> str:
+    """:func:`extra_token_rows` as text, beside the article's accept and commit time
+    (``what`` names the steps; default: the profile's example)."""
     from sim.timing.text import table
 
     a = profile.article
     claim = f"{a.accept_us:g} us" if a is not None else "-"
     w = profile.workload
+    what = what or f"{w.tree_nodes} nodes"
     head = (
         f"-- accept + extra token + commit after verification, {profile.name} "
-        f"({w.tree_nodes} nodes, V = {profile.target.vocab:,}; the article: ~{claim})"
+        f"({what}, V = {profile.target.vocab:,}; the article: ~{claim})"
     )
     rows = [
         [
@@ -86,7 +103,7 @@ def extra_token_table(profile: Profile) -> str:
             f"{r.post_verify_us:,.2f}",
             f"{r.totals_cycles:,}" if r.totals_cycles else "-",
         ]
-        for r in extra_token_rows(profile)
+        for r in extra_token_rows(profile, steps)
     ]
     header = ["token sampler", "extra token", "after verify", "us", "totals (under verify)"]
     return head + "\n" + table(header, rows)
