@@ -20,7 +20,8 @@ from sim.timing.profiles import Profile
 
 __all__ = ["CONFIGS", "ExtraTokenRow", "extra_token_rows", "extra_token_table"]
 
-#: (label, sampler, lanes): the chip model's sampler, and the one-pass one at 64 and 128 lanes
+#: The samplers compared, ``(label, kind, lane count)`` each: the two-pass one (the chip
+#: model's) at 4 and 16 lanes, the one-pass one at 64 and 128.
 CONFIGS: tuple[tuple[str, str, int], ...] = (
     ("two-pass, 4 lanes (token_sampler)", "two_pass", 4),
     ("two-pass, 16 lanes (token_sampler)", "two_pass", 16),
