@@ -9,6 +9,7 @@ from hw.common import (
     carry_out,
     check_params,
     csa_rows,
+    encode,
     idx_bits,
     net,
     or_tree,
@@ -298,7 +299,7 @@ class TokenSelect(wiring.Component):
         """S2 of a selection beat: every group's prefix sum against ``rem``; the beat off
         ``rem``; the first beat with a hit into ``r3``; a stream that ends with no hit is
         an error."""
-        NG, G, WB, RW = self.NG, self.G, self.WEIGHT_BITS, s.RW
+        NG, G, RW = self.NG, self.G, s.RW
         r2, g2, rem = s.r2, s.g2, s.rem
         self._threshold(m, s)
         m.d.sync += s.r3_valid.eq(0)
@@ -310,18 +311,27 @@ class TokenSelect(wiring.Component):
         rows = [rem, *(~zext(g2[i], RW) for i in range(NG)), Const(NG, RW)]
         a, b = csa_rows(m, rows, RW, "rem", keep=True)
         rem_next = prefix_add(m, a, b, RW, "rem", keep=True)
-        _, first = priority_lowest(m, hits)
-        any_hit = hits[NG - 1]  # prefix sums never decrease: a hit anywhere hits the last group
+        # prefix sums never decrease, so the hits are 0 .. 0 1 .. 1: the first hit group is
+        # one-hot as `hits & ~(hits << 1)` (an AND-OR select, no priority encoder), and a
+        # hit anywhere hits the last group
+        first_oh = net(m, hits & ~Cat(Const(0, 1), hits[:-1]), "first_oh")
+        first = encode(m, first_oh, max(1, (NG - 1).bit_length()), "first")
+        any_hit = hits[NG - 1]
+        picks = [
+            net(
+                m,
+                or_tree([Mux(first_oh[k], r2.w[k * G + j], 0) for k in range(NG)]),
+                f"pick{j}",
+            )
+            for j in range(G)
+        ]
         with m.If(r2.valid & r2.sel):
             m.d.sync += rem.eq(rem_next)
             with m.If(any_hit & ~s.found):
                 m.d.sync += [s.found.eq(1), s.r3_valid.eq(1), s.r3_rem.eq(rem)]
                 m.d.sync += [s.r3_f.eq(first), s.r3_cnt.eq(r2.cnt)]
                 m.d.sync += [s.r3_g[k].eq(g2[k]) for k in range(NG)]
-                for j in range(G):
-                    lane = [r2.w[k * G + j] for k in range(NG)]
-                    pick = Cat(*lane).word_select(first, WB) if NG > 1 else lane[0]
-                    m.d.sync += s.r3_wg[j].eq(pick)
+                m.d.sync += [s.r3_wg[j].eq(picks[j]) for j in range(G)]
             with m.If(r2.last):
                 m.d.sync += s.end_seen.eq(1)
                 with m.If(~s.found & ~any_hit):  # the stream selected nothing
