@@ -24,11 +24,11 @@ import random
 from golden.sampler import select_one_pass
 from hw.token_sampler import beat_layout, token_layout
 from hw.token_select import sel_layout, tot_layout
-from tb.common import TB, ErrorMon, StreamSink, StreamSource, params, report, run_block
+from tb.common import TB, ErrorMon, StreamSink, StreamSource, params, report, run_block, sized
 from tb.test_token_sampler import pick_u, random_weights
 
-CASES = 150  # random cases of the full-speed run
-CASES_PATTERNS = 60  # in each idle/backpressure run
+CASES = sized(60, 150)  # random cases of the full-speed run
+CASES_PATTERNS = sized(30, 60)  # in each idle/backpressure run
 LATENCY_SLACK = 8  # token taken at most ceil(V / LANES) + 8 cycles after sel
 REGRESSION_SEED: int | None = None
 
