@@ -15,6 +15,7 @@ from hw.common import (
     or_tree,
     prefix_add,
     priority_lowest,
+    sign_of_sum,
     zext,
 )
 from hw.token_sampler import U_BITS, beat_layout, token_layout
@@ -307,7 +308,7 @@ class TokenSelect(wiring.Component):
         for k in range(NG):
             rows = [rem, *(~zext(g2[i], RW) for i in range(k + 1)), Const(k + 1, RW)]
             a, b = csa_rows(m, rows, RW, f"h{k}", keep=True)
-            m.d.comb += hits[k].eq(_sign(m, a, b, RW, f"h{k}"))
+            m.d.comb += hits[k].eq(sign_of_sum(m, a, b, RW, f"h{k}", keep=True))
         rows = [rem, *(~zext(g2[i], RW) for i in range(NG)), Const(NG, RW)]
         a, b = csa_rows(m, rows, RW, "rem", keep=True)
         rem_next = prefix_add(m, a, b, RW, "rem", keep=True)
@@ -351,7 +352,7 @@ class TokenSelect(wiring.Component):
         for j in range(G):
             rows = [s.r4_rem, *(~zext(s.r4_wg[i], RW) for i in range(j + 1)), Const(j + 1, RW)]
             a, b = csa_rows(m, rows, RW, f"l{j}", keep=True)
-            m.d.comb += lane_hits[j].eq(_sign(m, a, b, RW, f"l{j}"))
+            m.d.comb += lane_hits[j].eq(sign_of_sum(m, a, b, RW, f"l{j}", keep=True))
         _, lane = priority_lowest(m, lane_hits)
         gb, lb = (NG - 1).bit_length(), (G - 1).bit_length()
         with m.If(s.r4_valid):
@@ -406,13 +407,6 @@ class TokenSelect(wiring.Component):
             m.d.sync += [s_hi.eq(s.s_reg[U_BITS:]), c_hi.eq(s.c_reg[U_BITS:]), cin.eq(low)]
         with m.If(load):
             m.d.sync += s.rem.eq(zext(hi, s.RW))
-
-
-def _sign(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
-    """Bit ``width - 1`` of ``(a + b) mod 2**width``, its carry network kept (Yosys would
-    re-derive an unkept one as a deeper chain)."""
-    co = carry_out(m, a, b, width - 1, name, keep=True)
-    return a[width - 1] ^ b[width - 1] ^ co
 
 
 class _Beat:

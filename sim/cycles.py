@@ -60,6 +60,8 @@ __all__ = [
     "AcceptCycles",
     "Latency",
     "accept_cycles",
+    "ONE_PASS_LATENCY",
+    "ONE_PASS_MAX_LANES",
     "SAMPLERS",
     "mask_cycles",
     "sampler_cycles",

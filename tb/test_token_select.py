@@ -24,6 +24,7 @@ import random
 from golden.sampler import select_one_pass
 from hw.token_sampler import beat_layout, token_layout
 from hw.token_select import sel_layout, tot_layout
+from sim.cycles import ONE_PASS_LATENCY
 from tb.common import TB, ErrorMon, StreamSink, StreamSource, params, report, run_block, sized
 from tb.test_token_sampler import pick_u, random_weights
 
@@ -250,6 +251,8 @@ async def run(dut, test: str, idle: str, backpressure: str, cases: list[dict]) -
         bad.append(f"error pulses at {pulses[:8]}, want {errors[:8]}")
     if extra and max(extra) > LATENCY_SLACK:
         bad.append(f"sel to token ceil(V/LANES) + {max(extra)}, allowed + {LATENCY_SLACK}")
+    if extra and max(extra) != ONE_PASS_LATENCY["rtl"]:  # the chip model's cycle count
+        bad.append(f"sel to token + {max(extra)}: sim.cycles charges + {ONE_PASS_LATENCY['rtl']}")
     for msg in bad[:5]:
         tb.log.error("seed %d: %s", tb.seed, msg)
     n_tok = sum(ev[0] == "token" for ev in want)

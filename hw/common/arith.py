@@ -174,11 +174,14 @@ def less_than(m: Module, a: Value, b: Value, name: str) -> Signal:
     return carry_out(m, ~zext(a.as_unsigned(), w), b, w, name, keep=True)
 
 
-def sign_of_sum(m: Module, a: Value, b: Value, width: int, name: str) -> Value:
-    """Bit ``width - 1`` of ``(a + b) mod 2**width`` (the sign of a two-row number)."""
+def sign_of_sum(
+    m: Module, a: Value, b: Value, width: int, name: str, *, keep: bool = False
+) -> Value:
+    """Bit ``width - 1`` of ``(a + b) mod 2**width`` (the sign of a two-row number);
+    ``keep`` keeps the carry's network (:func:`carry_out`)."""
     if width == 1:
         return a[0] ^ b[0]
-    co = carry_out(m, a, b, width - 1, name)
+    co = carry_out(m, a, b, width - 1, name, keep=keep)
     return zext(a, width)[width - 1] ^ zext(b, width)[width - 1] ^ co
 
 
