@@ -21,7 +21,8 @@ __all__ = ["Top", "PARAMS", "TM_PORTS", "KV_PORTS"]
 #: both accept (the tree manager's range, inside the pool's)
 PARAMS: dict[str, Param] = merge_params(TreeManager.PARAMS, KVPool.PARAMS)
 
-#: ports of the tree manager, brought out as ``tm_<name>``
+#: ports of the tree manager, brought out as ``tm_<name>`` (``tot`` only when it has one:
+#: ``SELECT_LANES > 0``)
 TM_PORTS = (
     "seed",
     "busy",
@@ -30,6 +31,7 @@ TM_PORTS = (
     "rows",
     "result",
     "tokens",
+    "tot",
     "w",
     "extra",
     "bcfg",
@@ -87,9 +89,9 @@ class Top(wiring.Component):
     N_NODES, TOKEN_BITS, PROB_BITS, RAND_BITS, WEIGHT_BITS, LANES : int
         As in :class:`hw.tree_manager.TreeManager` (SPEC §5). ``N_NODES`` is
         also the pool's; it accepts what both blocks accept (:data:`PARAMS`).
-    CONF_BITS, C_MAX, D_MAX, R, ACC_BITS, NB, WIN : int
-        The tree manager's tree builder and topology optimiser
-        (:class:`hw.tree_manager.TreeManager`).
+    CONF_BITS, C_MAX, D_MAX, R, ACC_BITS, NB, WIN, SELECT_LANES : int
+        The tree manager's tree builder, topology optimiser and extra-token
+        sampler (:class:`hw.tree_manager.TreeManager`).
     ENTRIES, PAGES, SEQS, LAYER_BITS, POS_BITS : int
         As in :class:`hw.kv_pool.KVPool` (SPEC §5).
 
@@ -103,6 +105,8 @@ class Top(wiring.Component):
     -------
     tm_seed, tm_busy, tm_advance, tm_i, tm_rows, tm_result, tm_tokens, tm_w, tm_extra, tm_error
         The tree manager's verify path (:class:`hw.tree_manager.TreeManager`).
+    tm_tot
+        Only with ``SELECT_LANES > 0``: the one-pass token select's totals.
     tm_bcfg, tm_shape, tm_req, tm_dist, tm_tree, tm_vrows, tm_pq, tm_ocfg
         The tree manager's built path: the tree builder's configuration, shape,
         requests and distributions, the built tree and its pre-verify rows, the
@@ -126,7 +130,9 @@ class Top(wiring.Component):
         self.tm = TreeManager(**pick(p, TreeManager.PARAMS))
         self.kv = KVPool(**pick(p, KVPool.PARAMS))
         members = {}
-        for prefix, block, names in (("tm", self.tm, TM_PORTS), ("kv", self.kv, KV_PORTS)):
+        tm_ports = tuple(n for n in TM_PORTS if n != "tot" or p["SELECT_LANES"])
+        self._ports = (("tm", self.tm, tm_ports), ("kv", self.kv, KV_PORTS))
+        for prefix, block, names in self._ports:
             sig = block.signature.members
             if set(sig) != set(names):  # a block grew or lost a port: bring it out here
                 raise RuntimeError(f"{prefix}: ports {sorted(sig)} != {sorted(names)}")
@@ -137,7 +143,7 @@ class Top(wiring.Component):
         m = Module()
         m.submodules.tree_manager = self.tm
         m.submodules.kv_pool = self.kv
-        for prefix, block, names in (("tm", self.tm, TM_PORTS), ("kv", self.kv, KV_PORTS)):
+        for prefix, block, names in self._ports:
             for n in names:
                 member = block.signature.members[n]
                 outer, inner = getattr(self, f"{prefix}_{n}"), getattr(block, n)

@@ -61,6 +61,7 @@ __all__ = [
     "Latency",
     "accept_cycles",
     "ONE_PASS_LATENCY",
+    "SELECT_HANDOFF",
     "ONE_PASS_MAX_LANES",
     "SAMPLERS",
     "mask_cycles",
@@ -77,9 +78,13 @@ MIN_LANES, MAX_LANES = 1, 16
 #: spec §3.12's one pass after it, the totals before (``hw/token_select.py``)
 SAMPLERS = ("two_pass", "one_pass")
 #: the one-pass sampler's lanes (a power of two) and its cycles beyond ``ceil(V / LANES)``
-#: from the decision to the token: measured by ``tb/test_token_select.py`` (rtl), spec §6
+#: from the decision (the ``result`` beat taken) to the token taken: the tree manager's
+#: hand-off (``SELECT_HANDOFF``, ``result`` taken -> ``sel`` taken) and the block's ``sel``
+#: to token (7), measured by ``tb/test_tree_manager.py`` and ``tb/test_token_select.py``
+#: (rtl); spec §6's target
 ONE_PASS_MAX_LANES = 128
-ONE_PASS_LATENCY = {"rtl": 7, "spec": 8}
+ONE_PASS_LATENCY = {"rtl": 8, "spec": 8}
+SELECT_HANDOFF = 1
 
 
 @dataclass(frozen=True)

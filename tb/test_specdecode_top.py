@@ -42,10 +42,13 @@ from sim.cycles import accept_cycles
 from sim.rtl import RTLSimError, RTLTreeManager, hdl_params, open_rtl
 from tb.common import random_step, random_tree
 
-#: the co-simulated parameter set (lower-case ``open_rtl`` names)
+#: the co-simulated parameter set (lower-case ``open_rtl`` names); the tree builder and
+#: the topology optimiser, which these tests do not drive, at small sizes (``tests/
+#: test_chip_rtl.py`` runs them at the defaults): a fifth less Verilog to build
 HP = dict(
-    n_nodes=12, entries=48, pages=40, seqs=6, layer_bits=3, pos_bits=6, lanes=3, token_bits=17
-)
+    n_nodes=12, entries=48, pages=40, seqs=6, layer_bits=3, pos_bits=6, lanes=3, token_bits=17,
+    conf_bits=16, c_max=32, d_max=3, r=2, acc_bits=8, nb=2, win=4,
+)  # fmt: skip
 STEPS = 200
 OPS = 4000
 

@@ -37,15 +37,13 @@ from collections import Counter, deque
 from golden import accept, tree
 from golden.draft import StepRecord
 from golden.rng import LaneRNG
-from golden.sampler import sample_weights
 from hw.accept_sampler import result_layout
 from hw.accept_sampler import token_layout as acc_token_layout
-from hw.token_sampler import beat_layout
-from hw.token_sampler import token_layout as extra_layout
 from hw.topology_optimiser import cfg_layout as opt_cfg_layout
 from hw.tree_builder import dist_layout, out_layout, req_layout
 from hw.tree_manager import bcfg_layout, draft_layout, pq_layout
 from hw.tree_mask_gen import parent_layout, row_layout
+from sim.cycles import ONE_PASS_LATENCY
 from tb.common import TB, StreamSink, StreamSource, params, random_step, report, run_block, sized
 from tb.topology_optimiser_stim import (
     bad_configs,
@@ -59,6 +57,7 @@ from tb.tree_builder_stim import Cfg, dynamic_case, finish, random_shape, shape_
 from tb.tree_manager_stim import (
     DraftQ,
     Errors,
+    Extra,
     OptP,
     Strobe,
     Taps,
@@ -66,7 +65,6 @@ from tb.tree_manager_stim import (
     opt_status,
     random_pq,
     static_opt_case,
-    weight_beats,
 )
 
 STEPS = 150
@@ -96,7 +94,6 @@ class Built:
         self.tb, self.rng = tb, tb.rng
         self.seed_src = StreamSource(tb, "seed", 64)
         self.i_src = StreamSource(tb, "i", draft_layout(N, T, PB), pat)
-        self.w_src = StreamSource(tb, "w", beat_layout(self.LANES, self.WB), pat)
         self.bcfg = StreamSource(tb, "bcfg", bcfg_layout(N), pat)
         self.shape = StreamSource(tb, "shape", parent_layout(N), pat)
         self.dist = StreamSource(tb, "dist", dist_layout(self.LANES, PB), pat)
@@ -105,7 +102,7 @@ class Built:
         self.rows = StreamSink(tb, "rows", row_layout(N), pat)
         self.res = StreamSink(tb, "result", result_layout(N), pat)
         self.toks = StreamSink(tb, "tokens", acc_token_layout(T), pat)
-        self.extra = StreamSink(tb, "extra", extra_layout(T), pat)
+        self.x = Extra(tb, pat)
         self.tree = StreamSink(tb, "tree", out_layout(N, T, PB, P["CONF_BITS"]), pat)
         self.vrows = StreamSink(tb, "vrows", row_layout(N), pat)
         self.req = StreamSink(tb, "req", req_layout(self.cfg.req_bits, T), pat)
@@ -120,8 +117,8 @@ class Built:
         self.mism = self.checked = 0
         self.kinds: Counter = Counter()
         self.lat: dict[str, list[int]] = {k: [] for k in ("i", "pq", "i_end", "pq_end")}
-        self.lat.update(packet=[], shape=[], solve=[])
-        self.bad = {"build": 0, "opt": 0}
+        self.lat.update(packet=[], shape=[], solve=[], select=[])
+        self.bad = {"build": 0, "opt": 0, "token": 0}
 
     def fail(self, msg: str) -> None:
         self.mism += 1
@@ -233,24 +230,63 @@ class Built:
             self.lat[key + "_end"].append(rows[-1][0] - beats[n - 2][0])
         return d
 
-    async def extra_token(self) -> None:
-        w, beats = weight_beats(self.rng, self.WB, self.LANES, self.TB)
-        n_x = len(self.extra.received)
-        for b in beats:
-            self.w_src.send(b)
-        await self.tb.wait_for(lambda: len(self.extra.received) > n_x, what="extra token")
-        want = sample_weights(w, self._lane0)
-        self.ok(self.extra.received[-1][1]["token"] == want, "extra token")
+    def before(self, par, pt, qt, u, ext: bool = False) -> int:
+        """The extra token's residuals, sent before the tree is verified (:class:`Extra`);
+        returns the decision's ``last`` (golden). One-pass at full speed (the
+        latency run), ``last``'s weights go on ``w`` now, else after the result.
+        ``ext`` steps of a one-pass run may leave ``last``'s total out, or send
+        one node's totals from another vector."""
+        d = accept.decide_detail(par, pt, qt, u[: len(par)], rand_bits=self.RB, prob_bits=self.PB)
+        x, r = self.x, self.rng.random()
+        skip = d.last if ext and x.one_pass and r < 0.08 else None
+        self._n_x, self._n_err = len(x.extra.received), len(self.errs.pulses["token"])
+        x.before(len(par), skip=skip, stale=ext and x.one_pass and 0.08 <= r < 0.2)
+        self._early_w = x.one_pass and self.full_speed
+        if self._early_w:
+            x.after(d.last)
+        return d.last
+
+    async def extra_token(self, last: int) -> None:
+        """The extra token of a decision ending at ``last``, or the selection's
+        ``error.token`` and no token."""
+        x, tb, n_x, n_err = self.x, self.tb, self._n_x, self._n_err
+        if not self._early_w:
+            x.after(last)
+        want = x.want(last, self._lane0)
+        if want is None:  # refused: one error pulse, the w stream dropped, nothing emitted
+            self.bad["token"] += 1
+            self.kinds["refused selection"] += 1
+            await tb.wait_for(lambda: len(self.errs.pulses["token"]) > n_err, what="error.token")
+            await tb.wait_for(lambda: x.w_src.idle, what="w dropped")
+            await tb.cycles(12)
+            self.ok(len(x.extra.received) == n_x, "a token after a refused selection")
+            return
+        await tb.wait_for(lambda: len(x.extra.received) > n_x, what="extra token")
+        self.ok(x.extra.received[n_x][1]["token"] == want, "extra token")
+        if self._early_w:  # the result taken -> the extra token taken, past ceil(V / LANES)
+            n_beats = -(-len(x.res[last]) // x.L)
+            self.lat["select"].append(x.extra.received[n_x][0] - self.res.received[-1][0] - n_beats)
 
     async def step_ext(self) -> None:
         u = await self._advance()
         par, tok, pt, qt = random_step(self.rng, self.N, self.PB, self.TB)
+        last = self.before(par, pt, qt, u, ext=True)
         k0 = len(self.i_src.sent)
+        if self.full_speed:  # the totals first: the tree's beats back to back (its latency)
+            await self.x.drained()
         for i in range(1, len(par)):
             self.i_src.send({"parent": par[i], "token": tok[i], "pt": pt[i], "qt": qt[i], "end": 0})
+        await self.x.drained()
         self.i_src.send({"end": 1})
         await self.verify(par, tok, pt, qt, u, self.i_src, k0)
-        await self.extra_token()
+        await self.extra_token(last)
+
+    async def _send_pq(self, pt: list[int], qt: list[int]) -> None:
+        """The held tree's ``pq`` beats, the last once every total is sent (one-pass)."""
+        for i in range(1, len(pt)):
+            if i == len(pt) - 1:
+                await self.x.drained()
+            self.pq.send({"pt": pt[i], "qt": qt[i]})
 
     def _case(self, kind: str):
         cfg, rng = self.cfg, self.rng
@@ -269,21 +305,23 @@ class Built:
         n, n_tree, n_vrows = len(c.out), len(self.tree.received), len(self.vrows.received)
         u = await self._advance()
         opt = int(kind == "static opt")
+        if n == 1:  # root-only: verified when held, so its totals are sent before it is built
+            await self.x.drained()
         self.bcfg.send({"mode": c.mode, "k": c.k, "m": c.m, "d": c.d, "w": c.w, "opt": opt})
         if kind == "static":
             for b in shape_beats(c.shape):
                 self.shape.send(b)
         pt, qt = random_pq(rng, n, self.PB)
+        par = [-1] + [b["parent"] for b in c.out[:-1]]
+        last = self.before(par, pt, qt, u)
         k0 = len(self.pq.sent)
         early = not self.full_speed and reconf is None and rng.random() < 0.3
-        if early:  # pq waits until the tree is held
-            for i in range(1, n):
-                self.pq.send({"pt": pt[i], "qt": qt[i]})
+        if early:  # pq waits until the tree is held (the totals sent before the last)
+            await self._send_pq(pt, qt)
         await tb.wait_for(lambda: len(self.tree.received) >= n_tree + n, what="built tree")
         got = self.tree.received[n_tree : n_tree + n]
         beats = [b for _, b in got]
         self.ok(beats == c.out, f"{kind} tree {beats[:5]}... != {c.out[:5]}...")
-        par = [-1] + [b["parent"] for b in beats[:-1]]
         tok = [0] + [b["token"] for b in beats[:-1]]
         await tb.wait_for(lambda: len(self.vrows.received) >= n_vrows + n, what="vrows")
         vr = [r for _, r in self.vrows.received[n_vrows : n_vrows + n]]
@@ -296,13 +334,12 @@ class Built:
         if early:
             self.ok(all(cyc > got[-1][0] for cyc, _ in self.pq.sent[k0:]), "pq before held")
         else:
-            for i in range(1, n):
-                self.pq.send({"pt": pt[i], "qt": qt[i]})
+            await self._send_pq(pt, qt)
         n_pk = len(self.taps.packets)
         d = await self.verify(par, tok, pt, qt, u, self.pq, k0)
         if opt:
             await self._packet(par, d, n_pk, old)
-        await self.extra_token()
+        await self.extra_token(last)
 
     async def _packet(self, par: list[int], d, n_pk: int, old: tuple | None) -> None:
         """The step packet of an ``opt = 1`` tree and the optimiser's status after
@@ -363,6 +400,10 @@ class Built:
             )
         if "packet" in lat:  # the root's beat the cycle after the result is taken
             self.ok(lat["packet"][1] <= PACKET_LATENCY, f"packet after result: {lat['packet']}")
+        if "select" in lat:  # the one-pass select at its worst: the chip model's count
+            want_sel = ONE_PASS_LATENCY["rtl"]
+            got_sel = lat["select"]
+            self.ok(got_sel[1] == want_sel, f"result to token + {got_sel}, not {want_sel}")
         if "shape" in lat:  # the optimiser's own bound (no re-solve)
             self.ok(lat["shape"][1] <= SHAPE_LATENCY, f"shape after packet: {lat['shape']}")
         self.tb.log.info("steps %s, checked %d", dict(self.kinds), self.checked)
@@ -418,15 +459,13 @@ if cocotb is not None:
     async def steps(dut) -> None:
         P = params()
         N, TB_, PB, RB = P["N_NODES"], P["TOKEN_BITS"], P["PROB_BITS"], P["RAND_BITS"]
-        LANES, WB = P["LANES"], P["WEIGHT_BITS"]
         tb = TB(dut)
         seed_src = StreamSource(tb, "seed", 64)
         src = StreamSource(tb, "i", draft_layout(N, TB_, PB), "random")
-        w_src = StreamSource(tb, "w", beat_layout(LANES, WB), "random")
         rows = StreamSink(tb, "rows", row_layout(N), "random")
         res = StreamSink(tb, "result", result_layout(N), "random")
         toks = StreamSink(tb, "tokens", acc_token_layout(TB_), "random")
-        extra = StreamSink(tb, "extra", extra_layout(TB_), "random")
+        x = Extra(tb, "random")
         adv = Strobe(tb, dut.advance)
         await tb.start()
         seed = tb.rng.randrange(1 << 64)
@@ -442,8 +481,10 @@ if cocotb is not None:
             out = lanes.next()
             u_all = (out >> (32 - RB)).astype(int).tolist()
             par, tok, pt, qt = random_step(tb.rng, N, PB, TB_)
+            x.before(len(par))
             for i in range(1, len(par)):
                 src.send({"parent": par[i], "token": tok[i], "pt": pt[i], "qt": qt[i], "end": 0})
+            await x.drained()
             src.send({"end": 1})
             n_res = len(res.received)
             await tb.wait_for(lambda n=n_res: len(res.received) > n, what="result")
@@ -456,25 +497,17 @@ if cocotb is not None:
                 tb.log.error("seed %d step %d: result %s, want %s", tb.seed, step, got, want)
             tot_tokens += d.accepted
             await tb.wait_for(lambda t=tot_tokens: len(toks.received) >= t, what="tokens")
-            V = tb.rng.randint(1, min(40, 1 << TB_))  # at most the vocabulary
-            w = [tb.rng.randrange(1 << WB) if tb.rng.random() < 0.7 else 0 for _ in range(V)]
-            w[tb.rng.randrange(V)] = tb.rng.randint(1, (1 << WB) - 1)
-            beats = [
-                w[k : k + LANES] + [0] * (LANES - len(w[k : k + LANES])) for k in range(0, V, LANES)
-            ]
-            for _ in range(2):
-                for j, b in enumerate(beats):
-                    w_src.send({"w": b, "last": int(j == len(beats) - 1)})
-            n_x = len(extra.received)
-            await tb.wait_for(lambda n=n_x: len(extra.received) > n, what="extra token")
-            want_x = sample_weights(w, int(out[0]))
-            if extra.received[-1][1]["token"] != want_x:
+            x.after(d.last)
+            n_x = len(x.extra.received)
+            await tb.wait_for(lambda n=n_x: len(x.extra.received) > n, what="extra token")
+            want_x = x.want(d.last, int(out[0]))
+            if x.extra.received[-1][1]["token"] != want_x:
                 mism += 1
                 tb.log.error(
                     "seed %d step %d: extra %s, want %d",
                     tb.seed,
                     step,
-                    extra.received[-1][1],
+                    x.extra.received[-1][1],
                     want_x,
                 )
             checked += 1
@@ -535,13 +568,15 @@ SMALL = {
     "WIN": 4,
 }
 PARAM_SETS = [
-    pytest.param(SMALL, id="N8"),
+    pytest.param({**SMALL, "SELECT_LANES": 4}, id="N8_S4"),
+    pytest.param(SMALL, id="N8", marks=FULL_ONLY),
     pytest.param(
         {"N_NODES": 16, "LANES": 1, "TOKEN_BITS": 5, "C_MAX": 64, "D_MAX": 4, "R": 3, "NB": 3},
         id="N16",
         marks=FULL_ONLY,
     ),
     pytest.param({}, id="defaults", marks=FULL_ONLY),
+    pytest.param({"SELECT_LANES": 64}, id="defaults_S64", marks=FULL_ONLY),
 ]
 
 

@@ -13,18 +13,23 @@
 * :class:`Taps`: the step packets the block sends the optimiser and the
   shapes the optimiser emits (the ``tap_*`` nets), with the status seen at
   each shape's first beat; :class:`Errors`, every ``error`` pulse by field.
-* :func:`weight_beats`: a residual weight vector and its ``w`` beats.
+* :class:`Extra`: the verifier's residuals for the extra token (either
+  sampler), sent and predicted; :func:`residual`, :func:`one_pass`.
 """
 
 import random
 
 from flows.layouts import unpack
 from golden import tree as gtree
+from golden.sampler import sample_weights, select_one_pass
+from hw.token_sampler import beat_layout
+from hw.token_sampler import token_layout as extra_layout
+from hw.token_select import tot_layout
 from hw.topology_optimiser import step_layout
 from hw.tree_builder import MODE_STATIC
 from hw.tree_manager import error_layout
 from hw.tree_mask_gen import parent_layout
-from tb.common import TB, params, random_pq
+from tb.common import TB, StreamSink, StreamSource, params, random_pq
 from tb.tree_builder_stim import Case, Cfg, Draft, finish, pick_vocab
 
 __all__ = [
@@ -36,7 +41,9 @@ __all__ = [
     "DraftQ",
     "Taps",
     "Errors",
-    "weight_beats",
+    "Extra",
+    "residual",
+    "one_pass",
     "expect_rows",
 ]
 
@@ -174,21 +181,92 @@ class Errors:
         return {f: len(c) for f, c in self.pulses.items()}
 
 
-def weight_beats(
-    rng: random.Random, weight_bits: int, lanes: int, token_bits: int
-) -> tuple[list[int], list[dict]]:
-    """A residual weight vector (some zeros, at least one non-zero; at most the
-    ``2**token_bits`` tokens of the vocabulary) and its ``w`` beats (streamed
-    twice, as the token sampler takes them)."""
+def residual(rng: random.Random, weight_bits: int, token_bits: int) -> list[int]:
+    """A residual weight vector: some zeros, at least one non-zero, at most the
+    ``2**token_bits`` tokens of the vocabulary (and at most 40)."""
     V = rng.randint(1, min(40, 1 << token_bits))
     w = [rng.randrange(1 << weight_bits) if rng.random() < 0.7 else 0 for _ in range(V)]
     w[rng.randrange(V)] = rng.randint(1, (1 << weight_bits) - 1)
+    return w
+
+
+def one_pass(w: list[int], lanes: int) -> list[dict]:
+    """The beats of one pass over ``w``: ``lanes`` weights each (the last zero-padded,
+    ``last = 1``)."""
     beats = [
         {"w": w[k : k + lanes] + [0] * (lanes - len(w[k : k + lanes])), "last": 0}
-        for k in range(0, V, lanes)
+        for k in range(0, len(w), lanes)
     ]
     beats[-1]["last"] = 1
-    return w, beats + [dict(b) for b in beats]
+    return beats
+
+
+class Extra:
+    """The verifier's side of the extra token, for either sampler of the tree manager.
+
+    Two-pass (``SELECT_LANES = 0``): after the decision, ``last``'s residual on
+    ``w`` twice. One-pass: before the decision, every node's residual on ``tot``
+    (nodes in a random order; with ``stale``, one node's totals from another
+    vector), after it ``last``'s residual once on ``w``. :meth:`want` is the
+    token the block must give (``None``: the selection is invalid, an
+    ``error.token`` pulse and no token).
+    """
+
+    def __init__(self, tb: TB, pattern: str) -> None:
+        P = params()
+        self.tb, self.rng = tb, tb.rng
+        self.WB, self.TB, self.N = P["WEIGHT_BITS"], P["TOKEN_BITS"], P["N_NODES"]
+        self.one_pass = P.get("SELECT_LANES", 0) > 0
+        self.L = P.get("SELECT_LANES", 0) or P["LANES"]
+        self.w_src = StreamSource(tb, "w", beat_layout(self.L, self.WB), pattern)
+        self.extra = StreamSink(tb, "extra", extra_layout(self.TB), pattern)
+        self.tot_src = None
+        if self.one_pass:
+            self.tot_src = StreamSource(tb, "tot", tot_layout(self.L, self.WB, self.N), pattern)
+        self.res: list[list[int]] = []
+        self.totals: dict[int, int] = {}
+
+    def before(self, n: int, *, skip: int | None = None, stale: bool = False) -> None:
+        """The residuals of a tree's ``n`` nodes; one-pass: their totals sent (but
+        ``skip``'s, whose total is then missing)."""
+        self.res = [residual(self.rng, self.WB, self.TB) for _ in range(n)]
+        self.totals = {}
+        if not self.one_pass:
+            return
+        order = list(range(n))
+        self.rng.shuffle(order)
+        odd = self.rng.randrange(n) if stale else None
+        for j in order:
+            if j == skip:
+                continue
+            w = residual(self.rng, self.WB, self.TB) if j == odd else self.res[j]
+            self.totals[j] = sum(w)
+            for b in one_pass(w, self.L):
+                self.tot_src.send({"node": j, **b})
+
+    async def drained(self) -> None:
+        """Every totals beat sent is taken (the tree's last beat may follow: the
+        decision's selection must find them all)."""
+        if self.one_pass:
+            await self.tb.wait_for(lambda: self.tot_src.idle, what="totals taken")
+
+    def after(self, last: int) -> None:
+        """``last``'s residual on ``w`` (twice for the two-pass sampler)."""
+        beats = one_pass(self.res[last], self.L)
+        for b in beats * (1 if self.one_pass else 2):
+            self.w_src.send(dict(b))
+
+    def want(self, last: int, u32: int) -> int | None:
+        """The extra token for a decision ending at ``last`` (``u32``: lane 0)."""
+        if not self.one_pass:
+            return sample_weights(self.res[last], u32)
+        total = self.totals.get(last, 0)
+        if total == 0:
+            return None
+        try:
+            return select_one_pass(self.res[last], u32, total)
+        except ValueError:  # the stale total's threshold is never passed
+            return None
 
 
 def expect_rows(parents: list[int]) -> list[dict]:

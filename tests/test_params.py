@@ -82,6 +82,12 @@ def test_top_and_tree_manager_accept_what_every_block_accepts() -> None:
             assert p.lo <= TOP_PARAMS[name].lo <= TOP_PARAMS[name].hi <= p.hi
 
 
+@pytest.mark.parametrize("bad", [3, 48, 127])
+def test_select_lanes_is_zero_or_a_power_of_two(bad: int) -> None:
+    with pytest.raises(ValueError, match=f"^SELECT_LANES = {bad}: must be 0"):
+        TreeManager(SELECT_LANES=bad)
+
+
 def test_merge_params_refuses_disagreeing_declarations() -> None:
     a = {"N": Param(default=8, lo=1, hi=16, small=2)}
     assert merge_params(a, {"N": Param(default=8, lo=4, hi=64, small=4)}) == {

@@ -495,14 +495,15 @@ def test_plots_write_pngs(tmp_path, p70):
 
 
 def test_one_pass_sampler_cycles():
-    """spec §3.12's one-pass sampler: ceil(V / LANES) + 7 after the decision (the RTL's
-    measurement; + 8 the spec's bound), its totals n * ceil(V / LANES) under verification."""
-    assert cycles.sampler_cycles(32000, 64, sampler="one_pass") == 500 + 7
+    """spec §3.12's one-pass sampler: ceil(V / LANES) + 8 from the result beat taken (the
+    tree manager's measurement, the spec's bound), its totals n * ceil(V / LANES) under
+    verification."""
+    assert cycles.sampler_cycles(32000, 64, sampler="one_pass") == 500 + 8
     assert cycles.sampler_cycles(131072, 128, "spec", sampler="one_pass") == 1024 + 8
     assert cycles.sampler_cycles(32000, 4) == 2 * 8000 + 2  # the two-pass sampler, unchanged
     c = cycles.accept_cycles(64, 32000, 64, 4, inserts=10, sampler="one_pass")
     assert c.totals == 64 * 500 and c.during_verify == 64 * 500
-    assert c.post_verify == (64 + 2) + 3 + 1 + 507
+    assert c.post_verify == (64 + 2) + 3 + 1 + 508
     assert cycles.accept_cycles(64, 32000, 4, 4).totals == 0
     for kw, match in (
         ({"lanes": 48, "sampler": "one_pass"}, "power of two"),
@@ -522,5 +523,5 @@ def test_extra_token_table(p7):
     rows = {(r.sampler, r.lanes): r for r in extra_token_rows(p7)}
     assert rows[("two_pass", 4)].post_verify_us > 10
     assert rows[("one_pass", 64)].post_verify_us < 1.0
-    assert rows[("one_pass", 64)].sampler_cycles == 500 + 7
+    assert rows[("one_pass", 64)].sampler_cycles == 500 + 8
     assert "token_select" in extra_token_table(p7)

@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from hw.accept_sampler import AcceptSampler
-from hw.common import check_params, merge_params, pick
+from hw.common import Param, check_params, merge_params, pick
 from hw.rng_lanes import RngLanes
 from hw.token_sampler import TokenSampler
 from hw.topology_optimiser import TopologyOptimiser, step_layout
@@ -60,6 +60,10 @@ error_layout = data.StructLayout(
 #: the topology optimiser's parameters but ``N_MAX`` (the tree manager's ``N_NODES``)
 _OPT_PARAMS = {k: v for k, v in TopologyOptimiser.PARAMS.items() if k != "N_MAX"}
 
+#: the extra token's sampler: 0, the two-pass token sampler (SPEC §3.5, ``LANES`` weights
+#: a beat); a power of two, the one-pass token select (spec §3.12) with that many lanes
+_SELECT = {"SELECT_LANES": Param(default=0, lo=0, hi=128, small=0)}
+
 
 class TreeManager(wiring.Component):
     """Token tree manager: trees built (or given), verified, decided; the optimiser fed.
@@ -77,9 +81,15 @@ class TreeManager(wiring.Component):
     ``accepted``) and ``tokens`` (the accepted draft tokens in depth order)
     come out; the verifier streams the residual weights of ``last`` twice on
     ``w`` and the token sampler draws the extra token on ``extra`` with lane
-    0's full output. ``advance`` (one cycle, after a ``seed`` once) steps every
-    lane; it must not be raised between a tree's first beat on the verify
-    path and the extra token of that step. ``rows`` mirrors the mask rows the
+    0's full output. With ``SELECT_LANES > 0`` the one-pass token select
+    draws it instead (spec §3.12): before the decision the verifier streams
+    each node's residual on ``tot`` (the node's totals; every node the
+    decision may end at), the ``result`` beat taken selects ``last`` at the
+    next edge (the next ``result`` waits until that selection is taken), and
+    the verifier streams ``last``'s residual once on ``w``. ``advance`` (one
+    cycle, after a ``seed`` once) steps every lane; it must not be raised
+    between a tree's first beat on the verify path and the extra token of
+    that step. ``rows`` mirrors the mask rows the
     sampler loads and must be taken (tie ``rows.ready`` high if unused).
 
     **Built trees.** One ``bcfg`` beat per tree (:func:`bcfg_layout`). It is
@@ -166,6 +176,13 @@ class TreeManager(wiring.Component):
         acceptance sampler and is also the optimiser's ``N_MAX``. ``LANES`` is
         both the token sampler's weights and the builder's probabilities per
         beat.
+    SELECT_LANES : int
+        ``0 .. 128``, default 0. 0: the two-pass token sampler draws the extra
+        token (SPEC §3.5, ``LANES`` weights a beat, the small configuration).
+        A power of two: the one-pass token select with that many weights a
+        beat (:class:`hw.token_select.TokenSelect`, spec §3.12; from the
+        ``result`` beat taken to the extra token at most
+        ``ceil(V / SELECT_LANES) + 8`` cycles).
     CONF_BITS, C_MAX : int
         The tree builder's (:class:`hw.tree_builder.TreeBuilder`).
     D_MAX, R, ACC_BITS, NB, WIN : int
@@ -179,8 +196,10 @@ class TreeManager(wiring.Component):
     i : In(stream.Signature(draft_layout(...)))
     rows : Out(stream.Signature(tree_mask_gen.row_layout(N_NODES)))
     result, tokens : Out(stream.Signature(...)) of the acceptance sampler
-    w : In(stream.Signature(...)) of the token sampler
-    extra : Out(stream.Signature(...)) of the token sampler
+    tot : In(stream.Signature(token_select.tot_layout(SELECT_LANES, WEIGHT_BITS, N_NODES)))
+        Only with ``SELECT_LANES > 0``: each node's totals, before the decision.
+    w : In(stream.Signature(...)) of the token sampler (``LANES`` weights) or select
+    extra : Out(stream.Signature(...)) of the token sampler or select
     bcfg : In(stream.Signature(bcfg_layout(N_NODES)))
     shape : In(stream.Signature(tree_mask_gen.parent_layout(N_NODES)))
     req, dist : Out / In(stream.Signature(...)) of the tree builder
@@ -203,6 +222,7 @@ class TreeManager(wiring.Component):
         TokenSampler.PARAMS,
         TreeBuilder.PARAMS,
         _OPT_PARAMS,
+        _SELECT,
     )
 
     def __init__(self, **params: int) -> None:
@@ -212,6 +232,11 @@ class TreeManager(wiring.Component):
             raise ValueError(
                 f"CONF_BITS = {p['CONF_BITS']!r}: must be an integer in "
                 f"PROB_BITS ({p['PROB_BITS']}) .. 64"
+            )
+        sl = p["SELECT_LANES"]
+        if sl & (sl - 1):
+            raise ValueError(
+                f"SELECT_LANES = {sl!r}: must be 0 (two-pass sampler) or a power of two in 1 .. 128"
             )
         for name, value in p.items():
             setattr(self, name, value)
@@ -225,7 +250,7 @@ class TreeManager(wiring.Component):
         super().__init__(
             {
                 **{n: vsig[n] for n in ("seed", "busy", "advance", "i", "rows")},
-                **{n: vsig[n] for n in ("result", "tokens", "w", "extra")},
+                **{n: vsig[n] for n in ("result", "tokens", "tot", "w", "extra") if n in vsig},
                 "bcfg": In(stream.Signature(bcfg_layout(N))),
                 "shape": In(stream.Signature(parent_layout(N))),
                 "req": Out(stream.Signature(req_layout(bd.REQ_BITS, TB))),
@@ -256,7 +281,7 @@ class TreeManager(wiring.Component):
 
     def elaborate(self, platform) -> Module:
         m = Module()
-        N = self.N_NODES
+        N, sl = self.N_NODES, self.SELECT_LANES
         m.submodules.verify = vp = self.verify
         m.submodules.builder = bd = self.builder
         m.submodules.vmask = vm = self.vmask
@@ -267,7 +292,7 @@ class TreeManager(wiring.Component):
         m.submodules.shapes = sf = ShapeFeed(N)
 
         # ---- the verify path, fed by the arbiter (the held tree's join wins a tie)
-        for name in ("seed", "w"):
+        for name in ("seed", "tot", "w") if sl else ("seed", "w"):
             wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(vp, name))
         for name in ("rows", "result", "tokens", "extra"):
             wiring.connect(m, getattr(vp, name), wiring.flipped(getattr(self, name)))

@@ -3,11 +3,14 @@
 :class:`VerifyPath` is the token tree manager as it was before the tree builder
 joined it (SPEC §1, §2, §3): draft beats in (:func:`draft_layout`), mask rows,
 the decision, the accepted tokens and the extra token out, the RNG lanes
-giving every node its uniform. :class:`hw.tree_manager.TreeManager` feeds it
-from its ``i`` port or from the held tree's ``pq`` join.
+giving every node its uniform. The extra token is drawn by the two-pass
+token sampler (SPEC §3.5) or, with ``SELECT_LANES > 0``, by the one-pass
+token select (spec §3.12), which the decision's ``last`` starts.
+:class:`hw.tree_manager.TreeManager` feeds it from its ``i`` port or from the
+held tree's ``pq`` join.
 """
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,6 +20,7 @@ from hw.common import idx_bits, pick
 from hw.rng_lanes import RngLanes
 from hw.token_sampler import TokenSampler, beat_layout
 from hw.token_sampler import token_layout as extra_layout
+from hw.token_select import TokenSelect, tot_layout
 from hw.tree_mask_gen import TreeMaskGen, row_layout
 
 __all__ = ["VerifyPath", "draft_layout", "verify_error_layout"]
@@ -50,16 +54,22 @@ class VerifyPath(wiring.Component):
     joined with the head of the side FIFO (node 0, the root, with zeros),
     loaded into the acceptance sampler (uniforms ``out[i] >> (32 -
     RAND_BITS)`` of the lanes) and mirrored on ``rows`` in the same cycle: the
-    join is combinational. ``result`` and ``tokens`` come out of the sampler;
-    ``w`` and ``extra`` are the token sampler's, whose uniform is lane 0's
-    full output. Protocol, invalid input and latency: the tree manager's
+    join is combinational. ``result`` and ``tokens`` come out of the sampler.
+    The extra token's uniform is lane 0's full output. ``SELECT_LANES = 0``:
+    ``w`` and ``extra`` are the two-pass token sampler's. ``SELECT_LANES >
+    0``: ``tot``, ``w`` and ``extra`` are the one-pass token select's
+    (:class:`hw.token_select.TokenSelect`, ``LANES = SELECT_LANES``); a
+    ``result`` beat taken becomes its ``sel`` beat (``node = last``) at the
+    next edge, and ``result`` is held (not valid) until that selection is
+    taken. Protocol, invalid input and latency: the tree manager's
     (:class:`hw.tree_manager.TreeManager`).
 
     Parameters
     ----------
     params : dict
         ``N_NODES``, ``TOKEN_BITS``, ``PROB_BITS``, ``RAND_BITS``,
-        ``WEIGHT_BITS``, ``LANES``, already checked by the tree manager.
+        ``WEIGHT_BITS``, ``LANES``, ``SELECT_LANES``, already checked by the
+        tree manager.
 
     Members
     -------
@@ -69,8 +79,10 @@ class VerifyPath(wiring.Component):
     i : In(stream.Signature(draft_layout(...)))
     rows : Out(stream.Signature(tree_mask_gen.row_layout(N_NODES)))
     result, tokens : Out(stream.Signature(...)) of the acceptance sampler
-    w : In(stream.Signature(...)) of the token sampler
-    extra : Out(stream.Signature(...)) of the token sampler
+    tot : In(stream.Signature(token_select.tot_layout(...)))
+        Only with ``SELECT_LANES > 0``: the token select's totals.
+    w : In(stream.Signature(...)) of the token sampler (or select)
+    extra : Out(stream.Signature(...)) of the token sampler (or select)
     error : Out(verify_error_layout)
     """
 
@@ -88,8 +100,16 @@ class VerifyPath(wiring.Component):
         self.mask = TreeMaskGen(**pick(p, TreeMaskGen.PARAMS))
         self.rng = RngLanes(**pick(p, RngLanes.PARAMS))
         self.acc = AcceptSampler(**pick(p, AcceptSampler.PARAMS))
-        self.tok = TokenSampler(**pick(p, TokenSampler.PARAMS))
-        N, TB, PB = self.N_NODES, self.TOKEN_BITS, self.PROB_BITS
+        N, TB, PB, WB = self.N_NODES, self.TOKEN_BITS, self.PROB_BITS, p["WEIGHT_BITS"]
+        #: weights per ``w`` beat; the one-pass select is used when ``SELECT_LANES > 0``
+        self.SELECT_LANES = p.get("SELECT_LANES", 0)
+        self.W_LANES = self.SELECT_LANES or p["LANES"]
+        if self.SELECT_LANES:
+            sel = {"LANES": self.SELECT_LANES, "WEIGHT_BITS": WB, "TOKEN_BITS": TB}
+            self.tok = TokenSelect(**sel, N_NODES=N)
+        else:
+            self.tok = TokenSampler(**pick(p, TokenSampler.PARAMS))
+        totals = {"tot": In(stream.Signature(tot_layout(self.W_LANES, WB, N)))}
         super().__init__(
             {
                 "seed": In(stream.Signature(64)),
@@ -99,7 +119,8 @@ class VerifyPath(wiring.Component):
                 "rows": Out(stream.Signature(row_layout(N))),
                 "result": Out(stream.Signature(result_layout(N))),
                 "tokens": Out(stream.Signature(accepted_token_layout(TB))),
-                "w": In(stream.Signature(beat_layout(p["LANES"], p["WEIGHT_BITS"]))),
+                **(totals if self.SELECT_LANES else {}),
+                "w": In(stream.Signature(beat_layout(self.W_LANES, WB))),
                 "extra": Out(stream.Signature(extra_layout(TB))),
                 "error": Out(verify_error_layout),
             }
@@ -110,7 +131,8 @@ class VerifyPath(wiring.Component):
         m.submodules.mask_gen = mask = self.mask
         m.submodules.rng_lanes = rng = self.rng
         m.submodules.accept_sampler = acc = self.acc
-        m.submodules.token_sampler = tok = self.tok
+        tok = self.tok
+        m.submodules["token_select" if self.SELECT_LANES else "token_sampler"] = tok
         N, RB = self.N_NODES, self.RAND_BITS
         side_l = data.StructLayout(
             {
@@ -174,9 +196,12 @@ class VerifyPath(wiring.Component):
             side.r_en.eq(mask.o.valid & ~root & acc.i.ready & self.rows.ready),
         ]
 
-        wiring.connect(m, acc.result, wiring.flipped(self.result))
         wiring.connect(m, acc.tokens, wiring.flipped(self.tokens))
-        wiring.connect(m, wiring.flipped(self.w), tok.i)
+        if self.SELECT_LANES:
+            self._select(m, acc, tok)
+        else:
+            wiring.connect(m, acc.result, wiring.flipped(self.result))
+            wiring.connect(m, wiring.flipped(self.w), tok.i)
         wiring.connect(m, tok.o, wiring.flipped(self.extra))
         m.d.comb += [
             self.error.mask.eq(mask.error),
@@ -185,3 +210,22 @@ class VerifyPath(wiring.Component):
             self.error.rng.eq(rng.error),
         ]
         return m
+
+    def _select(self, m: Module, acc: AcceptSampler, tok: TokenSelect) -> None:
+        """The one-pass select: totals and weights in; each ``result`` beat taken
+        becomes a ``sel`` beat (``node = last``), and the next result waits for it."""
+        wiring.connect(m, wiring.flipped(self.tot), tok.tot)
+        wiring.connect(m, wiring.flipped(self.w), tok.w)
+        pending = Signal()  # a decision taken whose selection is not yet
+        node = Signal(idx_bits(self.N_NODES))
+        m.d.comb += [
+            self.result.payload.eq(acc.result.payload),
+            self.result.valid.eq(acc.result.valid & ~pending),
+            acc.result.ready.eq(self.result.ready & ~pending),
+            tok.sel.valid.eq(pending),
+            tok.sel.payload.node.eq(node),
+        ]
+        with m.If(tok.sel.valid & tok.sel.ready):
+            m.d.sync += pending.eq(0)
+        with m.If(acc.result.valid & acc.result.ready):
+            m.d.sync += [pending.eq(1), node.eq(acc.result.payload.last)]
