@@ -1,4 +1,4 @@
-"""Acceptance sampler (SPEC §3.2, §3.3, §6): the parallel accept / path decision."""
+"""Acceptance sampler (SPEC §3.2, §3.3, §6): the accept / path decision, node by node."""
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, memory, stream, wiring
@@ -49,28 +49,24 @@ def token_layout(token_bits: int) -> data.StructLayout:
 
 
 class _Registers:
-    """The acceptance sampler's storage, pipeline and output registers and its token
-    memory, declared in :meth:`AcceptSampler.elaborate` and shared by its stages.
+    """The acceptance sampler's storage, pipeline and output registers and its memories,
+    declared in :meth:`AcceptSampler.elaborate` and shared by its stages.
 
-    Tree storage: ``par[j]``, the parent of node ``j >= 1``; ``sib[i][j - 1] =
-    S[i][j]`` for ``1 <= j < i``; ``tri[i][j - 1] = row[i][j]`` for ``1 <= j < i``
-    (row bit 0 and bit ``i`` are 1, bits above ``i`` are 0: checked on input);
-    ``dep[i]``, the depth of node ``i``. Storage has no reset: every slot a tree
-    uses is written by that tree before it is read, and slots above ``n`` are
-    masked.
+    Tree storage: ``dep[i]``, the depth of node ``i`` (registers); the mask rows in
+    a memory (``N_NODES`` words of ``N_NODES`` bits, row ``i`` in word ``i``),
+    read for a node's parent to check its row. The decision's state is two
+    ``N_NODES``-bit vectors: ``took[p]`` (a child of ``p`` accepted so far) and
+    ``onp[i]`` (node ``i`` on the path), with the highest path node and its
+    depth. Storage has no reset: every slot a tree uses is written by that tree
+    before it is read; a tree's first node clears the vectors.
     """
 
     def __init__(self, m: Module, N: int, T: int) -> None:
         B = self.B = idx_bits(N)
-        self.par = [None] + [Signal(B, name=f"par{j}", reset_less=True) for j in range(1, N)]
-        self.sib = [None, None] + [
-            Signal(i - 1, name=f"sib{i}", reset_less=True) for i in range(2, N)
-        ]
-        self.tri = [None, None] + [
-            Signal(i - 1, name=f"tri{i}", reset_less=True) for i in range(2, N)
-        ]
         self.dep = [Const(0, B)] + [Signal(B, name=f"dep{i}", reset_less=True) for i in range(1, N)]
-        self.accept = Signal(N, reset_less=True)  # bit 0 unused
+        m.submodules.row_mem = row_mem = memory.Memory(shape=N, depth=N, init=[])
+        self.row_wr = row_mem.write_port()
+        self.row_rd = row_mem.read_port()  # synchronous: the parent's row in stage 1
 
         # tokens: two banks, the loading tree writes one, the emitting tree reads the other
         # bank = address bit B, so each bank has 2**B words (N rounded up to a power of 2)
@@ -81,17 +77,33 @@ class _Registers:
         # control
         self.count = Signal(B + 1)  # index the next beat must carry
         self.drop = Signal()  # after an error: drop beats through last = 1
-        self.pending = Signal()  # a valid tree is loaded, its decision not yet output
-        self.dec_n = Signal(B + 1, reset_less=True)  # node count of the tree being decided
+        self.pending = Signal()  # a tree's last beat taken, its decision not yet output
         self.bank_load = Signal()
         self.bank_out = Signal()
 
+        # stage 1: a beat taken (its checks and the accept test's second half)
         self.s1_valid = Signal()
-        self.s1_node = Signal(B + 1, reset_less=True)
-        self.s1_start = Signal()  # s1 holds the last node of a valid tree
-        self.acc_done = Signal()  # accept bits complete: chosen computed this cycle
-        self.ch_done = Signal()  # chosen registered: waiting to move to the output stage
-        self.chosen = Signal(N, reset_less=True)
+        self.s1_bad = Signal(reset_less=True)  # index, parent or node count wrong
+        self.s1_node = Signal(B, reset_less=True)
+        self.s1_parent = Signal(B, reset_less=True)
+        self.s1_row = Signal(N, reset_less=True)
+        self.s1_dep = Signal(B, reset_less=True)
+        self.s1_first = Signal(reset_less=True)
+        self.s1_last = Signal(reset_less=True)
+        # stage 2: a checked node into the decision
+        self.s2_valid = Signal()
+        self.s2_node = Signal(B, reset_less=True)
+        self.s2_parent = Signal(B, reset_less=True)
+        self.s2_dep = Signal(B, reset_less=True)
+        self.s2_acc = Signal(reset_less=True)
+        self.s2_first = Signal(reset_less=True)
+        self.s2_last = Signal(reset_less=True)
+        # the decision, node by node
+        self.took = Signal(N, reset_less=True)
+        self.onp = Signal(N, reset_less=True)
+        self.top = Signal(B, reset_less=True)  # the highest path node so far
+        self.top_dep = Signal(B, reset_less=True)
+        self.dec_done = Signal()  # the decision complete: waiting to move out
 
         # output stage
         self.res_valid = Signal()
@@ -112,14 +124,22 @@ class AcceptSampler(wiring.Component):
 
     * ``accept[i] = u[i] * qt[i] < pt[i] << RAND_BITS`` for every node ``i >= 1``
       (``qt = 0`` accepts iff ``pt > 0``);
-    * ``chosen[i] = accept[i] & ~|(accept & S[i])`` with the sibling matrix
-      ``S[i][j] = parent[i] == parent[j] and 0 < j < i`` (first accepted
-      sibling wins);
-    * ``on_path[i] = (row[i] & ~chosen & ~1) == 0`` (``on_path[0] = 1``);
-    * ``last`` = the highest index with ``on_path`` (tree priority encoder);
-      ``path_mask = row[last]`` (the ``on_path`` vector itself, which equals
-      ``row[last]`` because rows are checked against the tree);
-      ``accepted = depth[last]``.
+    * ``chosen[i] = accept[i]`` and no earlier sibling of ``i`` accepted (first
+      accepted sibling wins);
+    * ``on_path[i] = chosen[i] & on_path[parent[i]]`` (``on_path[0] = 1``):
+      SPEC §3.2's ``(row[i] & ~chosen & ~1) == 0``, since the row is the
+      ancestor chain;
+    * ``last`` = the highest index with ``on_path``; ``path_mask = row[last]``
+      (the ``on_path`` vector itself, which equals ``row[last]`` because rows
+      are checked against the tree); ``accepted = depth[last]``.
+
+    Nodes arrive in index order with ``parent[i] < i``, so the decision is
+    made one node per cycle as the tree streams in (a *streaming* form of
+    the parallel decision): ``took[p]`` (a child of ``p`` already accepted)
+    gives ``chosen``, the ``on_path`` bits of earlier nodes give the new one,
+    and the highest path node is a running register. Nothing is ``N^2`` but
+    the row memory of the input check: the decision's state is two
+    ``N_NODES``-bit vectors and the depths.
 
     Protocol. A tree of ``n`` nodes (``1 <= n <= N_NODES``, SPEC §2) arrives as
     ``n`` beats on ``i``, nodes ``0 .. n-1`` in order, ``last`` set on node
@@ -139,21 +159,25 @@ class AcceptSampler(wiring.Component):
     Invalid input (SPEC §2): a node index out of sequence, ``parent >= node``
     for a node ``>= 1``, more than ``N_NODES`` nodes, or a row inconsistent
     with the tree (``row[0] != 1``, ``row[i] != row[parent[i]] | (1 << i)``).
-    The block pulses ``error`` for one cycle (the cycle after it takes the bad
-    beat), emits nothing for that tree, consumes and drops the rest of its
-    beats through ``last = 1`` (none if the bad beat has ``last``), and then
-    takes the next tree.
+    Beats are checked in stage 1 (the parent's row is read from the row
+    memory in the take cycle): the block pulses ``error`` for one cycle, the
+    second cycle after it takes the bad beat (from edge ``e + 1`` to
+    ``e + 2``, ``e`` the edge that takes it), emits nothing for that tree,
+    consumes and drops the rest of its beats through ``last = 1`` (none if
+    the bad beat has ``last``), and then takes the next tree.
 
     Latency (SPEC §6), counting rising clock edges after the edge that takes
     the last beat (E0), with no stalls:
 
-    * E1: the accept bits of all nodes are registered (the multiply is split
+    * E1: the last node's accept bit is registered (the multiply is split
       over two load stages: the take cycle selects ``u[i]``, forms the partial
       products and the first carry-save levels; the next cycle finishes the
-      carry-save tree and the compare), i.e. 1 cycle after the last node;
-    * E2: ``chosen`` registered (the sibling matrix is built while nodes load);
-    * E3: ``on_path`` (= ``path_mask``), ``last`` and ``accepted`` registered:
-      path and ``last`` 2 cycles after the accept bits;
+      carry-save tree and the compare, and checks the beat), i.e. 1 cycle
+      after the last node, whatever ``N_NODES``;
+    * E2: its ``on_path`` bit, and with it the whole path, ``last`` and
+      ``accepted`` (every earlier node was decided as it arrived);
+    * E3: ``path_mask``, ``last`` and ``accepted`` in the output registers:
+      path and ``last`` 2 cycles after the accept bit;
     * the ``result`` beat is valid from E3 and taken at E4 at the earliest;
     * tokens are read one per cycle from a token memory: the first is valid
       from E5 (taken at E6), then one per cycle, the last taken at E5 +
@@ -168,14 +192,14 @@ class AcceptSampler(wiring.Component):
     stays blocked) until the previous tree's result is taken and its tokens
     have all been read out (into a ``TOKEN_FIFO``-deep output FIFO).
 
-    Tree storage is registers (the sibling matrix and the mask rows as
-    ``N^2 / 2``-bit triangles), hence ``N_NODES <= 256``; tokens are a two-bank
-    memory. Design rationale: ``docs/blocks/accept_sampler.md``.
+    Storage: the depths in registers, the rows in a memory (``N_NODES`` x
+    ``N_NODES`` bits, an SRAM macro), the tokens in a two-bank memory.
+    Design rationale: ``docs/blocks/accept_sampler.md``.
 
     Parameters
     ----------
     N_NODES : int
-        Largest tree, ``4 .. 256`` (default 64, SPEC §5).
+        Largest tree, ``4 .. 1024`` (default 64, SPEC §5).
     TOKEN_BITS : int
         Token width, ``1 .. 17`` (default 17: vocabularies up to 131072).
     PROB_BITS : int
@@ -202,7 +226,7 @@ class AcceptSampler(wiring.Component):
 
     #: the block's parameters (:class:`hw.common.Param`: default, range, small value)
     PARAMS = {
-        "N_NODES": Param(default=64, lo=4, hi=256, small=4),
+        "N_NODES": Param(default=64, lo=4, hi=1024, small=4),
         "TOKEN_BITS": Param(default=17, lo=1, hi=17, small=4),
         "PROB_BITS": Param(default=16, lo=8, hi=32, small=8),
         "RAND_BITS": Param(default=16, lo=8, hi=32, small=8),
@@ -290,140 +314,137 @@ class AcceptSampler(wiring.Component):
         return out_free
 
     def _decision(self, m: Module, r: _Registers, out_free: Value) -> Signal:
-        """``chosen`` (E2), then path, ``last``, ``accepted`` into the output stage (E3);
-        returns ``moving_out`` (the decision moves into the output stage this cycle)."""
-        N, B = self.N_NODES, r.B
-        accept, chosen = r.accept, r.chosen
-        # ------------------------------------------------------------ decision, E1 -> E2
-        # chosen[i] = accept[i] & present[i] & ~|(accept & S[i]); present[i]: node i
-        # belongs to the tree being decided (masks stale accept bits above n).
-        # Each row is one vector AND and one OR reduction (``Value.any()``).
-        present = Signal(N)
-        m.d.comb += present.eq(~(Const((1 << N) - 1, N) << r.dec_n))
-        acc_p = Signal(N)
-        m.d.comb += acc_p.eq(accept & present)
-        chosen_next = [Const(0, 1), acc_p[1]]
-        for i in range(2, N):
-            chosen_next.append(acc_p[i] & ~(accept[1:i] & r.sib[i]).any())
-        m.d.sync += r.acc_done.eq(r.s1_start)
-        with m.If(r.acc_done):
-            m.d.sync += [chosen.eq(Cat(*chosen_next)), r.ch_done.eq(1)]
+        """Stage 2: one node into the decision (``took``, ``onp``, the highest path node);
+        the complete decision into the output stage (E3); returns ``moving_out`` (the
+        decision moves into the output stage this cycle)."""
+        N = self.N_NODES
+        # nets built outside any `m.If` (a net assigned under a condition is gated by it)
+        took_p = net(m, r.took.bit_select(r.s2_parent, 1), "took_p")
+        onp_p = net(m, r.onp.bit_select(r.s2_parent, 1), "onp_p")
+        on = net(m, r.s2_acc & ~took_p & onp_p, "on")
+        node_oh = net(m, Cat(*[r.s2_node == k for k in range(N)]), "node_oh")
+        par_oh = net(m, Cat(*[r.s2_parent == k for k in range(N)]), "par_oh")
+        with m.If(r.s2_valid):
+            with m.If(r.s2_first):  # the root: a new tree's state
+                m.d.sync += [r.took.eq(0), r.onp.eq(1), r.top.eq(0), r.top_dep.eq(0)]
+            with m.Else():
+                m.d.sync += [
+                    r.took.eq(r.took | Mux(r.s2_acc, par_oh, 0)),
+                    r.onp.eq(r.onp | Mux(on, node_oh, 0)),
+                ]
+                with m.If(on):
+                    m.d.sync += [r.top.eq(r.s2_node), r.top_dep.eq(r.s2_dep)]
+            with m.If(r.s2_last):
+                m.d.sync += r.dec_done.eq(1)
 
-        # ------------------------------------------------------------ decision, E2 -> E3
-        # on_path[i] = (row[i] & ~chosen & ~1) == 0; with row bit i implicit:
-        # chosen[i] & ~|(row[i][1:i] & ~chosen[1:i]).
-        on_path = Signal(N)
-        not_chosen = Signal(N)
-        m.d.comb += not_chosen.eq(~chosen)
-        onp = [Const(1, 1), chosen[1]]
-        for i in range(2, N):
-            onp.append(chosen[i] & ~(r.tri[i] & not_chosen[1:i]).any())
-        m.d.comb += on_path.eq(Cat(*onp))
-        # last = highest index with on_path, by a priority tree that carries depth[i]
-        # along with the index: accepted = depth[last] without a multiplexer.
-        _, last_pl = priority_tree(
-            m, on_path, [Cat(r.dep[k], Const(k, B)) for k in range(N)], highest=True, name="last"
-        )
-        last_idx, last_dep = last_pl[B:], last_pl[:B]
         moving_out = Signal()
-        m.d.comb += moving_out.eq(r.ch_done & out_free)
+        m.d.comb += moving_out.eq(r.dec_done & out_free)
         with m.If(moving_out):
             m.d.sync += [
-                r.ch_done.eq(0),
+                r.dec_done.eq(0),
                 r.pending.eq(0),
                 r.res_valid.eq(1),
-                r.res_last.eq(last_idx),
-                r.res_path.eq(on_path),
-                r.res_acc.eq(last_dep),
-                r.rem.eq(on_path & ~Const(1, N)),
-                r.rem_nz.eq(last_dep.any()),  # a path beyond the root has depth > 0
+                r.res_last.eq(r.top),
+                r.res_path.eq(r.onp),
+                r.res_acc.eq(r.top_dep),
+                r.rem.eq(r.onp & ~Const(1, N)),
+                r.rem_nz.eq(r.top_dep.any()),  # a path beyond the root has depth > 0
                 r.bank_out.eq(r.bank_load),
                 r.bank_load.eq(~r.bank_load),
             ]
         return moving_out
 
     def _load(self, m: Module, r: _Registers, moving_out: Value) -> None:
-        """Load stages 0 (take a beat: checks, stores) and 1 (the accept bit), and the
-        input control."""
+        """Stage 0 (take a beat: the cheap checks, the stores, the parent's row read),
+        stage 1 (the row check, the accept bit) and the input control."""
         N, B = self.N_NODES, r.B
         beat, count, drop = self.i.payload, r.count, r.drop
-        par, sib, tri, dep = r.par, r.sib, r.tri, r.dep
 
-        def full_row(p: int) -> Value:
-            if p == 0:
-                return Const(1, N)
-            mid = [tri[p]] if p >= 2 else []
-            return Cat(Const(1, 1), *mid, Const(1, 1), Const(0, N - p - 1))
-
-        # ------------------------------------------------------------ load stage 0 (take)
+        # ------------------------------------------------------------ stage 0 (take)
         m.d.comb += self.i.ready.eq(~r.pending | moving_out)
         fire = Signal()
         m.d.comb += fire.eq(self.i.valid & self.i.ready)
         cnt = count[:B]
         first = Signal()
         m.d.comb += first.eq(count == 0)
-
-        bad_seq = Signal()
-        bad_par = Signal()
-        bad_row = Signal()
-        exp_row = Signal(N)
-        m.d.comb += [
-            bad_seq.eq((count == N) | (beat.node != cnt)),
-            bad_par.eq(~first & (beat.parent >= count)),
-            exp_row.eq(
-                Mux(
-                    first,
-                    Const(1, N),
-                    mux_tree([full_row(p) for p in range(N)], beat.parent) | (Const(1, N) << cnt),
-                )
-            ),
-            bad_row.eq((beat.row ^ exp_row).any()),
-        ]
-        bad = Signal()
-        m.d.comb += bad.eq(bad_seq | bad_par | bad_row)
-
-        # Stores are not gated by `bad`: an invalid beat ends its tree, and the
+        bad0 = Signal()  # the beat's index, parent or the node count is wrong
+        m.d.comb += bad0.eq((count == N) | (beat.node != cnt) | (~first & (beat.parent >= count)))
+        # dropping: the beats of a tree that failed a check, through its last; not once
+        # that last beat is in stage 1 (taken the cycle its tree failed)
+        dropping = Signal()
+        m.d.comb += dropping.eq(drop & ~(r.s1_valid & r.s1_last))
+        # Stores are not gated by a check: an invalid beat ends its tree, and the
         # next tree rewrites every slot it uses before using it.
         store = Signal()
-        m.d.comb += store.eq(fire & ~drop)
+        m.d.comb += store.eq(fire & ~dropping)
         new_dep = Signal(B)
-        m.d.comb += new_dep.eq(mux_tree(dep, beat.parent) + 1)
-        # the new node's parent against every stored parent, once: row `count` of S
-        # keeps bits 1 .. count - 1 (earlier siblings only)
-        same_par = Signal(N)
-        m.d.comb += same_par.eq(Cat(Const(0, 1), *[beat.parent == par[j] for j in range(1, N)]))
+        m.d.comb += new_dep.eq(mux_tree(r.dep, beat.parent) + 1)
         for i in range(1, N):
             with m.If(store & (count == i)):
-                m.d.sync += [par[i].eq(beat.parent), dep[i].eq(new_dep)]
-                if i >= 2:
-                    m.d.sync += [sib[i].eq(same_par[1:i]), tri[i].eq(beat.row[1:i])]
+                m.d.sync += r.dep[i].eq(new_dep)
         m.d.comb += [
+            r.row_wr.addr.eq(cnt),
+            r.row_wr.data.eq(beat.row),
+            r.row_wr.en.eq(store),
+            r.row_rd.addr.eq(beat.parent),
             r.tok_wr.addr.eq(Cat(cnt, r.bank_load)),
             r.tok_wr.data.eq(beat.token),
             r.tok_wr.en.eq(store & ~first),
         ]
-        self._accept_test(m, r, cnt, store)
+        m.d.sync += [
+            r.s1_valid.eq(store),
+            r.s1_bad.eq(bad0),
+            r.s1_node.eq(cnt),
+            r.s1_parent.eq(beat.parent),
+            r.s1_row.eq(beat.row),
+            r.s1_dep.eq(Mux(first, 0, new_dep)),
+            r.s1_first.eq(first),
+            r.s1_last.eq(beat.last),
+        ]
+        acc_bit = self._accept_test(m, r, cnt)
 
-        # ------------------------------------------------------------ take: control
-        with m.If(fire):
-            with m.If(drop):
-                with m.If(beat.last):
-                    m.d.sync += drop.eq(0)
-            with m.Elif(bad):
-                m.d.sync += [self.error.eq(1), count.eq(0), drop.eq(~beat.last)]
+        # ------------------------------------------------------------ stage 1 (check)
+        # row[0] = 1; row[i] = row[parent[i]] | (1 << i) (the parent's row, read at take)
+        exp_row = Mux(r.s1_first, Const(1, N), r.row_rd.data | (Const(1, N) << r.s1_node))
+        bad1 = net(m, r.s1_bad | (r.s1_row ^ exp_row).any(), "bad1")
+        check = Signal()  # stage 1 holds a beat of a tree not being dropped
+        m.d.comb += check.eq(r.s1_valid & ~drop)
+        m.d.sync += [
+            self.error.eq(check & bad1),
+            r.s2_valid.eq(check & ~bad1),
+            r.s2_node.eq(r.s1_node),
+            r.s2_parent.eq(r.s1_parent),
+            r.s2_dep.eq(r.s1_dep),
+            r.s2_acc.eq(acc_bit),
+            r.s2_first.eq(r.s1_first),
+            r.s2_last.eq(r.s1_last),
+        ]
+
+        # ------------------------------------------------------------ control
+        # stage 0 counts the beats of a tree and marks a complete one pending; stage 1
+        # ends a tree that fails its checks (``fails``: the beat taken now, if any, is
+        # of that tree: dropped, and it cannot complete it)
+        fails = Signal()
+        m.d.comb += fails.eq(check & bad1 & ~r.s1_last)
+        with m.If(fire & dropping & beat.last):
+            m.d.sync += drop.eq(0)
+        with m.If(r.s1_valid & drop & r.s1_last):
+            m.d.sync += drop.eq(0)  # the failed tree's last beat has passed stage 1
+        with m.If(store):
+            with m.If(beat.last):
+                m.d.sync += count.eq(0)
+                with m.If(~bad0 & ~fails):
+                    m.d.sync += r.pending.eq(1)
             with m.Else():
-                with m.If(beat.last):
-                    m.d.sync += [
-                        count.eq(0),
-                        r.pending.eq(1),
-                        r.dec_n.eq(count + 1),
-                        r.s1_start.eq(1),
-                    ]
-                with m.Else():
-                    m.d.sync += count.eq(count + 1)
+                m.d.sync += count.eq(count + 1)
+        with m.If(fails):  # the rest of the tree: beats taken from now on are dropped
+            m.d.sync += [count.eq(0), drop.eq(1)]
+        with m.If(check & bad1 & r.s1_last & ~r.s1_bad):
+            m.d.sync += r.pending.eq(0)  # a complete tree whose last row was wrong
 
-    def _accept_test(self, m: Module, r: _Registers, cnt: Value, store: Value) -> None:
-        """``accept[i] = u[i] * qt[i] < pt[i] << RAND_BITS`` over load stages 0 and 1."""
+    def _accept_test(self, m: Module, r: _Registers, cnt: Value) -> Value:
+        """``accept = u[i] * qt[i] < pt[i] << RAND_BITS`` of the beat taken, over stages 0
+        and 1; returns stage 1's accept bit."""
         N, P, R = self.N_NODES, self.PROB_BITS, self.RAND_BITS
         W = R + P  # product width; the compare works modulo 2**(W + 1)
         beat = self.i.payload
@@ -439,12 +460,5 @@ class AcceptSampler(wiring.Component):
         ops = carry_save(m, ops, W + 1, "csa", shifts, levels=half)
         s1_ops = [Signal(W + 1, name=f"s1_op{k}", reset_less=True) for k in range(len(ops))]
         m.d.sync += [s.eq(o) for s, o in zip(s1_ops, ops, strict=True)]
-        m.d.sync += [r.s1_valid.eq(store), r.s1_node.eq(r.count), r.s1_start.eq(0)]
-
-        # ------------------------------------------------------------ load stage 1
         rows = csa_rows(m, s1_ops, W + 1, "csb")
-        acc_bit = Signal()
-        m.d.comb += acc_bit.eq(~sign_of_sum(m, rows[0], rows[1], W + 1, "acc"))
-        for i in range(1, N):
-            with m.If(r.s1_valid & (r.s1_node == i)):
-                m.d.sync += r.accept[i].eq(acc_bit)
+        return ~sign_of_sum(m, rows[0], rows[1], W + 1, "acc")

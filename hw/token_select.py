@@ -239,7 +239,7 @@ class TokenSelect(wiring.Component):
 
     def _take_sel(self, m: Module, s: "_State") -> None:
         """A ``sel`` beat; ``CHECK``: its total valid and non-zero (else an error and its
-        ``w`` stream dropped), and the threshold's two rows."""
+        ``w`` stream dropped), and the total registered for the threshold."""
         with m.If(self.sel.valid & self.sel.ready):
             m.d.sync += [
                 s.node.eq(self.sel.payload.node),
@@ -248,14 +248,13 @@ class TokenSelect(wiring.Component):
             ]
         m.d.comb += s.t_rd.addr.eq(self.sel.payload.node)
         t_sel = s.t_rd.data
-        rows = self._product(m, s.u_reg, t_sel)  # outside the `m.If`: see _threshold
         m.d.sync += s.load_rem.eq(0)
         with m.If(s.phase == Phase.CHECK):
             with m.If(~s.valid.bit_select(s.node, 1) | ~or_tree(t_sel)):
                 m.d.comb += s.err.eq(1)
                 m.d.sync += s.phase.eq(Phase.WDROP)
-            with m.Else():
-                m.d.sync += [s.s_reg.eq(rows[0]), s.c_reg.eq(rows[1]), s.load_rem.eq(1)]
+            with m.Else():  # the total registered: its read is all of this cycle's path
+                m.d.sync += [s.t_reg.eq(t_sel), s.load_rem.eq(1)]
                 m.d.sync += [s.phase.eq(Phase.SEL), s.cnt.eq(0)]
 
     def _take_w(self, m: Module, s: "_State") -> None:
@@ -374,14 +373,17 @@ class TokenSelect(wiring.Component):
 
     def _totals(self, m: Module, s: "_State") -> None:
         """S2 of a totals beat: the running total; at the node's last beat, ``T[node]``."""
-        TW, r2 = self.TOTAL_BITS, s.r2
+        TW, r2, N = self.TOTAL_BITS, s.r2, self.N_NODES
         acc = Signal(TW)
         base = Mux(r2.cnt == 0, 0, acc)  # a stream dropped midway leaves no partial sum
         a, b = csa_rows(m, [base, *s.g2], TW, "acc", keep=True)
         acc_next = prefix_add(m, a, b, TW, "acc", keep=True)
+        # the node's valid bit set through a one-hot OR: a write to `bit_select` becomes a
+        # case over every node, deeper at 1,024 nodes (48 levels)
+        node_oh = net(m, Cat(*[r2.node == k for k in range(N)]), "tot_node_oh")
         with m.If(r2.valid & ~r2.sel):
             with m.If(r2.last):
-                m.d.sync += [acc.eq(0), s.valid.bit_select(r2.node, 1).eq(1)]
+                m.d.sync += [acc.eq(0), s.valid.eq(s.valid | node_oh)]
                 m.d.comb += [s.t_wr.addr.eq(r2.node), s.t_wr.data.eq(acc_next), s.t_wr.en.eq(1)]
             with m.Else():
                 m.d.sync += acc.eq(acc_next)
@@ -393,18 +395,19 @@ class TokenSelect(wiring.Component):
         return csa_rows(m, pp, U_BITS + TW, "mul", shifts=list(range(U_BITS)), keep=True)
 
     def _threshold(self, m: Module, s: "_State") -> None:
-        """``rem = (u * T) >> 32`` from the two product rows, in two stages (``load_rem``:
-        the low half's carry and the high halves registered; the cycle after: their sum
-        into ``rem``), ready for the selection's first beat in ``S2``."""
+        """``rem = (u * T) >> 32`` in two stages after the total is registered (``load_rem``:
+        the product's two carry-save rows; the cycle after: the low half's carry into the
+        high halves' sum, into ``rem``), ready for the selection's first beat in ``S2``."""
         TW = self.TOTAL_BITS
-        s_hi, c_hi, cin, load = Signal(TW), Signal(TW), Signal(), Signal()
+        load = Signal()
         m.d.sync += load.eq(s.load_rem)
         # nets built outside any `m.If` (a net assigned under a condition is gated by it),
         # their networks kept (else re-derived deeper)
+        rows = self._product(m, s.u_reg, s.t_reg)
         low = carry_out(m, s.s_reg[:U_BITS], s.c_reg[:U_BITS], U_BITS, "thrlo", keep=True)
-        hi = prefix_add(m, s_hi, c_hi, TW, "thrhi", cin=cin, keep=True)
+        hi = prefix_add(m, s.s_reg[U_BITS:], s.c_reg[U_BITS:], TW, "thrhi", cin=low, keep=True)
         with m.If(s.load_rem):
-            m.d.sync += [s_hi.eq(s.s_reg[U_BITS:]), c_hi.eq(s.c_reg[U_BITS:]), cin.eq(low)]
+            m.d.sync += [s.s_reg.eq(rows[0]), s.c_reg.eq(rows[1])]
         with m.If(load):
             m.d.sync += s.rem.eq(zext(hi, s.RW))
 
@@ -439,6 +442,7 @@ class _State:
         self.cnt = Signal(CB)  # beats taken of the current stream
         self.node = Signal(B)  # the selection's node
         self.u_reg = Signal(U_BITS)
+        self.t_reg = Signal(TW)  # the selection's total, registered after the read
         self.s_reg, self.c_reg = Signal(U_BITS + TW), Signal(U_BITS + TW)  # u * T, two rows
         self.load_rem = Signal()
         self.inflight = Signal()  # a totals beat in S1 or S2

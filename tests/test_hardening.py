@@ -194,7 +194,7 @@ CLI_CASES = [
     ("sim.__main__", ["--timeline-steps", "0"], "argument --timeline-steps: must be an integer"),
     ("sim.timing.__main__", ["--steps", "0"], "argument --steps: must be an integer in 1 .. 64"),
     ("sim.rtl.__main__", ["bogus=1"], "unknown parameter(s): bogus"),
-    ("sim.rtl.__main__", ["n_nodes=3"], "n_nodes = 3: must be an integer in 4 .. 256"),
+    ("sim.rtl.__main__", ["n_nodes=3"], "n_nodes = 3: must be an integer in 4 .. 1024"),
     ("flows.verilog", ["LANES=0"], "token_sampler: LANES = 0: must be an integer in 1 .. 16"),
     ("flows.depth", ["bogus"], "argument block: invalid choice: 'bogus'"),
     ("flows.depth", ["kv_pool", "LANES=2"], "no block of kv_pool takes parameter(s) LANES"),

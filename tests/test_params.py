@@ -74,8 +74,8 @@ def test_docstring_states_the_declared_range_and_default(block: str) -> None:
 
 
 def test_top_and_tree_manager_accept_what_every_block_accepts() -> None:
-    assert TreeManager.PARAMS["N_NODES"] == Param(default=64, lo=4, hi=256, small=4)
-    assert TOP_PARAMS["N_NODES"].lo == 4 and TOP_PARAMS["N_NODES"].hi == 256
+    assert TreeManager.PARAMS["N_NODES"] == Param(default=64, lo=4, hi=1024, small=4)
+    assert TOP_PARAMS["N_NODES"].lo == 4 and TOP_PARAMS["N_NODES"].hi == 1024
     for block in ("tree_manager", "kv_pool"):
         for name, p in verilog.block_class(block).PARAMS.items():
             assert TOP_PARAMS[name].default == p.default

@@ -172,8 +172,8 @@ class TreeManager(wiring.Component):
     Parameters
     ----------
     N_NODES, TOKEN_BITS, PROB_BITS, RAND_BITS, WEIGHT_BITS, LANES : int
-        As in the blocks (SPEC §5); ``N_NODES`` is limited to 4 .. 256 by the
-        acceptance sampler and is also the optimiser's ``N_MAX``. ``LANES`` is
+        As in the blocks (SPEC §5); ``N_NODES`` (4 .. 1024) is also the
+        optimiser's ``N_MAX``. ``LANES`` is
         both the token sampler's weights and the builder's probabilities per
         beat.
     SELECT_LANES : int
