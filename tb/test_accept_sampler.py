@@ -34,6 +34,7 @@ from tb.common import (
     random_tree,
     report,
     run_block,
+    trees_for,
 )
 
 TREES = 1200  # full-speed run, per parameter set
@@ -293,12 +294,6 @@ class Scoreboard:
 
 
 # ----------------------------------------------------------------------------- runs
-def sized_for(n_trees: int, n_nodes: int) -> int:
-    """Trees of a run: ``n_trees`` up to 64 nodes; for larger trees fewer, in proportion,
-    but never under a fifth (1,024 nodes: 552 trees over the ten runs)."""
-    return max(n_trees * 64 // max(n_nodes, 64), n_trees // 5)
-
-
 async def settle(
     tb: TB, src: StreamSource, res, tok, sb: Scoreboard, quiet: int = 300, step: int = 4
 ) -> None:
@@ -328,7 +323,7 @@ async def run(
 ) -> None:
     p = params()
     N, T, P, R = p["N_NODES"], p["TOKEN_BITS"], p["PROB_BITS"], p["RAND_BITS"]
-    n_trees = sized_for(n_trees, N)
+    n_trees = trees_for(n_trees, N)  # 1,024 nodes: 552 trees over the ten runs
     tb = TB(dut)
     src = StreamSource(tb, "i", node_layout(N, T, P), idle)
     trees: dict[int, Tree] = {}

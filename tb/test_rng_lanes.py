@@ -353,9 +353,9 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
 
-from tb.common import N_NODES_SETS  # noqa: E402
+from tb.common import FULL_ONLY, N_NODES_SETS  # noqa: E402
 
 
-@pytest.mark.parametrize("n_nodes", N_NODES_SETS)
+@pytest.mark.parametrize("n_nodes", [*N_NODES_SETS, pytest.param(1024, marks=FULL_ONLY)])
 def test_rng_lanes(n_nodes: int) -> None:
     run_block("rng_lanes", {"N_NODES": n_nodes}, "tb.test_rng_lanes")

@@ -21,6 +21,7 @@ from tb.common import (
     random_tree,
     report,
     run_block,
+    trees_for,
 )
 
 TREES = 2000  # random trees in the full-speed run, per parameter set
@@ -106,6 +107,7 @@ class Scoreboard:
 
 async def run(dut, idle: str, backpressure: str, n_trees: int, bad_rate: float) -> None:
     N = params()["N_NODES"]
+    n_trees = trees_for(n_trees, N)  # 1,024 nodes: 400 + 6 x 60 + 4 x 60 trees
     tb = TB(dut)
     src = StreamSource(tb, "i", parent_layout(N), idle)
     sink = StreamSink(tb, "o", row_layout(N), backpressure)
@@ -171,9 +173,9 @@ if cocotb is not None:
 # ----------------------------------------------------------------------------- pytest
 import pytest  # noqa: E402
 
-from tb.common import N_NODES_SETS  # noqa: E402
+from tb.common import FULL_ONLY, N_NODES_SETS  # noqa: E402
 
 
-@pytest.mark.parametrize("n_nodes", N_NODES_SETS)
+@pytest.mark.parametrize("n_nodes", [*N_NODES_SETS, pytest.param(1024, marks=FULL_ONLY)])
 def test_tree_mask_gen(n_nodes: int) -> None:
     run_block("tree_mask_gen", {"N_NODES": n_nodes}, "tb.test_tree_mask_gen")

@@ -121,6 +121,18 @@ def test_longest_path_agrees_with_yosys_ltp() -> None:
     assert p.levels == ltp > 5
 
 
+def test_macros_keep_memories_whole() -> None:
+    """``flows.depth --macros`` keeps a memory as one cell (an SRAM macro whose ports cut
+    paths); the default measurement maps it to flip-flops."""
+    name = "tree_mask_gen"
+    text = synth.verilog_text(name, synth.small_params(name))
+    for macros in (True, False):
+        script = depth.depth_script(name, macros=macros)
+        out = depth.yosys(script, {"design.v": text}, ["depth.json"])
+        cells = json.loads(out["depth.json"])["modules"][name]["cells"].values()
+        assert any(c["type"].startswith("$mem") for c in cells) is macros
+
+
 def test_fits_recover_known_growth() -> None:
     xs = [8, 16, 32, 64]
     a, b = synth.fit_power(xs, [3 * x**2 for x in xs])

@@ -128,13 +128,6 @@ def run_leaf(
     )
 
 
-#: the depth script with memories kept whole (an SRAM macro: its ports cut paths)
-_MACRO_SCRIPT = (
-    "read_verilog design.v\nsynth -flatten -top {top} -run :fine\nopt -fast -full\n"
-    "techmap\nopt -fast\nabc\nopt_clean\nwrite_json depth.json\n"
-)
-
-
 def leaf_depth(name: str, params: dict | None = None, *, macro: bool = False) -> tuple[int, str]:
     """``(levels, summary)``: the longest register-to-register path of leaf ``name``
     (:func:`flows.depth.longest_path` on Yosys' netlist). ``macro=False``: the
@@ -142,7 +135,7 @@ def leaf_depth(name: str, params: dict | None = None, *, macro: bool = False) ->
     multiplexers); ``macro=True``: memories kept as cells (an SRAM macro whose
     ports end and start paths)."""
     src = leaf_verilog(name, params, out=OUT.parent / "depth")
-    script = _MACRO_SCRIPT.format(top=name) if macro else depth_script(name)
+    script = depth_script(name, macros=macro)
     out = yosys(script, {"design.v": src.read_text()}, ["depth.json"])
     p = longest_path(json.loads(out["depth.json"]), name)
     return p.levels, f"{p.levels} levels: {p.start} -> {p.end}"
