@@ -115,12 +115,14 @@ async def run(dut, idle: str, backpressure: str, n_trees: int, bad_rate: float) 
 
     ErrorMon(tb, sb.errors)
     await tb.start()
+    n_beats = 0
     for _ in range(n_trees):
         par = bad_tree(tb.rng, N) if tb.rng.random() < bad_rate else random_tree(tb.rng, N)
         sb.add(par)
         for b in beats(par):
             src.send(b)
-    await tb.wait_for(lambda: src.idle, what="all beats taken")
+            n_beats += 1
+    await tb.wait_for(lambda: src.idle, timeout=100_000 + 8 * n_beats, what="all beats taken")
     await tb.cycles(20)
     rows = sink.received
     sb.check(rows)
