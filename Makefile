@@ -33,9 +33,10 @@ PYTHON ?= python3.11
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# pytest-xdist workers; CI machines have 2 cores.
+# pytest-xdist workers; CI machines have 2 cores. loadgroup: the tests of one
+# xdist_group run on one worker (a module fixture set up once, not once per worker)
 JOBS   ?= auto
-PYTEST := $(VPY) -m pytest -n $(JOBS)
+PYTEST := $(VPY) -m pytest -n $(JOBS) --dist loadgroup
 # a producer's JSON report gets the checkout's commit, the date and the machine
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
