@@ -33,10 +33,9 @@ PYTHON ?= python3.11
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# pytest-xdist workers; CI machines have 2 cores. loadgroup: the tests of one
-# xdist_group run on one worker (a module fixture set up once, not once per worker)
+# pytest-xdist workers; CI machines have 2 cores.
 JOBS   ?= auto
-PYTEST := $(VPY) -m pytest -n $(JOBS) --dist loadgroup
+PYTEST := $(VPY) -m pytest -n $(JOBS)
 # a producer's JSON report gets the checkout's commit, the date and the machine
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp

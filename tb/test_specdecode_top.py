@@ -42,10 +42,6 @@ from sim.cycles import accept_cycles
 from sim.rtl import RTLSimError, RTLTreeManager, hdl_params, open_rtl
 from tb.common import random_step, random_tree
 
-#: one worker runs this module under pytest-xdist (``--dist loadgroup``): its ``rtl``
-#: fixture, a co-simulation of the top, is opened once rather than once per worker
-pytestmark = pytest.mark.xdist_group("specdecode_top")
-
 #: the co-simulated parameter set (lower-case ``open_rtl`` names); the tree builder and
 #: the topology optimiser, which these tests do not drive, at small sizes (``tests/
 #: test_chip_rtl.py`` runs them at the defaults): a fifth less Verilog to build
