@@ -481,7 +481,7 @@ def test_open_rtl_bad_parameters() -> None:
     for kw, msg in [
         ({"n_nodes": 3}, "n_nodes = 3"),
         ({"n_nodes": 1025}, "n_nodes = 1025"),
-        ({"select_lanes": 3}, "SELECT_LANES = 3"),
+        ({"select_lanes": 3}, "select_lanes = 3"),
         ({"entries": 1}, "entries = 1"),
         ({"seqs": 65}, "seqs = 65"),
         ({"lanes": True}, "lanes = True"),

@@ -34,6 +34,11 @@ def hdl_params(**params: int) -> dict[str, int]:
         out[name] = check_param(name.lower(), params.pop(name.lower(), p.default), p.lo, p.hi)
     if params:
         raise ValueError(f"unknown parameter(s): {', '.join(sorted(params))}")
+    sl = out["SELECT_LANES"]
+    if sl & (sl - 1):  # the tree manager's rule, checked before any block is built
+        raise ValueError(
+            f"select_lanes = {sl!r}: must be 0 (two-pass sampler) or a power of two in 1 .. 128"
+        )
     return out
 
 
