@@ -41,6 +41,7 @@ __all__ = [
     "error_layout",
     "bcfg_layout",
     "pq_layout",
+    "check_select_lanes",
 ]
 
 
@@ -63,6 +64,16 @@ _OPT_PARAMS = {k: v for k, v in TopologyOptimiser.PARAMS.items() if k != "N_MAX"
 #: the extra token's sampler: 0, the two-pass token sampler (SPEC §3.5, ``LANES`` weights
 #: a beat); a power of two, the one-pass token select (spec §3.12) with that many lanes
 _SELECT = {"SELECT_LANES": Param(default=0, lo=0, hi=128, small=0)}
+
+
+def check_select_lanes(value: int, name: str = "SELECT_LANES") -> int:
+    """``value`` (in range already) if it is 0 or a power of two, else ``ValueError``
+    quoting it under ``name`` (the co-simulation's lower-case ``select_lanes``)."""
+    if value & (value - 1):
+        raise ValueError(
+            f"{name} = {value!r}: must be 0 (two-pass sampler) or a power of two in 1 .. 128"
+        )
+    return value
 
 
 class TreeManager(wiring.Component):
@@ -233,11 +244,7 @@ class TreeManager(wiring.Component):
                 f"CONF_BITS = {p['CONF_BITS']!r}: must be an integer in "
                 f"PROB_BITS ({p['PROB_BITS']}) .. 64"
             )
-        sl = p["SELECT_LANES"]
-        if sl & (sl - 1):
-            raise ValueError(
-                f"SELECT_LANES = {sl!r}: must be 0 (two-pass sampler) or a power of two in 1 .. 128"
-            )
+        check_select_lanes(p["SELECT_LANES"])
         for name, value in p.items():
             setattr(self, name, value)
         N, TB, PB = p["N_NODES"], p["TOKEN_BITS"], p["PROB_BITS"]

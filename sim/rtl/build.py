@@ -15,6 +15,7 @@ import amaranth
 from flows import toolchain, verilog
 from hw.common import check_param
 from hw.specdecode_top import PARAMS
+from hw.tree_manager import check_select_lanes
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE = "specdecode_top"
@@ -34,11 +35,7 @@ def hdl_params(**params: int) -> dict[str, int]:
         out[name] = check_param(name.lower(), params.pop(name.lower(), p.default), p.lo, p.hi)
     if params:
         raise ValueError(f"unknown parameter(s): {', '.join(sorted(params))}")
-    sl = out["SELECT_LANES"]
-    if sl & (sl - 1):  # the tree manager's rule, checked before any block is built
-        raise ValueError(
-            f"select_lanes = {sl!r}: must be 0 (two-pass sampler) or a power of two in 1 .. 128"
-        )
+    check_select_lanes(out["SELECT_LANES"], "select_lanes")  # before any block is built
     return out
 
 
