@@ -9,7 +9,7 @@ converted (``int``, ``float``, an ``ndarray``); they never truncate, round or
 wrap.
 
 * :mod:`checks.values`: scalars: :func:`integer`, :func:`bits`, :func:`seed`,
-  :func:`real`, :func:`choice`, :func:`boolean`.
+  :func:`real`, :func:`choice`, :func:`boolean`, :func:`power_of_two`.
 * :mod:`checks.arrays`: :func:`int_array` (integers, e.g. a parent list or
   tokens), :func:`prob_vector` and :func:`prob_matrix` (finite, non-negative,
   normalised within a stated tolerance unless the API takes weights).
@@ -41,7 +41,7 @@ from checks.cli import (
     out_file_arg,
     real_arg,
 )
-from checks.values import bits, boolean, choice, integer, real, seed
+from checks.values import bits, boolean, choice, integer, power_of_two, real, seed
 
 __all__ = [
     "NORM_TOL",
@@ -60,6 +60,7 @@ __all__ = [
     "distinct_choices",
     "out_dir_arg",
     "out_file_arg",
+    "power_of_two",
     "prob_matrix",
     "prob_vector",
     "real",

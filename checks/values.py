@@ -61,6 +61,22 @@ def bits(name: str, value: object, lo: int = 1, hi: int = 32) -> int:
     return integer(name, value, lo, hi)
 
 
+def power_of_two(name: str, value: object, hi: int, *, zero: str | None = None) -> int:
+    """``value`` as an ``int``, a power of two in ``1 .. hi``; or ``0`` when ``zero``
+    says what 0 selects.
+
+    Raises
+    ------
+    ValueError
+        ``"<name> = <value!r>: must be [0 (<zero>) or ]a power of two in 1 .. hi"``.
+    """
+    v = integer(name, value, 0 if zero else 1, hi)
+    if v & (v - 1):
+        either = f"0 ({zero}) or " if zero else ""
+        raise ValueError(f"{name} = {value!r}: must be {either}a power of two in 1 .. {hi}")
+    return v
+
+
 def seed(name: str, value: object) -> int:
     """A seed: :func:`integer` in ``0 .. 2**64 - 1``."""
     return integer(name, value, 0, SEED_MAX)

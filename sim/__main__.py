@@ -142,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--pages", type=_int("pages"), default=d.pages, help="PAGES of the KV pool")
     ap.add_argument("--layers", type=_int("layers"), default=d.layers, help="modelled KV layers")
     ap.add_argument(
+        "--select-lanes",
+        type=_int("select_lanes"),
+        default=d.select_lanes,
+        help="SELECT_LANES: 0 the two-pass token sampler, a power of two up to 128 the "
+        "one-pass token select (spec 3.12)",
+    )
+    ap.add_argument(
         "--update-every",
         type=_int("update_every"),
         default=d.update_every,
@@ -200,6 +207,7 @@ def config_from(args: argparse.Namespace, ap: argparse.ArgumentParser | None = N
         entries=args.entries,
         pages=args.pages,
         layers=args.layers,
+        select_lanes=args.select_lanes,
         update_every=args.update_every,
         window=args.window,
         fallback=not args.no_fallback,

@@ -92,7 +92,9 @@ class TreeManagerBackend(Protocol):
         ``u[i] = out[i] >> (32 - rand_bits)``), then calls ``residual(last)``
         for the residual weights of ``last`` (``weight_bits`` integers, one per
         vocabulary entry; the verifier's answer) and draws the extra token
-        (``golden.sampler.sample_weights(weights, out[0])``).
+        (``golden.sampler.sample_weights(weights, out[0])``). A backend with the
+        one-pass token select (spec §3.12) may call ``residual`` for every node
+        before the decision (its totals pass); the token is the same.
         Raises ``ValueError`` naming the field for a tree larger than
         ``n_nodes``, an invalid parent list or out-of-range values.
         """

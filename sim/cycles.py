@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from checks import integer
+from checks import integer, power_of_two
 
 __all__ = [
     "RTL_LATENCY",
@@ -208,10 +208,7 @@ def _lanes(lanes: int, kind: str) -> int:
         raise ValueError(f"sampler = {kind!r}: must be one of {', '.join(SAMPLERS)}")
     if kind == "two_pass":
         return integer("lanes", lanes, MIN_LANES, MAX_LANES)
-    ln = integer("lanes", lanes, 1, ONE_PASS_MAX_LANES)
-    if ln & (ln - 1):
-        raise ValueError(f"lanes = {lanes!r}: the one-pass sampler's must be a power of two")
-    return ln
+    return power_of_two("lanes", lanes, ONE_PASS_MAX_LANES)
 
 
 def sampler_cycles(

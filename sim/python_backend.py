@@ -29,6 +29,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from checks import power_of_two
 from golden import accept as _acc
 from golden import tree as _tree
 from golden.kvcache import BlockTable
@@ -57,6 +58,10 @@ class PythonTreeManager:
         Fixed-point widths (SPEC §3.3, §3.5), 1 .. 32.
     lanes : int
         Token-sampler weights per cycle (``LANES``, SPEC §5), for the cycle count.
+    select_lanes : int
+        ``SELECT_LANES``: 0, the two-pass token sampler (SPEC §3.5, ``lanes``
+        weights per cycle); a power of two ``1 .. 128``, the one-pass token select
+        (spec §3.12, its cycles). The token is the same (spec §3.12).
     latency : {"rtl", "spec"}
         Fixed latencies of the cycle model (:mod:`sim.cycles`).
 
@@ -75,6 +80,7 @@ class PythonTreeManager:
         rand_bits: int = 16,
         weight_bits: int = 16,
         lanes: int = 4,
+        select_lanes: int = 0,
         latency: str = "rtl",
     ) -> None:
         if (
@@ -88,6 +94,7 @@ class PythonTreeManager:
         self.rand_bits = _bits("rand_bits", rand_bits)
         self.weight_bits = _bits("weight_bits", weight_bits)
         self.lanes = int(lanes)
+        self.select_lanes = power_of_two("select_lanes", select_lanes, 128, zero="two-pass sampler")
         self.latency = latency
         mask_cycles(1, latency)  # validates latency
         self._rng: LaneRNG | None = None
@@ -137,7 +144,15 @@ class PythonTreeManager:
         w = np.asarray(weights)
         extra = sample_weights(w, int(out[0]), weight_bits=self.weight_bits)
         acc_tokens = [int(tokens[j]) for j in d.path[1:]]
-        c = accept_cycles(n, int(w.size), self.lanes, len(acc_tokens), latency=self.latency)
+        sl = self.select_lanes
+        c = accept_cycles(
+            n,
+            int(w.size),
+            sl or self.lanes,
+            len(acc_tokens),
+            latency=self.latency,
+            sampler="one_pass" if sl else "two_pass",
+        )
         cyc = {
             "mask": c.mask,
             "load": c.load,
@@ -231,6 +246,7 @@ def open_python(
     rand_bits: int = 16,
     weight_bits: int = 16,
     lanes: int = 4,
+    select_lanes: int = 0,
     latency: str = "rtl",
     lookup_ports: int = 2,
 ) -> Iterator[tuple[PythonTreeManager, PythonKV]]:
@@ -244,6 +260,7 @@ def open_python(
         rand_bits=rand_bits,
         weight_bits=weight_bits,
         lanes=lanes,
+        select_lanes=select_lanes,
         latency=latency,
     )
     kv = PythonKV(entries, pages, seqs, n_nodes, layer_bits, pos_bits, lookup_ports=lookup_ports)

@@ -19,6 +19,7 @@ from golden.models import code_prompts, default_ngram_pair
 from sim import report
 from sim.__main__ import main as cli_main
 from sim.chip import Chip, ChipConfig, make_policy
+from sim.cycles import ONE_PASS_LATENCY, RTL_LATENCY
 from sim.python_backend import PythonKV, PythonTreeManager, open_python
 from sim.topology import TopologyOptimiser, cost_table, tree_step_us
 from sim.workloads import PhasedPair, load_workload
@@ -343,6 +344,20 @@ def test_python_backend_units():
         assert kv.cycles == 4
     with pytest.raises(ValueError, match="n_nodes = 0"):
         PythonTreeManager(0)
+    with pytest.raises(ValueError, match="select_lanes = 3: must be 0"):
+        PythonTreeManager(8, select_lanes=3)
+
+
+def test_python_backend_one_pass_select():
+    """``select_lanes``: the same token (spec §3.12), the one-pass select's cycles."""
+    steps = {}
+    for sl in (0, 4):
+        with open_python(n_nodes=8, select_lanes=sl) as (tm, _kv):
+            tm.seed(3)
+            steps[sl] = tm.step([-1, 0, 0], [0, 1, 2], [0, 65535, 0], [0, 1, 1], lambda a: [3] * 9)
+    assert steps[0].extra == steps[4].extra
+    assert steps[0].cycles["sampler"] == 2 * 3 + RTL_LATENCY.sampler
+    assert steps[4].cycles["sampler"] == 3 + ONE_PASS_LATENCY["rtl"]
     with pytest.raises(ValueError, match="prob_bits = 40"):
         PythonTreeManager(8, prob_bits=40)
     with pytest.raises(ValueError, match="lookup_ports = 0"):
@@ -397,6 +412,8 @@ BAD_CONFIGS = [
     (dict(rand_bits=33), "rand_bits = 33"),
     (dict(weight_bits="16"), "weight_bits = '16'"),
     (dict(lanes=17), "lanes = 17"),
+    (dict(select_lanes=129), "select_lanes = 129"),
+    (dict(select_lanes=48), "select_lanes = 48: must be 0 (two-pass sampler) or a power of two"),
     (dict(seed=-1), "seed = -1"),
     (dict(tokens=0), "tokens = 0"),
     (dict(prompt_len=0), "prompt_len = 0"),

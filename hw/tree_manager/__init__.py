@@ -14,6 +14,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
+from checks import power_of_two
 from hw.accept_sampler import AcceptSampler
 from hw.common import Param, check_params, merge_params, pick
 from hw.rng_lanes import RngLanes
@@ -67,13 +68,9 @@ _SELECT = {"SELECT_LANES": Param(default=0, lo=0, hi=128, small=0)}
 
 
 def check_select_lanes(value: int, name: str = "SELECT_LANES") -> int:
-    """``value`` (in range already) if it is 0 or a power of two, else ``ValueError``
-    quoting it under ``name`` (the co-simulation's lower-case ``select_lanes``)."""
-    if value & (value - 1):
-        raise ValueError(
-            f"{name} = {value!r}: must be 0 (two-pass sampler) or a power of two in 1 .. 128"
-        )
-    return value
+    """``value`` if it is 0 or a power of two up to 128, else ``ValueError`` quoting it
+    under ``name`` (the co-simulation's and the chip model's lower-case ``select_lanes``)."""
+    return power_of_two(name, value, 128, zero="two-pass sampler")
 
 
 class TreeManager(wiring.Component):

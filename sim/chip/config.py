@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from checks import boolean, choice
+from checks import boolean, choice, power_of_two
 from checks import integer as _int
 from golden import trees as _trees
 from golden.decoder import MODES
@@ -185,6 +185,11 @@ class BlockParams:
         Fixed-point widths (SPEC §3.3, §3.5), ``8 .. 32``.
     lanes : int
         Token-sampler lanes (``LANES``), ``1 .. 16``.
+    select_lanes : int
+        ``SELECT_LANES``: ``0`` draws the extra token with the two-pass token
+        sampler (SPEC §3.5, ``lanes`` weights per cycle); a power of two
+        ``1 .. 128`` with the one-pass token select (spec §3.12): every node's
+        residual total before the decision, one selection pass after it.
     lookup_ports : int
         KV lookup ports a batch of lookups is spread over (SPEC §4.2: 2).
     """
@@ -200,6 +205,7 @@ class BlockParams:
     rand_bits: int = 16
     weight_bits: int = 16
     lanes: int = 4
+    select_lanes: int = 0
     lookup_ports: int = 2
 
     def hdl_params(self) -> dict[str, Any]:
@@ -243,7 +249,7 @@ class ChipConfig:
     blocks : BlockParams
         ``backend``, ``n_nodes``, ``entries``, ``pages``, ``seqs``,
         ``layer_bits``, ``pos_bits``, ``prob_bits``, ``rand_bits``,
-        ``weight_bits``, ``lanes``, ``lookup_ports``.
+        ``weight_bits``, ``lanes``, ``select_lanes``, ``lookup_ports``.
 
     Raises
     ------
@@ -338,6 +344,7 @@ INT_BOUNDS: tuple[tuple[str, int, Bound], ...] = (
     ("rand_bits", 8, 32),
     ("weight_bits", 8, 32),
     ("lanes", 1, 16),
+    ("select_lanes", 0, 128),
     ("lookup_ports", 1, None),
     ("seed", 0, 2**64 - 64),
     ("tokens", 1, None),
@@ -356,10 +363,10 @@ def validate(cfg: ChipConfig) -> None:
 
     Order: the profile (known, not a GPU baseline), the choices (``tree``,
     ``mode``, ``backend``, ``workload``, ``overlap`` against the profile,
-    ``children``), the integers of :data:`INT_BOUNDS`, ``context_offset``,
-    ``nodes`` against ``n_nodes``, a chain against ``n_nodes``, ``parents``,
-    ``initial_acc``, the hardware builder's ranges (:func:`hw_builder_checks`),
-    and the ``rtl`` backend's single sequence.
+    ``children``), the integers of :data:`INT_BOUNDS` (``select_lanes`` also 0 or
+    a power of two), ``context_offset``, ``nodes`` against ``n_nodes``, a chain
+    against ``n_nodes``, ``parents``, ``initial_acc``, the hardware builder's
+    ranges (:func:`hw_builder_checks`), and the ``rtl`` backend's single sequence.
     """
     prof = cfg.timing_profile()  # unknown profile: ValueError listing the known ones
     if prof.is_gpu:
@@ -385,6 +392,7 @@ def validate(cfg: ChipConfig) -> None:
         raise ValueError(f"children = {cfg.children!r}: the hardware builder builds top-k trees")
     for name, lo, hi in INT_BOUNDS:
         _int(name, getattr(cfg, name), lo, hi(cfg) if callable(hi) else hi)
+    power_of_two("select_lanes", cfg.select_lanes, 128, zero="two-pass sampler")
     boolean("fallback", cfg.fallback)  # "no" is truthy: only True / False
     boolean("shared_prompt", cfg.shared_prompt)
     if cfg.context_offset is not None:  # the timing's context_len is at most 2**24

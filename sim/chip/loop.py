@@ -173,6 +173,7 @@ class Chip:
                     rand_bits=c.rand_bits,
                     weight_bits=c.weight_bits,
                     lanes=c.lanes,
+                    select_lanes=c.select_lanes,
                     latency=self.profile.tree_manager.latency,
                 )
 

@@ -77,8 +77,13 @@ class RTLTreeManager:
       c(row n-1)`` (3);
     * ``tokens``: ``E3`` to the last accepted token (0 if none;
       ``accepted + 2``);
-    * ``sampler``: the first weight beat's edge to the extra token's
-      (``2 * ceil(V / LANES) + 2``).
+    * ``sampler``: the two-pass sampler (``SELECT_LANES = 0``): the first weight
+      beat's edge to the extra token's (``2 * ceil(V / LANES) + 2``); the one-pass
+      select (spec §3.12): the result beat's to the extra token's
+      (``ceil(V / SELECT_LANES) + 6 .. + 8``, the model's ``+ 8`` at its worst).
+      One-pass, every node's residual is asked for and sent on ``tot`` before
+      the tree (the verifier's totals pass, under verification), and
+      ``last``'s on ``w`` from the cycle after the result.
 
     ``last_post_verify`` is the step's critical path after verification as
     the RTL runs it: ``load``, then ``E0`` to the result beat (4: the result
@@ -99,6 +104,7 @@ class RTLTreeManager:
         self.rand_bits = h["RAND_BITS"]
         self.weight_bits = h["WEIGHT_BITS"]
         self.lanes = h["LANES"]
+        self.select_lanes = h["SELECT_LANES"]
         self.hdl = dict(h)
         self.sim_cycles = 0
         self.steps = 0
@@ -174,9 +180,10 @@ class RTLTreeManager:
         sim = self._sim
         c0 = sim.cycle
         held, self._held = self._held, None
+        res = self._totals(residual, n) if self.select_lanes else None
         if held is None:
             beats = [(par[i], tok[i], pt_[i], qt_[i]) for i in range(1, n)]
-            r = sim.call("tree", beats=beats)
+            r = sim.call("tree", beats=beats, res=res)
         else:
             if par[1:] != held.parents or tok[1:] != held.tokens:
                 raise ValueError(
@@ -184,29 +191,25 @@ class RTLTreeManager:
                     f"(parents {held.parents}, tokens {held.tokens})"
                 )
             pq = [(pt_[i], qt_[i]) for i in range(1, n)]
-            r = sim.call("verify", beats=pq, packet=held.packet)
+            r = sim.call("verify", beats=pq, packet=held.packet, res=res)
         if r["tm_error"]:
             sim._fail(f"tree manager error {r['tm_error']:#x} on a valid tree {par}")
-        res = r["result"]
+        res_ = r["result"]
         rows = r["rows"]
-        if res is None or len(rows) != n:
-            sim._fail(f"tree manager: {len(rows)} rows for {n} nodes, result {res}")
-        last, path_mask, accepted = res["last"], res["path_mask"], res["accepted"]
+        if res_ is None or len(rows) != n:
+            sim._fail(f"tree manager: {len(rows)} rows for {n} nodes, result {res_}")
+        last, path_mask, accepted = res_["last"], res_["path_mask"], res_["accepted"]
         toks = r["tokens"][:accepted]
         if len(toks) != accepted:
             sim._fail(f"tree manager: {len(toks)} tokens for {accepted} accepted")
-        weights = self._weights(residual(last))
-        L = self.lanes
-        wb = [
-            weights[k : k + L] + [0] * (L - len(weights[k : k + L]))
-            for k in range(0, len(weights), L)
-        ]
-        x = sim.call("extra", beats=wb)
-        if x["tm_error"] or x["token"] is None:
-            sim._fail(f"token sampler error {x['tm_error']:#x} on valid weights")
         t_in, t_rows, t_res = r["t_in"], r["t_rows"], r["t_result"]
+        if res is None:
+            extra, sampler = self._two_pass(residual(last))
+        else:  # the one-pass select: counted from the result beat (sim.cycles)
+            if r["extra"] is None:
+                sim._fail("token select: no extra token on valid totals")
+            extra, sampler = r["extra"], r["t_extra"] - t_res
         load = t_rows[-1] - (t_in[0] if t_in else r["t_start"]) + 1
-        sampler = x["t_token"] - x["t_first"]
         cycles = {
             "mask": load,
             "load": load,
@@ -224,9 +227,29 @@ class RTLTreeManager:
             last=last,
             path_mask=path_mask,
             accepted_tokens=toks,
-            extra=x["token"],
+            extra=extra,
             cycles=cycles,
         )
+
+    def _beats(self, weights: Sequence[int], lanes: int) -> list[list[int]]:
+        """Checked residual weights in beats of ``lanes``, the last padded with zeros."""
+        w = self._weights(weights)
+        return [
+            w[k : k + lanes] + [0] * (lanes - len(w[k : k + lanes]))
+            for k in range(0, len(w), lanes)
+        ]
+
+    def _two_pass(self, weights: Sequence[int]) -> tuple[int, int]:
+        """The two-pass sampler (``extra``): ``(token, cycles from the first beat)``."""
+        x = self._sim.call("extra", beats=self._beats(weights, self.lanes))
+        if x["tm_error"] or x["token"] is None:
+            self._sim._fail(f"token sampler error {x['tm_error']:#x} on valid weights")
+        return x["token"], x["t_token"] - x["t_first"]
+
+    def _totals(self, residual: Callable[[int], Sequence[int]], n: int) -> list[list[list[int]]]:
+        """Every node's residual (the verifier streams them all before the decision,
+        spec §3.12), in beats of ``SELECT_LANES``."""
+        return [self._beats(residual(j), self.select_lanes) for j in range(n)]
 
     def _weights(self, w: Sequence[int]) -> list[int]:
         """The verifier's residual weights, checked: ``1 .. 2**token_bits`` integers of

@@ -253,7 +253,7 @@ class BuilderPorts:
         optimiser's work on the step's packet."""
         pl = self.L["pq"]
         beats = [pack(pl, {"pt": a, "qt": b}) for a, b in req["beats"]]
-        rep = await self.srv.stream_tree(self.pq, beats)
+        rep = await self.srv.stream_tree(self.pq, beats, req.get("res"))
         rep["optimise"] = 0
         if req.get("packet") and rep["result"] is not None and not rep["tm_error"]:
             await self._optimiser_idle(int(req.get("limit", 1 << 26)))

@@ -18,8 +18,13 @@ count since reset, and ``error`` (a traceback string) if the request failed)::
     ``tree``      ``beats``: draft beats ``(parent, token, pt, qt)`` of nodes
                   ``1 .. n-1``. One ``advance``, the tree, then the mask rows, the
                   result and the accepted tokens; ``t`` the cycle of each event.
+                  With ``SELECT_LANES > 0``, ``res``: every node's residual
+                  (``SELECT_LANES`` weights a beat), sent on ``tot`` before the
+                  advance; from the result on, ``last``'s on ``w`` once; the extra
+                  token in the same reply.
     ``extra``     ``beats``: weight beats (``LANES`` weights each) of one pass; the
-                  server sends the pass twice and returns the extra token.
+                  server sends the pass twice and returns the extra token (the
+                  two-pass sampler, ``SELECT_LANES = 0``).
     ``ops``       ``ops``: KV operations ``(op, seq, dst, layer, pos, owner,
                   committed, accept)``, one per cycle; their result beats.
     ``lookups``   ``queries``: ``(seq, layer, pos, view)``, alternately on the
@@ -50,6 +55,7 @@ from hw.kv_pool import op_layout, query_layout, reply_layout
 from hw.kv_pool import result_layout as kv_result
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_token
+from hw.token_select import tot_layout
 from hw.tree_manager import draft_layout
 from hw.tree_mask_gen import row_layout
 from sim.rtl.serve_builder import BuilderPorts
@@ -96,6 +102,47 @@ class Port:
         self.payload = Pin(dut, f"{name}__payload")
 
 
+class _Select:
+    """The one-pass select's side of a tree request: ``last``'s residual on ``w``
+    from the cycle after the result names it, once, and the extra token."""
+
+    def __init__(self, srv: "Server", res: list[list[list[int]]]) -> None:
+        self.srv, self.res = srv, res
+        self.beats: list[int] | None = None
+        self.k = 0
+        self.t_first = -1
+        self.token: int | None = None
+        self.t_token = -1
+
+    def sample(self, c: int) -> None:
+        """At ``ReadOnly`` of cycle ``c``: a ``w`` beat taken, the extra token."""
+        srv = self.srv
+        if self.beats is not None and self.k < len(self.beats) and srv.w.ready.get():
+            if self.k == 0:
+                self.t_first = c
+            self.k += 1
+        if self.token is None and srv.extra.valid.get():
+            self.token = unpack(srv.L["extra"], srv.extra.payload.get())["token"]
+            self.t_token = c
+
+    def drive(self, result: dict | None) -> None:
+        """After the edge: ``w``'s next beat (the first once ``result`` is known)."""
+        w = self.srv.w
+        if self.beats is None:
+            if result is None:
+                return
+            bl = self.srv.L["beat"]
+            node = self.res[result["last"]]
+            self.beats = [
+                pack(bl, {"w": b, "last": int(j == len(node) - 1)}) for j, b in enumerate(node)
+            ]
+        if self.k < len(self.beats):
+            w.payload.set(self.beats[self.k])
+            w.valid.set(1)
+        else:
+            w.valid.set(0)
+
+
 class Server:
     """Drives ``specdecode_top``'s ports for each request (see the module docstring)."""
 
@@ -107,7 +154,8 @@ class Server:
             "row": row_layout(N),
             "result": acc_result(N),
             "token": acc_token(TB_),
-            "beat": beat_layout(p["LANES"], p["WEIGHT_BITS"]),
+            "beat": beat_layout(p["SELECT_LANES"] or p["LANES"], p["WEIGHT_BITS"]),
+            "tot": tot_layout(p["SELECT_LANES"] or 1, p["WEIGHT_BITS"], N),
             "extra": extra_token(TB_),
             "op": op_layout(p["SEQS"], N, p["LAYER_BITS"], p["POS_BITS"]),
             "res": kv_result(p["ENTRIES"], p["PAGES"]),
@@ -124,6 +172,7 @@ class Server:
         self.result = Port(dut, "tm_result")
         self.tokens = Port(dut, "tm_tokens")
         self.w = Port(dut, "tm_w")
+        self.tot = Port(dut, "tm_tot") if p["SELECT_LANES"] else None
         self.extra = Port(dut, "tm_extra")
         self.tm_error = Pin(dut, "tm_error")
         self.op = Port(dut, "kv_op")
@@ -137,6 +186,8 @@ class Server:
             port.ready.set(1)
         for port in (self.seed_p, self.i, self.w, self.op, *self.q):
             port.valid.set(0)
+        if self.tot is not None:
+            self.tot.valid.set(0)
         self.advance.set(0)
         self.builder = BuilderPorts(self, dut, Port, Pin)
 
@@ -191,16 +242,22 @@ class Server:
             for a, b, c, d in req["beats"]
         ]
         beats.append(pack(draft, {"end": 1}))
-        return await self.stream_tree(self.i, beats)
+        return await self.stream_tree(self.i, beats, req.get("res"))
 
-    async def stream_tree(self, port: Port, beats: list[int]) -> dict:
+    async def stream_tree(
+        self, port: Port, beats: list[int], res: list[list[list[int]]] | None = None
+    ) -> dict:
         """One advance, then ``beats`` on ``port`` (``i``, or ``pq`` for the held
-        tree); collect rows, the result and the tokens.
+        tree); collect rows, the result and the tokens. ``res`` (one-pass select):
+        every node's residual beats, sent on ``tot`` first; ``last``'s go on ``w``
+        from the cycle after the result, and the extra token is collected too.
 
         Event times are cycle numbers: the cycle at whose closing edge a beat
         is taken (every output is always ready, so taken = seen valid)."""
         L = self.L
         row_l, res_l, tok_l = L["row"], L["result"], L["token"]
+        t_tot = await self.send_totals(res) if res is not None else []
+        sel = _Select(self, res) if res is not None else None
         n = len(beats)
         # the lanes advance at the edge closing this cycle; out is the step's
         # randomness from the next cycle on, when the tree starts
@@ -218,7 +275,7 @@ class Server:
         errors = 0
         k = 0
         t0 = self.cycle
-        limit = 8 * n + 200
+        limit = 8 * n + 200 + (max(map(len, res)) if res else 0)
         if n:
             i.payload.set(beats[0])
             i.valid.set(1)
@@ -238,19 +295,25 @@ class Server:
             if tokens_p.valid.get():
                 toks.append(unpack(tok_l, tokens_p.payload.get())["token"])
                 t_toks.append(c)
+            if sel is not None:
+                sel.sample(c)
             errors |= self.tm_error.get()
             await self.tick()
             if k < n:
                 i.payload.set(beats[k])
             else:
                 i.valid.set(0)
+            if sel is not None:
+                sel.drive(result)
             if errors:
                 break
             if result is not None and len(toks) >= result["accepted"]:
-                break
+                if sel is None or sel.token is not None:
+                    break
             self._timeout(t0, limit, "tree result")
         i.valid.set(0)
-        return {
+        self.w.valid.set(0)
+        out = {
             "rows": rows,
             "result": result,
             "tokens": toks,
@@ -261,6 +324,35 @@ class Server:
             "t_tokens": t_toks,
             "t_start": t0,
         }
+        if sel is not None:
+            out.update(extra=sel.token, t_extra=sel.t_token, t_w=sel.t_first, t_tot=t_tot)
+        return out
+
+    async def send_totals(self, res: list[list[list[int]]]) -> list[int]:
+        """Every node's residual beats on ``tot`` (spec §3.12's totals pass), node 0
+        first; the cycles of the first and the last beat taken."""
+        tl = self.L["tot"]
+        beats = [
+            pack(tl, {"node": j, "w": b, "last": int(k == len(r) - 1)})
+            for j, r in enumerate(res)
+            for k, b in enumerate(r)
+        ]
+        tot = self.tot
+        t: list[int] = []
+        t0 = self.cycle
+        tot.payload.set(beats[0])
+        tot.valid.set(1)
+        while len(t) < len(beats):
+            await ReadOnly()
+            if tot.ready.get():
+                t.append(self.cycle)
+            await self.tick()
+            if len(t) < len(beats):
+                tot.payload.set(beats[len(t)])
+            else:
+                tot.valid.set(0)
+            self._timeout(t0, 2 * len(beats) + 64, "totals")
+        return [t[0], t[-1]]
 
     async def do_extra(self, req: dict) -> dict:
         """The residual weights twice on ``w`` (pass 1 sums, pass 2 selects); the token."""
