@@ -44,11 +44,16 @@ from tb.common import random_step, random_tree
 
 #: the co-simulated parameter set (lower-case ``open_rtl`` names); the tree builder and
 #: the topology optimiser, which these tests do not drive, at small sizes (``tests/
-#: test_chip_rtl.py`` runs them at the defaults): a fifth less Verilog to build
+#: test_chip_rtl.py`` runs them at the defaults): a fifth less Verilog to build. The
+#: extra token by the one-pass token select (``select_lanes``; the two-pass sampler is
+#: the default top's, in tests/test_chip_rtl.py)
 HP = dict(
     n_nodes=12, entries=48, pages=40, seqs=6, layer_bits=3, pos_bits=6, lanes=3, token_bits=17,
-    conf_bits=16, c_max=32, d_max=3, r=2, acc_bits=8, nb=2, win=4,
+    conf_bits=16, c_max=32, d_max=3, r=2, acc_bits=8, nb=2, win=4, select_lanes=8,
 )  # fmt: skip
+#: the one-pass select's sampler cycles: the model's bound (``ceil(V / L) + 8``) or up to
+#: this many fewer (``+ 6 .. + 8`` on the RTL, tb/test_tree_manager.py)
+SELECT_SLACK = 2
 STEPS = 200
 OPS = 4000
 
@@ -67,8 +72,11 @@ def rtl():
 
 
 # ----------------------------------------------------------------------------- tree manager
-def _weights(rng: random.Random, wb: int) -> list[int]:
-    V = rng.choice([1, 2, rng.randint(1, 40), rng.randint(40, 300)])
+def _vocab(rng: random.Random) -> int:
+    return rng.choice([1, 2, rng.randint(1, 40), rng.randint(40, 300)])
+
+
+def _weights(rng: random.Random, wb: int, V: int) -> list[int]:
     w = [rng.randrange(1 << wb) if rng.random() < 0.7 else 0 for _ in range(V)]
     w[rng.randrange(V)] = rng.randint(1, (1 << wb) - 1)
     return w
@@ -89,6 +97,9 @@ def test_tree_steps_match_golden(rtl) -> None:
     lane_seed = rng.randrange(1 << 64)
     tm.seed(lane_seed)
     lanes = LaneRNG(lane_seed, N)
+    sl = tm.select_lanes
+    one_pass = sl > 0
+    sampler = "one_pass" if one_pass else "two_pass"
     bad = []
     for step in range(STEPS):
         if step == STEPS // 2:  # reseed mid-run
@@ -96,12 +107,13 @@ def test_tree_steps_match_golden(rtl) -> None:
             tm.seed(lane_seed)
             lanes = LaneRNG(lane_seed, N)
         par, tok, pt, qt = random_step(rng, N, PB, TB_)
-        w = _weights(rng, WB)
+        V = _vocab(rng)
+        ws = [_weights(rng, WB, V) for _ in par]  # every node's residual: one-pass asks all
         asked: list[int] = []
 
-        def residual(last: int, w=w, asked=asked) -> list[int]:
+        def residual(last: int, ws=ws, asked=asked) -> list[int]:
             asked.append(last)
-            return w
+            return ws[last]
 
         got = tm.step(par, tok, pt, qt, residual)
         out = lanes.next()
@@ -112,8 +124,8 @@ def test_tree_steps_match_golden(rtl) -> None:
             "last": d.last,
             "path_mask": d.path_mask,
             "accepted_tokens": [tok[j] for j in d.path[1:]],
-            "extra": sample_weights(w, int(out[0])),
-            "asked": [d.last],
+            "extra": sample_weights(ws[d.last], int(out[0])),
+            "asked": list(range(len(par))) if one_pass else [d.last],
         }
         have = {
             "rows": got.rows,
@@ -128,13 +140,17 @@ def test_tree_steps_match_golden(rtl) -> None:
         for k in want:
             if have[k] != want[k]:
                 bad.append((step, k, have[k], want[k]))
-        model = accept_cycles(len(par), len(w), tm.lanes, d.accepted)
-        for k, v in got.cycles.items():
+        model = accept_cycles(len(par), V, sl or tm.lanes, d.accepted, sampler=sampler)
+        cyc = dict(got.cycles)
+        s_rtl = cyc.pop("sampler")
+        if not model.sampler - (SELECT_SLACK if one_pass else 0) <= s_rtl <= model.sampler:
+            bad.append((step, "cycles[sampler]", s_rtl, model.sampler, len(par), V))
+        for k, v in cyc.items():
             if v != getattr(model, k):
-                bad.append((step, f"cycles[{k}]", v, getattr(model, k), len(par), len(w)))
+                bad.append((step, f"cycles[{k}]", v, getattr(model, k), len(par), V))
         # the measured critical path through the sampler: the model's post_verify
         # when the sampler is the longest branch (sim.cycles: decide + 1 hand-off)
-        if tm.last_post_verify != model.load + model.decide + 1 + model.sampler:
+        if tm.last_post_verify != model.load + model.decide + 1 + s_rtl:
             bad.append((step, "post_verify", tm.last_post_verify, model.post_verify))
     assert not bad, f"seed {seed}: {len(bad)} mismatches, first {bad[:5]}"
     assert set(got.cycles) == {"mask", "load", "decide", "sampler", "tokens"}
@@ -166,7 +182,8 @@ def test_tree_bad_input(rtl) -> None:
     for args, msg in cases:
         with pytest.raises(ValueError, match=msg):
             tm.step(*args)
-    # bad residual weights: the tree was decided (the lanes moved), nothing drawn
+    # bad residual weights: nothing drawn. Two-pass: the tree was decided (the lanes
+    # moved); one-pass: every node's residual is checked before the tree is sent
     bad_w = [
         ([0, 0, 0], "all zero"),
         ([], "non-empty"),
@@ -178,7 +195,8 @@ def test_tree_bad_input(rtl) -> None:
     for ws, msg in bad_w:
         with pytest.raises(ValueError, match=msg):
             tm.step(par, tok, pt, qt, lambda last, ws=ws: ws)
-        lanes.next()
+        if not tm.select_lanes:
+            lanes.next()
     with pytest.raises(ValueError, match="seed = "):
         tm.seed(1 << 64)
     with pytest.raises(ValueError, match="seed = "):

