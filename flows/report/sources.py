@@ -190,6 +190,19 @@ def kvpool_synth(ctx: Context) -> Page:
     return page
 
 
+def synth_tree(ctx: Context) -> Page:
+    """``synth_tree.json`` (``python -m flows.synth_tree``): its own Markdown."""
+    from flows.synth_tree import render
+
+    path = ctx.reports / "synth_tree.json"
+    rep = load_json(path)
+    title = "Tree blocks up to 1,024 nodes: synthesis with memories as SRAM macros"
+    page = _page(ctx, "synth_tree", title, path, rep, "make synth-tree")
+    if isinstance(rep, Mapping):
+        page.lines = render(dict(rep))[2:]  # the title is the page's
+    return page
+
+
 def synth_generic(ctx: Context) -> Page:
     """The ``generic`` part of ``synth.json`` (``python -m flows.synth``)."""
     page, gen = _synth_page(ctx, "generic", "synth", "Generic synthesis", "make synth")
@@ -567,6 +580,7 @@ SOURCES: tuple[Callable[[Context], Page], ...] = (
     ecp5_measured,
     synth_sweep,
     kvpool_synth,
+    synth_tree,
     testbenches,
     kv_soak,
     formal,
