@@ -194,6 +194,8 @@ async def run(dut, test: str, idle: str, backpressure: str, cases: list[Case]) -
 def _counts() -> tuple[int, int, int]:
     """(full speed, per pattern run, per error run) trees: fewer at 64 nodes and up."""
     p = params()
+    if p and p["N_NODES"] >= 1024:  # trees of up to 1,024 nodes: chains and bushes among them
+        return 220, 6, 6
     if p and p["N_NODES"] >= 64:
         return 300, 40, 60
     return CASES, CASES_PATTERNS, CASES_ERRORS
@@ -267,6 +269,7 @@ _N8 = {"N_NODES": 8, "LANES": 2, "TOKEN_BITS": 4, "PROB_BITS": 16, "CONF_BITS": 
         ),
         pytest.param({"N_NODES": 64, "LANES": 4, "TOKEN_BITS": 8}, id="N64_L4_T8", marks=FULL_ONLY),
         pytest.param({}, id="defaults", marks=FULL_ONLY),
+        pytest.param({"N_NODES": 1024}, id="N1024", marks=FULL_ONLY),
     ],
 )
 def test_tree_builder(hdl_params: dict) -> None:
