@@ -40,7 +40,7 @@ from golden.sampler import sample_weights
 from sim.backend import KVBackend, TreeManagerBackend
 from sim.cycles import accept_cycles
 from sim.rtl import RTLSimError, RTLTreeManager, hdl_params, open_rtl
-from tb.common import random_step, random_tree
+from tb.common import SKIP_UNLESS_FULL, random_step, random_tree
 
 #: the co-simulated parameter set (lower-case ``open_rtl`` names); the tree builder and
 #: the topology optimiser, which these tests do not drive, at small sizes (``tests/
@@ -90,7 +90,22 @@ def test_protocols(rtl) -> None:
 
 
 def test_tree_steps_match_golden(rtl) -> None:
-    tm, _kv = rtl
+    _tree_steps(rtl[0], STEPS)
+
+
+@pytest.mark.full  # a top of 1,024 nodes: a build of minutes (make sim-full)
+@SKIP_UNLESS_FULL
+def test_tree_steps_at_1024_nodes() -> None:
+    """The top at ``N_NODES = 1,024`` (the one-pass select at 64 lanes): 220 random trees,
+    1,024-node chains and stars among them, against golden."""
+    hp = {**HP, "n_nodes": 1024, "select_lanes": 64}
+    with open_rtl(**hp, build_args=(), timeout=1800) as (tm, _kv):
+        _tree_steps(tm, 220)
+
+
+def _tree_steps(tm: RTLTreeManager, n_steps: int) -> None:
+    """``n_steps`` random steps (a reseed half-way) against golden: rows, decision, tokens,
+    the extra token, the residuals asked for, every phase's cycles."""
     seed = _seed()
     rng = random.Random(seed)
     N, PB, RB, WB, TB_ = tm.n_nodes, tm.prob_bits, tm.rand_bits, tm.weight_bits, tm.token_bits
@@ -101,8 +116,8 @@ def test_tree_steps_match_golden(rtl) -> None:
     one_pass = sl > 0
     sampler = "one_pass" if one_pass else "two_pass"
     bad = []
-    for step in range(STEPS):
-        if step == STEPS // 2:  # reseed mid-run
+    for step in range(n_steps):
+        if step == n_steps // 2:  # reseed mid-run
             lane_seed = rng.choice([0, 1, (1 << 64) - 1, rng.randrange(1 << 64)])
             tm.seed(lane_seed)
             lanes = LaneRNG(lane_seed, N)

@@ -44,7 +44,17 @@ from hw.tree_builder import dist_layout, out_layout, req_layout
 from hw.tree_manager import bcfg_layout, draft_layout, pq_layout
 from hw.tree_mask_gen import parent_layout, row_layout
 from sim.cycles import ONE_PASS_LATENCY
-from tb.common import TB, StreamSink, StreamSource, params, random_step, report, run_block, sized
+from tb.common import (
+    TB,
+    StreamSink,
+    StreamSource,
+    params,
+    random_step,
+    report,
+    run_block,
+    sized,
+    trees_for,
+)
 from tb.topology_optimiser_stim import (
     bad_configs,
     base_cfg,
@@ -67,9 +77,17 @@ from tb.tree_manager_stim import (
     static_opt_case,
 )
 
+#: external steps (random trees; chains and stars of ``N_NODES`` among them), 220 at 1,024
 STEPS = 150
-#: steps of a built-path run (mixed sources)
+#: steps of a built-path run (mixed sources), fewer for large trees (``trees_for``)
 BUILT_STEPS = sized(150, 1000)
+
+
+def _steps(n_nodes: int) -> tuple[int, int]:
+    """(external, built-path) steps at ``n_nodes``: at least 200 random trees at 1,024."""
+    return (220 if n_nodes >= 1024 else STEPS), trees_for(BUILT_STEPS, n_nodes)
+
+
 #: cycles from the ``result`` beat taken to the step packet's first beat taken (full speed)
 PACKET_LATENCY = 1
 #: cycles from the packet's last beat to the optimiser's next shape, no re-solve (its bound)
@@ -413,6 +431,7 @@ class Built:
 
 async def built_run(h: Built) -> None:
     rng, op = h.rng, h.op
+    n_steps = _steps(h.N)[1]
     await h.start()
     h.rows_seen = h.res_seen = 0
     await h.configure(random_cfg(rng, op, small_m(op)))
@@ -421,11 +440,11 @@ async def built_run(h: Built) -> None:
         7: "bad ocfg",
         11: "bad dynamic",
         15: "bad static",
-        BUILT_STEPS // 2: "reconf",
-        BUILT_STEPS // 2 + 6: "reconf owed",
+        n_steps // 2: "reconf",
+        n_steps // 2 + 6: "reconf owed",
     }
     kinds = ["static opt"] * 4 + ["static"] * 2 + ["dynamic"] * 2 + ["ext"] * 2
-    for step in range(BUILT_STEPS):
+    for step in range(n_steps):
         ev = events.get(step, "")
         kind = rng.choice(kinds)
         if ev.startswith("bad ") and ev != "bad ocfg":
@@ -475,7 +494,7 @@ if cocotb is not None:
         await tb.wait_for(lambda: dut.busy.value == 0, what="seeding")
         lanes = LaneRNG(seed, N)
         mism = checked = tot_tokens = 0
-        for step in range(STEPS):
+        for step in range(_steps(N)[0]):
             adv.fire()
             await tb.cycles(3)
             out = lanes.next()
@@ -577,6 +596,7 @@ PARAM_SETS = [
     ),
     pytest.param({}, id="defaults", marks=FULL_ONLY),
     pytest.param({"SELECT_LANES": 64}, id="defaults_S64", marks=FULL_ONLY),
+    pytest.param({"N_NODES": 1024, "SELECT_LANES": 64}, id="N1024_S64", marks=FULL_ONLY),
 ]
 
 
