@@ -68,6 +68,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "flows.synth_fpga": ([], []),
     "flows.synth.cli": ([], []),
     "flows.kvpool_synth": ([], []),
+    "flows.synth_tree": ([], []),
     "sim.bench": ([], []),
     "sim.timing.__main__": ([], []),
     "sim.context.__main__": ([], []),

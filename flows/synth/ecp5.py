@@ -45,6 +45,7 @@ TARGET_MHZ = {
     "topk": 50,
     "topology_optimiser": 50,
     "tree_builder": 50,
+    "token_select": 50,
 }
 DEFAULT_MHZ = 100
 
