@@ -14,10 +14,14 @@ This flow synthesises each block of :data:`BLOCKS` at each node count of
 end paths. Per point: cells, flip-flops, the logic's transistors and area
 (:func:`flows.synth.area.area_mm2`), the macros' bits and their N5 SRAM area
 (:func:`flows.kvpool_report.sram_mm2`), and the logic depth against
-:data:`flows.depth.BUDGET`. The tree manager (with the one-pass token select
-of :data:`SELECT_LANES` lanes, the builder and the optimiser) is the article's
-Token Tree Manager, whose total is set against its 5-8 mm² budget
-(:data:`flows.synth.area.BUDGETS`).
+:data:`flows.depth.BUDGET`. A block whose flattened netlist does
+not fit the WebAssembly Yosys' 4 GiB is mapped module by module
+(:func:`flows.kvpool_synth_modules.measure_modules`: each child of the top
+flat in a run of its own, the top with its children as black boxes, the gate
+netlists composed for the depth; ``mode`` ``"modules"``). The tree manager
+(with the one-pass token select of :data:`SELECT_LANES` lanes, the builder and
+the optimiser) is the article's Token Tree Manager, whose total is set
+against its 5-8 mm² budget (:data:`flows.synth.area.BUDGETS`).
 
 Writes ``synth_tree.json`` and ``synth_tree.md`` under ``--out``
 (``build/reports/``); RTLIL and results are cached under ``build/synth/kvpool/``.
@@ -36,6 +40,7 @@ from checks import cli_parser, int_arg, out_dir_arg, real_arg
 from flows import depth, verilog
 from flows.kvpool_report import SRAM
 from flows.kvpool_synth import _cached_text, _convert
+from flows.kvpool_synth_modules import measure_modules
 from flows.kvpool_synth_yosys import measure
 from flows.synth.area import AREA, BUDGETS, area_mm2
 from flows.synth.cache import tool_versions
@@ -86,6 +91,7 @@ def row(block: str, n: int, res: dict, rtlil_s: float) -> dict:
         "nodes": n,
         "params": _params(block, n),
         "status": res["status"],
+        "mode": res.get("mode", "flat"),
         "yosys_s": res.get("yosys_s"),
         "yosys_peak_mib": res.get("yosys_peak_mib"),
         "rtlil_s": rtlil_s,
@@ -122,7 +128,13 @@ def run(
     done: dict[tuple[str, int], dict] = {}
 
     def one(k: tuple[str, int]) -> dict:
-        return measure(k[0], texts[k][0], timeout=timeout, force=force)
+        r = measure(k[0], texts[k][0], timeout=timeout, force=force)
+        if r["status"] != "failed":
+            return {**r, "mode": "flat"}
+        # the flattened block did not fit the WebAssembly Yosys (4 GiB): module by module
+        print(f"  {k[0]} {k[1]}: flat failed ({r['yosys_peak_mib']} MiB); by module", flush=True)
+        m = measure_modules(k[0], texts[k][0], timeout=timeout, force=force)
+        return {**m, "flat_yosys_s": r["yosys_s"], "yosys_s": r["yosys_s"] + m["yosys_s"]}
 
     def progress(k: tuple[str, int], r: dict, count: int) -> None:
         done[k] = row(k[0], k[1], r, texts[k][1])
@@ -165,7 +177,9 @@ def render(rep: dict) -> list[str]:
         f"{AREA['utilisation']:.0%} utilisation; SRAM: {SRAM['bitcell_um2']} um² bit cells "
         f"at {SRAM['array_efficiency']:.0%} array efficiency. Depth budget {depth.BUDGET} "
         "levels; memories are macros (their ports cut paths). The tree manager has the "
-        f"one-pass token select at {rep['select_lanes']} lanes.",
+        f"one-pass token select at {rep['select_lanes']} lanes. *By module*: too large for "
+        "one Yosys run, each child of the block mapped on its own and the netlists composed "
+        "(no optimisation across their boundaries).",
         "",
         "| block | nodes | cells | FFs | memory bits | logic mm² | SRAM mm² | total mm² "
         "| depth | Yosys |",
@@ -177,6 +191,8 @@ def render(rep: dict) -> list[str]:
             L.append(head + f"| {r['status']} |  |  |  |  |  |  | {fmt_s(r['yosys_s'] or 0)} |")
             continue
         flag = "" if r["depth_ok"] else " (over)"
+        if r.get("mode") == "modules":
+            head = f"| `{r['block']}` (by module) | {r['nodes']:,} "
         L.append(
             head + f"| {r['cells']:,} | {r['ffs']:,} | {r['memory_bits']:,} "
             f"| {r['logic_mm2']:.4f} | {r['sram_mm2']:.4f} | {r['area_mm2']:.4f} "
