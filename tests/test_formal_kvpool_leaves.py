@@ -131,6 +131,7 @@ def test_segment_bad_arguments_are_errors() -> None:
         kvpool_seg.parse_args(["prove", "prove"])
 
 
+@pytest.mark.full  # make sim-full and make formal (decision 0049); its witnesses stay
 def test_segment_derived_registers_close_by_induction(tmp_path) -> None:
     """``excl``, ``sbase``, ``last`` / ``own_of`` and the invariants beside them (properties
     4-6, 8-11, assuming 1-3): about 20 s alone (k = 1)."""
@@ -138,14 +139,9 @@ def test_segment_derived_registers_close_by_induction(tmp_path) -> None:
     assert o.status == "PASS" and o.steps <= kvpool_seg_derived.PROVE_DEPTH, o.log
 
 
-#: sequence 0 in make test; the others (the same logic per sequence) in make sim-full (0041)
-@pytest.mark.parametrize(
-    "seq",
-    [
-        s if s == 0 else pytest.param(s, marks=pytest.mark.full)
-        for s in range(kvpool_seg_derived.CONFIG["SEQS"])
-    ],
-)
+#: every sequence in make sim-full (sequence 0 was in make test until decision 0049)
+@pytest.mark.full
+@pytest.mark.parametrize("seq", range(kvpool_seg_derived.CONFIG["SEQS"]))
 def test_segment_counters_close_by_induction(tmp_path, seq) -> None:
     """A sequence's ``xchip`` / ``xhbm`` (property 7) at 2 position bits: about 15 s each
     (at 3 bits minutes: ``python -m formal.kvpool_seg_derived counters``)."""
