@@ -44,16 +44,7 @@ from hw.tree_builder import dist_layout, out_layout, req_layout
 from hw.tree_manager import bcfg_layout, draft_layout, pq_layout
 from hw.tree_mask_gen import parent_layout, row_layout
 from sim.cycles import ONE_PASS_LATENCY
-from tb.common import (
-    TB,
-    StreamSink,
-    StreamSource,
-    params,
-    random_step,
-    report,
-    run_block,
-    sized,
-)
+from tb.common import TB, StreamSink, StreamSource, params, random_step, report, run_block, sized
 from tb.topology_optimiser_stim import (
     bad_configs,
     base_cfg,
