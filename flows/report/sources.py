@@ -177,30 +177,33 @@ def kvpool_bench(ctx: Context) -> Page:
 # ---------------------------------------------------------------------------- synthesis
 
 
+def _own_markdown(
+    ctx: Context, name: str, title: str, target: str, render: Callable[[dict], list[str]]
+) -> Page:
+    """The page of ``<name>.json``, whose producer renders its own Markdown (``render``;
+    its title line is the page's)."""
+    path = ctx.reports / f"{name}.json"
+    rep = load_json(path)
+    page = _page(ctx, name, title, path, rep, target)
+    if isinstance(rep, Mapping):
+        page.lines = render(dict(rep))[2:]
+    return page
+
+
 def kvpool_synth(ctx: Context) -> Page:
     """``kvpool_synth.json`` (``python -m flows.kvpool_synth``): its own Markdown."""
     from flows.kvpool_report import render
 
-    path = ctx.reports / "kvpool_synth.json"
-    rep = load_json(path)
     title = "Scaled KV pool: synthesis with memories as SRAM macros"
-    page = _page(ctx, "kvpool_synth", title, path, rep, "make synth-kvpool")
-    if isinstance(rep, Mapping):
-        page.lines = render(dict(rep))[2:]  # the title is the page's
-    return page
+    return _own_markdown(ctx, "kvpool_synth", title, "make synth-kvpool", render)
 
 
 def synth_tree(ctx: Context) -> Page:
     """``synth_tree.json`` (``python -m flows.synth_tree``): its own Markdown."""
     from flows.synth_tree import render
 
-    path = ctx.reports / "synth_tree.json"
-    rep = load_json(path)
     title = "Tree blocks up to 1,024 nodes: synthesis with memories as SRAM macros"
-    page = _page(ctx, "synth_tree", title, path, rep, "make synth-tree")
-    if isinstance(rep, Mapping):
-        page.lines = render(dict(rep))[2:]  # the title is the page's
-    return page
+    return _own_markdown(ctx, "synth_tree", title, "make synth-tree", render)
 
 
 def synth_generic(ctx: Context) -> Page:
