@@ -65,7 +65,13 @@ def retime(
     for st in result.steps:
         out.append(
             time_step(
-                profile, st.seqs, overlap=overlap, prev_predicted=prev, context_offset=off, gpu=gpu
+                profile,
+                st.seqs,
+                overlap=overlap,
+                prev_predicted=prev,
+                context_offset=off,
+                gpu=gpu,
+                select_lanes=result.config.select_lanes,
             )
         )
         prev = all(bool(r.predicted) for r in st.seqs)

@@ -348,6 +348,24 @@ def test_python_backend_units():
         PythonTreeManager(8, select_lanes=3)
 
 
+def test_one_pass_select_in_the_step_timing(pair):
+    """``select_lanes``: each step's sampler is the one-pass select's on the profile's
+    vocabulary, its totals under verification; the tokens are the same."""
+    target, draft = pair
+    runs = {}
+    for sl in (0, 64):
+        cfg = ChipConfig(tokens=12, select_lanes=sl)
+        prompts = code_prompts(1, cfg.prompt_len, cfg.prompt_seed)
+        runs[sl] = Chip(cfg, target=target, draft=draft).run(prompts, 12)
+    assert runs[0].tokens == runs[64].tokens
+    v = runs[0].config.timing_profile().target.vocab
+    for a, b in zip(runs[0].steps, runs[64].steps, strict=True):
+        assert a.timing.cycles.sampler == 2 * -(-v // 4) + RTL_LATENCY.sampler
+        assert b.timing.cycles.sampler == -(-v // 64) + ONE_PASS_LATENCY["rtl"]
+        assert b.timing.cycles.totals == b.seqs[0].n_nodes * -(-v // 64)
+        assert b.timing.accept_us < a.timing.accept_us
+
+
 def test_python_backend_one_pass_select():
     """``select_lanes``: the same token (spec §3.12), the one-pass select's cycles."""
     steps = {}

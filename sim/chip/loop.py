@@ -533,6 +533,7 @@ class Chip:
             overlap=self.config.overlap,
             prev_predicted=prev_predicted,
             context_offset=self.config.context_offset,
+            select_lanes=self.config.select_lanes,
         )
 
 

@@ -4,8 +4,10 @@ Each chip step is timed with :func:`sim.timing.step_time` on the profile from
 its measured quantities (tree size and depth, draft evaluations, accepted
 tokens, and the tree manager's cycles from the backend: mask, load, decide,
 tokens, and with the hardware builder its tail, top-K stream and the
-optimiser's re-solves, :mod:`sim.build_cycles`; the token sampler's
-``2 * ceil(V / LANES)`` and the KV-table traffic
+optimiser's re-solves, :mod:`sim.build_cycles`; the token sampler (the
+profile's two-pass ``2 * ceil(V / LANES)``, or with ``select_lanes`` the
+one-pass select's ``ceil(V / select_lanes)`` after the decision and its totals
+under verification) and the KV-table traffic
 are re-counted for the profile's model, its 32,000-token vocabulary and its
 layers, since the functional workload is a byte-level n-gram). The context of
 the timing is the profile's stated history (``workload.context_len``) plus the
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sim.chip.result import SeqStep
-from sim.cycles import RTL_LATENCY, SPEC_LATENCY, AcceptCycles, sampler_cycles
+from sim.cycles import RTL_LATENCY, SPEC_LATENCY, AcceptCycles, sampler_cycles, totals_cycles
 from sim.cycles import accept_cycles as cycle_model
 from sim.timing import Profile, StepTiming, step_time
 
@@ -35,13 +37,15 @@ def time_step(
     prev_predicted: bool = False,
     context_offset: int | None = None,
     gpu: bool = False,
+    select_lanes: int = 0,
 ) -> StepTiming:
     """Time one chip step (every sequence's tree in one verifier pass) on ``profile``.
 
     The tree manager's measured cycles (mask, load, decide, tokens) are kept;
     the token sampler and the KV-table traffic are counted for the profile's
     model (module docstring). ``gpu``: the profile is a GPU baseline (its own
-    accept time, no cycles).
+    accept time, no cycles). ``select_lanes``: the chip's one-pass token select
+    (its lanes; 0: the profile's two-pass sampler).
     """
     off = profile.workload.context_len if context_offset is None else context_offset
     n = sum(r.n_nodes for r in recs)
@@ -69,8 +73,13 @@ def time_step(
                 built["build"] += int(cy["build"])
                 built["optimise"] += int(cy["optimise"])
                 built["stream"] += int(cy["build_stream"])
+        kind = "one_pass" if select_lanes else "two_pass"
+        per = sampler_cycles(t.vocab, select_lanes or tm.lanes, tm.latency, sampler=kind)
         kw["accept_cycles"] = AcceptCycles(
-            sampler=len(recs) * sampler_cycles(t.vocab, tm.lanes, tm.latency),
+            sampler=len(recs) * per,
+            totals=sum(totals_cycles(r.n_nodes, t.vocab, select_lanes) for r in recs)
+            if select_lanes
+            else 0,
             commit=len(recs) * (1 + lat.commit_result),
             inserts=n * t.layers,
             lookups=math.ceil(ctx * t.layers * len(recs) / ports),
