@@ -180,10 +180,10 @@ class RTLTreeManager:
         sim = self._sim
         c0 = sim.cycle
         held, self._held = self._held, None
-        res = self._totals(residual, n) if self.select_lanes else None
+        totals = self._totals(residual, n) if self.select_lanes else None
         if held is None:
             beats = [(par[i], tok[i], pt_[i], qt_[i]) for i in range(1, n)]
-            r = sim.call("tree", beats=beats, res=res)
+            r = sim.call("tree", beats=beats, res=totals)
         else:
             if par[1:] != held.parents or tok[1:] != held.tokens:
                 raise ValueError(
@@ -191,19 +191,19 @@ class RTLTreeManager:
                     f"(parents {held.parents}, tokens {held.tokens})"
                 )
             pq = [(pt_[i], qt_[i]) for i in range(1, n)]
-            r = sim.call("verify", beats=pq, packet=held.packet, res=res)
+            r = sim.call("verify", beats=pq, packet=held.packet, res=totals)
         if r["tm_error"]:
             sim._fail(f"tree manager error {r['tm_error']:#x} on a valid tree {par}")
-        res_ = r["result"]
+        result = r["result"]
         rows = r["rows"]
-        if res_ is None or len(rows) != n:
-            sim._fail(f"tree manager: {len(rows)} rows for {n} nodes, result {res_}")
-        last, path_mask, accepted = res_["last"], res_["path_mask"], res_["accepted"]
+        if result is None or len(rows) != n:
+            sim._fail(f"tree manager: {len(rows)} rows for {n} nodes, result {result}")
+        last, path_mask, accepted = result["last"], result["path_mask"], result["accepted"]
         toks = r["tokens"][:accepted]
         if len(toks) != accepted:
             sim._fail(f"tree manager: {len(toks)} tokens for {accepted} accepted")
         t_in, t_rows, t_res = r["t_in"], r["t_rows"], r["t_result"]
-        if res is None:
+        if totals is None:
             extra, sampler = self._two_pass(residual(last))
         else:  # the one-pass select: counted from the result beat (sim.cycles)
             if r["extra"] is None:
