@@ -48,7 +48,7 @@ Five parts, each cached under ``build/synth/kvpool/`` and kept in
     module: what per-module mapping changes where both fit.
 
 The RTLIL is Amaranth's with two changes that leave the logic as it is
-(:func:`_convert`): an all-zero memory has no initial contents (Amaranth writes
+(:func:`convert`): an all-zero memory has no initial contents (Amaranth writes
 every word: minutes at ``2**20``), and an operator cell whose operator and
 input nets equal an earlier one's is that one (what Yosys' ``opt_merge`` does
 first anyway): Amaranth 0.5 emits an expression once per use once a statement
@@ -87,6 +87,8 @@ from flows.synth.cache import REPO, cached, hw_sources, sha, store, tool_version
 from flows.synth.fmt import fmt_s, now
 
 __all__ = [
+    "cached_text",
+    "convert",
     "CONFIGS",
     "FPGA_MHZ",
     "KV_GIB",
@@ -180,7 +182,7 @@ def _patched(merge: bool):
         rtlil.ModuleEmitter.emit_memory, _ir.NetlistEmitter.emit_operator = mem, op
 
 
-def _convert(obj: object, name: str, fmt: str, merge: bool = True) -> str:
+def convert(obj: object, name: str, fmt: str, merge: bool = True) -> str:
     """``obj`` as module ``name``: RTLIL (``fmt="il"``, Amaranth's own, equal operators
     merged unless ``merge`` is false) or Verilog (``"v"``: Amaranth's Verilog back end,
     its RTLIL through Yosys' ``proc; memory_collect; write_verilog``)."""
@@ -192,7 +194,7 @@ def _convert(obj: object, name: str, fmt: str, merge: bool = True) -> str:
         return verilog.convert(obj, name=name, emit_src=False)
 
 
-def _cached_text(name: str, params: dict[str, int], fmt: str, make) -> tuple[str, float]:
+def cached_text(name: str, params: dict[str, int], fmt: str, make) -> tuple[str, float]:
     """RTLIL or Verilog (``fmt``: ``"il"``, ``"v"``) from ``build/synth/kvpool/verilog/``
     when the RTL is unchanged, else ``make()``; returns the text and the seconds
     generation took (0: stored)."""
@@ -218,13 +220,13 @@ def _pool(params: dict[str, int]):
 
 
 def pool_rtlil(params: dict[str, int]) -> tuple[str, float]:
-    """RTLIL of ``ScaledPool(**params)`` (:func:`_convert`), seconds taken (0: stored)."""
-    return _cached_text(TOP, params, "il", lambda: _convert(_pool(params), TOP, "il"))
+    """RTLIL of ``ScaledPool(**params)`` (:func:`convert`), seconds taken (0: stored)."""
+    return cached_text(TOP, params, "il", lambda: convert(_pool(params), TOP, "il"))
 
 
 def pool_verilog(params: dict[str, int]) -> tuple[str, float]:
     """Verilog of ``ScaledPool(**params)`` (no zero initial contents), seconds taken."""
-    return _cached_text(TOP, params, "v", lambda: _convert(_pool(params), TOP, "v"))
+    return cached_text(TOP, params, "v", lambda: convert(_pool(params), TOP, "v"))
 
 
 def _units(params: dict[str, int]) -> dict[str, tuple[object, int]]:
@@ -261,7 +263,7 @@ def unit_rtlil(unit: str, params: dict[str, int]) -> tuple[str, float, dict, int
     obj, count = units[unit]
     leaf = {k: getattr(obj, k) for k in type(obj).PARAMS if hasattr(obj, k)}
     name = f"{TOP}_{unit}"
-    text, s = _cached_text(name, params, "il", lambda: _convert(obj, name, "il"))
+    text, s = cached_text(name, params, "il", lambda: convert(obj, name, "il"))
     return text, s, leaf, count
 
 

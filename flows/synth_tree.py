@@ -39,7 +39,7 @@ from pathlib import Path
 from checks import cli_parser, int_arg, out_dir_arg, real_arg
 from flows import depth, verilog
 from flows.kvpool_report import SRAM
-from flows.kvpool_synth import _cached_text, _convert
+from flows.kvpool_synth import cached_text, convert
 from flows.kvpool_synth_modules import measure_modules
 from flows.kvpool_synth_yosys import measure
 from flows.synth.area import AREA, BUDGETS, area_mm2
@@ -78,9 +78,9 @@ def _rtlil(block: str, params: dict[str, int]) -> tuple[str, float]:
     name = f"tree_{block}"
 
     def make() -> str:
-        return _convert(verilog.block_class(block)(**params), block, "il")
+        return convert(verilog.block_class(block)(**params), block, "il")
 
-    return _cached_text(name, params, "il", make)
+    return cached_text(name, params, "il", make)
 
 
 def row(block: str, n: int, res: dict, rtlil_s: float) -> dict:

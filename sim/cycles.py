@@ -63,6 +63,7 @@ __all__ = [
     "ONE_PASS_LATENCY",
     "SELECT_HANDOFF",
     "ONE_PASS_MAX_LANES",
+    "check_select_lanes",
     "SAMPLERS",
     "mask_cycles",
     "sampler_cycles",
@@ -201,6 +202,13 @@ def mask_cycles(n_nodes: int, latency: Latency | str = RTL_LATENCY) -> int:
     """
     n = integer("n_nodes", n_nodes, 1, MAX_NODES)
     return n + _latency(latency).mask
+
+
+def check_select_lanes(value: object, name: str = "select_lanes") -> int:
+    """``SELECT_LANES`` of the chip's blocks: 0 (the two-pass sampler) or a power of two
+    up to :data:`ONE_PASS_MAX_LANES` (the one-pass select); ``ValueError`` naming
+    ``name`` otherwise (the RTL's own check: ``hw.tree_manager.check_select_lanes``)."""
+    return power_of_two(name, value, ONE_PASS_MAX_LANES, zero="two-pass sampler")
 
 
 def _lanes(lanes: int, kind: str) -> int:

@@ -29,14 +29,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from checks import power_of_two
 from golden import accept as _acc
 from golden import tree as _tree
 from golden.kvcache import BlockTable
 from golden.rng import LaneRNG
 from golden.sampler import sample_weights
 from sim.backend import Query, TreeStep
-from sim.cycles import accept_cycles, mask_cycles
+from sim.cycles import accept_cycles, check_select_lanes, mask_cycles
 
 __all__ = ["PythonKV", "PythonTreeManager", "open_python"]
 
@@ -94,7 +93,7 @@ class PythonTreeManager:
         self.rand_bits = _bits("rand_bits", rand_bits)
         self.weight_bits = _bits("weight_bits", weight_bits)
         self.lanes = int(lanes)
-        self.select_lanes = power_of_two("select_lanes", select_lanes, 128, zero="two-pass sampler")
+        self.select_lanes = check_select_lanes(select_lanes)
         self.latency = latency
         mask_cycles(1, latency)  # validates latency
         self._rng: LaneRNG | None = None

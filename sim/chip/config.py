@@ -16,13 +16,14 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from checks import boolean, choice, power_of_two
+from checks import boolean, choice
 from checks import integer as _int
 from golden import trees as _trees
 from golden.decoder import MODES
 from golden.draft import CHILDREN_RULES
 from golden.tree import sibling_rank as _sibling_rank
 from golden.tree import validate as _validate_tree
+from sim.cycles import check_select_lanes
 from sim.timing import Profile, known_profiles, load_profile
 from sim.workloads import WORKLOADS
 
@@ -392,7 +393,7 @@ def validate(cfg: ChipConfig) -> None:
         raise ValueError(f"children = {cfg.children!r}: the hardware builder builds top-k trees")
     for name, lo, hi in INT_BOUNDS:
         _int(name, getattr(cfg, name), lo, hi(cfg) if callable(hi) else hi)
-    power_of_two("select_lanes", cfg.select_lanes, 128, zero="two-pass sampler")
+    check_select_lanes(cfg.select_lanes)
     boolean("fallback", cfg.fallback)  # "no" is truthy: only True / False
     boolean("shared_prompt", cfg.shared_prompt)
     if cfg.context_offset is not None:  # the timing's context_len is at most 2**24

@@ -110,7 +110,6 @@ class _Select:
         self.srv, self.res = srv, res
         self.beats: list[int] | None = None
         self.k = 0
-        self.t_first = -1
         self.token: int | None = None
         self.t_token = -1
 
@@ -118,8 +117,6 @@ class _Select:
         """At ``ReadOnly`` of cycle ``c``: a ``w`` beat taken, the extra token."""
         srv = self.srv
         if self.beats is not None and self.k < len(self.beats) and srv.w.ready.get():
-            if self.k == 0:
-                self.t_first = c
             self.k += 1
         if self.token is None and srv.extra.valid.get():
             self.token = unpack(srv.L["extra"], srv.extra.payload.get())["token"]
@@ -256,7 +253,8 @@ class Server:
         is taken (every output is always ready, so taken = seen valid)."""
         L = self.L
         row_l, res_l, tok_l = L["row"], L["result"], L["token"]
-        t_tot = await self.send_totals(res) if res is not None else []
+        if res is not None:
+            await self.send_totals(res)
         sel = _Select(self, res) if res is not None else None
         n = len(beats)
         # the lanes advance at the edge closing this cycle; out is the step's
@@ -325,12 +323,12 @@ class Server:
             "t_start": t0,
         }
         if sel is not None:
-            out.update(extra=sel.token, t_extra=sel.t_token, t_w=sel.t_first, t_tot=t_tot)
+            out.update(extra=sel.token, t_extra=sel.t_token)
         return out
 
-    async def send_totals(self, res: list[list[list[int]]]) -> list[int]:
+    async def send_totals(self, res: list[list[list[int]]]) -> None:
         """Every node's residual beats on ``tot`` (spec §3.12's totals pass), node 0
-        first; the cycles of the first and the last beat taken."""
+        first, one a cycle while ``ready``."""
         tl = self.L["tot"]
         beats = [
             pack(tl, {"node": j, "w": b, "last": int(k == len(r) - 1)})
@@ -338,21 +336,18 @@ class Server:
             for k, b in enumerate(r)
         ]
         tot = self.tot
-        t: list[int] = []
-        t0 = self.cycle
+        k, t0 = 0, self.cycle
         tot.payload.set(beats[0])
         tot.valid.set(1)
-        while len(t) < len(beats):
+        while k < len(beats):
             await ReadOnly()
-            if tot.ready.get():
-                t.append(self.cycle)
+            k += tot.ready.get()
             await self.tick()
-            if len(t) < len(beats):
-                tot.payload.set(beats[len(t)])
+            if k < len(beats):
+                tot.payload.set(beats[k])
             else:
                 tot.valid.set(0)
             self._timeout(t0, 2 * len(beats) + 64, "totals")
-        return [t[0], t[-1]]
 
     async def do_extra(self, req: dict) -> dict:
         """The residual weights twice on ``w`` (pass 1 sums, pass 2 selects); the token."""
