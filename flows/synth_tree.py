@@ -41,7 +41,7 @@ from flows import depth, verilog
 from flows.kvpool_report import SRAM
 from flows.kvpool_synth import cached_text, convert
 from flows.kvpool_synth_modules import measure_modules
-from flows.kvpool_synth_yosys import measure
+from flows.kvpool_synth_yosys import measure, too_large
 from flows.synth.area import AREA, BUDGETS, area_mm2
 from flows.synth.cache import tool_versions
 from flows.synth.fmt import fmt_s, now
@@ -61,6 +61,7 @@ BLOCKS: dict[str, tuple[str, dict[str, int]]] = {
     "tree_builder": ("N_NODES", {}),
     "topology_optimiser": ("N_MAX", {}),
     "tree_manager": ("N_NODES", {"SELECT_LANES": SELECT_LANES}),
+    "specdecode_top": ("N_NODES", {"SELECT_LANES": SELECT_LANES}),
 }
 #: node counts measured by default
 NODES = (64, 256, 1024)
@@ -128,13 +129,17 @@ def run(
     done: dict[tuple[str, int], dict] = {}
 
     def one(k: tuple[str, int]) -> dict:
-        r = measure(k[0], texts[k][0], timeout=timeout, force=force)
-        if r["status"] != "failed":
-            return {**r, "mode": "flat"}
-        # the flattened block did not fit the WebAssembly Yosys (4 GiB): module by module
-        print(f"  {k[0]} {k[1]}: flat failed ({r['yosys_peak_mib']} MiB); by module", flush=True)
+        flat_s = 0.0
+        if not too_large(texts[k][0]):
+            r = measure(k[0], texts[k][0], timeout=timeout, force=force)
+            if r["status"] != "failed" or not too_large(texts[k][0]):
+                return {**r, "mode": "flat"}
+            flat_s = r["yosys_s"]
+        # the flattened block does not fit the WebAssembly Yosys (4 GiB): module by module
+        print(f"  {k[0]} {k[1]}: too large flat; by module", flush=True)
         m = measure_modules(k[0], texts[k][0], timeout=timeout, force=force)
-        return {**m, "flat_yosys_s": r["yosys_s"], "yosys_s": r["yosys_s"] + m["yosys_s"]}
+        m.pop("flat", None)
+        return {**m, "flat_yosys_s": flat_s, "yosys_s": flat_s + m["yosys_s"]}
 
     def progress(k: tuple[str, int], r: dict, count: int) -> None:
         done[k] = row(k[0], k[1], r, texts[k][1])

@@ -1,0 +1,111 @@
+"""Mapping by module (flows.kvpool_synth_modules) when a child is itself too large for one
+Yosys: the record of flat runs that ran out of memory, a block taken out of its parent
+as if converted alone, and the recursive mapping and composition, on a three-level
+design through the real Yosys."""
+
+import pytest
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from flows import kvpool_synth as ks
+from flows import kvpool_synth_modules as ksm
+from flows import kvpool_synth_yosys as ky
+
+
+class _Leaf(wiring.Component):
+    a: In(8)
+    b: In(8)
+    o: Out(8)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.d.comb += self.o.eq(self.a + self.b)
+        return m
+
+
+class _Mid(wiring.Component):
+    x: In(8)
+    y: Out(8)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.l1 = l1 = _Leaf()
+        m.submodules.l2 = l2 = _Leaf()
+        r, s = Signal(8), Signal(8)
+        m.d.sync += [s.eq(self.x), r.eq(l2.o)]
+        m.d.comb += [l1.a.eq(self.x), l1.b.eq(s), l2.a.eq(l1.o), l2.b.eq(s.rotate_left(3))]
+        m.d.comb += self.y.eq(r)
+        return m
+
+
+class _Outer(wiring.Component):
+    i: In(8)
+    o: Out(8)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.submodules.mid = mid = _Mid()
+        q = Signal(8)
+        m.d.sync += q.eq(self.i)
+        m.d.comb += [mid.x.eq(q), self.o.eq(mid.y)]
+        return m
+
+
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+    """A cache of its own (tests/test_kvpool_synth.py says why)."""
+    for mod in (ks, ky, ksm):
+        monkeypatch.setattr(mod, "CACHE", tmp_path)
+    return tmp_path
+
+
+_TRAP = {"error": "wasmtime._trap.Trap: error while executing", "yosys_s": 1.0}
+
+
+def test_too_large_records_a_trap_and_compares_sizes(cache) -> None:
+    assert not ky.too_large("x" * 100)
+    # a script error is not a lack of memory: not recorded
+    assert not ky.too_large("x" * 100, failed={"error": "ERROR: syntax error; Trap"})
+    assert ky.too_large("x" * 100, failed=_TRAP)
+    assert ky.too_large("y" * 101) and not ky.too_large("y" * 99)
+    assert ky.too_large("x" * 100, failed=_TRAP)  # recorded once
+    assert len(list(cache.glob("too_large-*.json"))) == 1
+
+
+def test_a_block_taken_out_of_its_parent() -> None:
+    text = ks.convert(_Outer(), "outer", "il")
+    mods = ksm.split_rtlil(text)
+    assert list(mods)[0] == "outer" and "outer.mid.l1" in mods
+    name, solo = ksm.alone(mods, "outer.mid")
+    assert name == "mid"
+    inner = ksm.split_rtlil(solo)
+    assert list(inner) == ["mid", "mid.l1", "mid.l2"]  # the design's order, renamed
+    assert inner["mid"].startswith('attribute \\generator "Amaranth"\nattribute \\top 1\n')
+    assert "outer" not in solo and "cell \\mid.l1 \\l1" in inner["mid"]
+    # named as the same block converted alone
+    assert set(inner) == set(ksm.split_rtlil(ks.convert(_Mid(), "mid", "il")))
+
+
+def test_a_child_too_large_is_mapped_by_module_in_turn(cache) -> None:
+    """The middle block recorded too large: it is mapped as ``mid`` by module (its two
+    adders apart), composed, and put in its parent's place; the counts and the
+    register-to-register path through both adders are those of the one-level run."""
+    text = ks.convert(_Outer(), "outer", "il")
+    kw = {"timeout": 300.0, "force": False, "log": lambda _: None}
+    one = ksm.measure_modules("outer", text, **kw)
+    assert one["status"] == "ok" and [j["module"] for j in one["jobs"]] == ["outer.mid", "outer"]
+    assert "mode" not in one["jobs"][0]
+    mods = ksm.split_rtlil(text)
+    sub = "".join(mods[m] for m in mods if m.startswith("outer.mid"))
+    assert ky.too_large(sub, failed=_TRAP) and not ky.too_large(mods["outer"])
+    two = ksm.measure_modules("outer", text, **kw)
+    assert two["status"] == "ok" and "flat" not in two
+    mid = two["jobs"][0]
+    assert (mid["module"], mid["mode"]) == ("outer.mid", "modules")
+    assert [j["module"] for j in mid["jobs"]] == ["mid.l1", "mid.l2", "mid"]
+    assert 16 < one["ffs"] <= two["ffs"] == 24  # q, s, r (by module: nothing optimised away)
+    # the longest path runs through both adders, joined at mid's net between them
+    adder = max(j["depth"] for j in mid["jobs"][:2])
+    assert two["depth"] >= mid["depth"] > adder > 8 and one["depth"] > adder
+    assert "mid.a$8[7]" in two["critical_path"]["nets"], two["critical_path"]
