@@ -1,10 +1,13 @@
-"""``python -m flows.synth [--sweep] [--jobs N] [--timeout S] [--force] [--blocks a,b]``."""
+"""``python -m flows.synth [--sweep] [--jobs N] [--scheduler ADDRESS] [--timeout S] [--force]
+[--blocks a,b]``."""
 
 import argparse
 import time
 from collections.abc import Sequence
 
-from checks import cli_parser, int_arg, real_arg
+from checks import cli_parser, real_arg
+from cluster import cli as cluster_cli
+from cluster.executor import Executor
 from flows import verilog
 from flows.synth.cache import REPO, tool_versions
 from flows.synth.fmt import fmt_s, now
@@ -22,13 +25,13 @@ SWEEP_TIMEOUT = 2400.0
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
-def _generic(names: list[str], args: argparse.Namespace) -> dict:
+def _generic(names: list[str], args: argparse.Namespace, ex: Executor) -> dict:
     """The report with its ``generic`` part updated by a run over ``names`` (a
-    ``--blocks`` run keeps the other blocks' last results)."""
-    print(f"generic synthesis of {len(names)} blocks ({args.jobs} in parallel)", flush=True)
-    res = run_jobs(
-        [(b, {}) for b in names], parallel=args.jobs, timeout=args.timeout, force=args.force
-    )
+    ``--blocks`` run keeps the other blocks' last results; a block whose task failed
+    keeps its last result too)."""
+    print(f"generic synthesis of {len(names)} blocks", flush=True)
+    res = run_jobs([(b, {}) for b in names], timeout=args.timeout, force=args.force, executor=ex)
+    res = [r for r in res if r["status"] != "error"]
     rep = load_report()  # now: another target may have written its part meanwhile
     merged = {r["block"]: r for r in rep.get("generic", {}).get("blocks", [])}
     merged.update({r["block"]: {k: v for k, v in r.items() if k != "cached"} for r in res})
@@ -43,11 +46,11 @@ def _generic(names: list[str], args: argparse.Namespace) -> dict:
     return rep
 
 
-def _sweep(blocks: list[str], args: argparse.Namespace) -> dict:
+def _sweep(blocks: list[str], args: argparse.Namespace, ex: Executor) -> dict:
     """The report with its ``sweep`` part replaced by a new sweep (and its plots)."""
     timeout = SWEEP_TIMEOUT if args.timeout is None else args.timeout
-    print(f"synthesis sweep ({args.jobs} in parallel, {fmt_s(timeout)} per point)", flush=True)
-    sw = sweep(parallel=args.jobs, timeout=timeout, force=args.force, blocks=blocks or None)
+    print(f"synthesis sweep ({fmt_s(timeout)} per point)", flush=True)
+    sw = sweep(parallel=1, timeout=timeout, force=args.force, blocks=blocks or None, executor=ex)
     REPORTS.mkdir(parents=True, exist_ok=True)
     sw["plots"] = plot_sweep(sw, REPORTS)
     rep = load_report()  # now: another target may have written its part meanwhile
@@ -62,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Synthesis estimates of every block: ``python -m flows.synth`` (``make synth``).",
     )
     ap.add_argument("--sweep", action="store_true", help="parameter sweep (make synth-sweep)")
-    ap.add_argument("--jobs", type=int_arg(1), default=2, help="Yosys runs in parallel")
+    cluster_cli.add_args(ap)
     ap.add_argument(
         "--timeout",
         type=real_arg(0, MAX_TIMEOUT, lo_open=True),
@@ -82,14 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The checked arguments of :func:`main`; no work done. ``--blocks`` is a list
-    of distinct block names (an unknown one is a usage error), ``--jobs`` >= 1,
-    ``--timeout`` in (0, :data:`MAX_TIMEOUT`] seconds; with ``--sweep``, every block
-    of ``--blocks`` has a sweep (:func:`flows.synth.sweep.sweep_plan`).
+        of distinct block names (an unknown one is a usage error), ``--jobs`` >= 1
+    (:func:`cluster.cli.add_args`),
+        ``--timeout`` in (0, :data:`MAX_TIMEOUT`] seconds; with ``--sweep``, every block
+        of ``--blocks`` has a sweep (:func:`flows.synth.sweep.sweep_plan`).
 
-    Raises
-    ------
-    SystemExit
-        Status 2, with a one-line usage error on stderr, for a bad argument.
+        Raises
+        ------
+        SystemExit
+            Status 2, with a one-line usage error on stderr, for a bad argument.
     """
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -110,7 +114,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     blocks = args.blocks
     t0 = time.monotonic()
-    rep = _sweep(blocks, args) if args.sweep else _generic(blocks or list(verilog.BLOCKS), args)
+    with cluster_cli.executor(args) as ex:
+        rep = (
+            _sweep(blocks, args, ex)
+            if args.sweep
+            else _generic(blocks or list(verilog.BLOCKS), args, ex)
+        )
     save_report(rep)
     print(f"\n{REPORT_MD.relative_to(REPO)} ({fmt_s(time.monotonic() - t0)}):\n")
     print(REPORT_MD.read_text())

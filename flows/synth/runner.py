@@ -7,8 +7,10 @@ count by ``stat -tech cmos`` after ``dfflegalize -cell $_DFF_P_ 01`` (enables
 and resets become gates); the area of :func:`flows.synth.area.area_mm2`.
 Results are cached under ``build/synth/cache/`` by a hash of
 :data:`FLOW_VERSION`, the Yosys version, the script, the Verilog text and the
-overrides. :func:`run_parallel` is the thread pool with a heartbeat that the
-generic and the ECP5 flows share.
+overrides. :func:`run_jobs` runs many blocks on the project's executor
+(:class:`cluster.executor.Executor`: a local Dask cluster, or a running
+scheduler); :func:`run_parallel` is the thread pool with a heartbeat that the
+flows not yet on it use.
 """
 
 import concurrent.futures as cf
@@ -18,8 +20,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
 from typing import TypeVar
 
+from cluster.executor import Executor, Task
 from flows import depth, verilog
 from flows.synth.area import area_mm2
 from flows.synth.cache import (
@@ -38,6 +42,7 @@ __all__ = [
     "CACHE",
     "FLOW_VERSION",
     "cache_key",
+    "compute",
     "measure",
     "memory_bits",
     "run_jobs",
@@ -181,27 +186,39 @@ def measure(
         ``area_mm2``, ``depth``, ``critical_path``, ``yosys_s``, ``cached``.
     """
     params = overrides(name, params)
-    full = full_params(name, params)
     text = verilog_text(name, params) if text is None else text
-    key = cache_key(name, params, text)
-    cfile = CACHE / f"{name}{verilog.suffix(params)}-{key[:16]}.json"
-    hit = None
-    if not force:
-        hit = cached(
-            cfile,
-            lambda res: (
-                res["status"] in ("ok", "failed")
-                or (timeout is not None and res["timeout_s"] >= timeout)
-            ),
-        )
+    cfile, reusable = _cache(name, params, text, timeout)
+    hit = None if force else cached(cfile, reusable)
     if hit is not None:
         return hit
+    return store(cfile, compute(name, params, text, timeout))
+
+
+def _cache(
+    name: str, params: dict[str, int], text: str, timeout: float | None
+) -> tuple[Path, Callable[[dict], bool]]:
+    """The cache file of one :func:`measure` run (``params``: the overrides) and which
+    stored results it may reuse: a result or a crash, or a timeout at a limit at least
+    ``timeout``."""
+    key = cache_key(name, params, text)
+    cfile = CACHE / f"{name}{verilog.suffix(params)}-{key[:16]}.json"
+
+    def reusable(res: dict) -> bool:
+        if res["status"] in ("ok", "failed"):
+            return True
+        return timeout is not None and res["timeout_s"] >= timeout
+
+    return cfile, reusable
+
+
+def compute(name: str, params: dict[str, int], text: str, timeout: float | None) -> dict:
+    """One Yosys run of :func:`measure` on the Verilog ``text`` (no cache): its result."""
     t0 = time.monotonic()
     base = {
         "block": name,
-        "params": full,
+        "params": full_params(name, params),
         "overrides": params,
-        "key": key,
+        "key": cache_key(name, params, text),
         "verilog_bytes": len(text),
     }
     try:
@@ -212,23 +229,13 @@ def measure(
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        res = {
-            **base,
-            "status": "timeout",
-            "timeout_s": timeout,
-            "yosys_s": round(time.monotonic() - t0, 1),
-        }
+        return {**base, "status": "timeout", "timeout_s": timeout,
+                "yosys_s": round(time.monotonic() - t0, 1)}  # fmt: skip
     except RuntimeError as e:  # Yosys crashed (the WASM build on a large design)
-        res = {
-            **base,
-            "status": "failed",
-            "error": str(e)[-1500:],
-            "yosys_s": round(time.monotonic() - t0, 1),
-        }
-    else:
-        ys = round(time.monotonic() - t0, 1)
-        res = {**base, "status": "ok", "yosys_s": ys, **_parse(name, out, text)}
-    return store(cfile, res)
+        return {**base, "status": "failed", "error": str(e)[-1500:],
+                "yosys_s": round(time.monotonic() - t0, 1)}  # fmt: skip
+    ys = round(time.monotonic() - t0, 1)
+    return {**base, "status": "ok", "yosys_s": ys, **_parse(name, out, text)}
 
 
 K = TypeVar("K", bound=Hashable)
@@ -295,11 +302,12 @@ def run_jobs(
     force: bool = False,
     heartbeat: float = 30.0,
     log: Callable[..., None] = print,
+    executor: Executor | None = None,
 ) -> list[dict]:
-    """:func:`measure` every ``(block, overrides)`` of ``jobs``, ``parallel`` Yosys runs at
-    a time, largest Verilog first, with a progress line per result; results in the order
-    of ``jobs``."""
-    # Verilog first, in this thread (Amaranth elaboration is not thread-safe)
+    """:func:`measure` every ``(block, overrides)`` of ``jobs`` on ``executor`` (or a
+    local cluster of ``parallel`` workers), largest Verilog first, with a progress line
+    per result; results in the order of ``jobs``, cached as :func:`measure`'s."""
+    # Verilog first, in this process (Amaranth elaboration is not thread-safe)
     texts = []
     for i, (name, params) in enumerate(jobs):
         t0 = time.monotonic()
@@ -307,27 +315,28 @@ def run_jobs(
         dt = time.monotonic() - t0
         if dt > 1:
             log(f"  verilog {i + 1}/{len(jobs)} {name} {label(params)}: {dt:.0f} s", flush=True)
+    order = sorted(range(len(jobs)), key=lambda i: -len(texts[i]))  # long runs overlap short
+    tasks = []
+    for i in order:
+        name, params = jobs[i][0], overrides(*jobs[i])
+        cfile, reusable = _cache(name, params, texts[i], timeout)
+        reuse = (lambda _: False) if force else reusable
+        tasks.append(Task(compute, (name, params, texts[i], timeout),
+                          label=f"{name} {label(params)}", params={"block": name, **params},
+                          cache=cfile, reusable=reuse))  # fmt: skip
+    if executor is None:
+        with Executor(workers=parallel, log=log) as ex:
+            res = ex.run(tasks, heartbeat=heartbeat, summary=_summary)
+    else:
+        res = executor.run(tasks, heartbeat=heartbeat, summary=_summary)
+    out = [None] * len(jobs)
+    for i, r in zip(order, res, strict=True):
+        out[i] = r
+    return out
 
-    def progress(i: int, r: dict, n: int) -> None:
-        what = f"{r['block']} {label(r['overrides'])}"
-        if r["status"] == "ok":
-            msg = (
-                f"{r['cells']:,} cells, {r['transistors']:,} transistors, "
-                f"{r['area_mm2']:.4f} mm^2, depth {r['depth']}"
-            )
-        else:
-            msg = f"{r['status'].upper()} after {fmt_s(r['yosys_s'])}"
-        src = "cached" if r["cached"] else f"yosys {fmt_s(r['yosys_s'])}"
-        log(f"  [{n}/{len(jobs)}] {what}: {msg} ({src})", flush=True)
 
-    results = run_parallel(
-        # biggest first: the long runs overlap the short ones
-        sorted(range(len(jobs)), key=lambda i: -len(texts[i])),
-        lambda i: measure(jobs[i][0], jobs[i][1], timeout=timeout, force=force, text=texts[i]),
-        parallel=parallel,
-        heartbeat=heartbeat,
-        describe=lambda i: f"{jobs[i][0]} {label(jobs[i][1])}",
-        on_result=progress,
-        log=log,
-    )
-    return [results[i] for i in range(len(jobs))]
+def _summary(r: dict) -> str:
+    if r.get("status") != "ok":
+        return f"{r.get('status', '?').upper()} after {fmt_s(r.get('yosys_s', 0))}"
+    return (f"{r['cells']:,} cells, {r['transistors']:,} transistors, "
+            f"{r['area_mm2']:.4f} mm^2, depth {r['depth']}")  # fmt: skip

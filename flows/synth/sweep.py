@@ -7,6 +7,7 @@ the ``small`` value of each of its parameters (``PARAMS``,
 :class:`hw.common.Param`).
 """
 
+from cluster.executor import Executor
 from flows import verilog
 from flows.synth.fit import sweep_fits
 from flows.synth.fmt import fmt_s, now
@@ -60,9 +61,16 @@ def sweep_plan(
     return {b: s for b, s in SWEEPS.items() if b in verilog.BLOCKS and (not blocks or b in blocks)}
 
 
-def sweep(*, parallel: int, timeout: float, force: bool, blocks: list[str] | None) -> dict:
-    """Measure every point of :func:`sweep_plan` (``parallel`` Yosys runs at a time,
-    ``timeout`` seconds each) and fit each block's growth.
+def sweep(
+    *,
+    parallel: int,
+    timeout: float,
+    force: bool,
+    blocks: list[str] | None,
+    executor: Executor | None = None,
+) -> dict:
+    """Measure every point of :func:`sweep_plan` (on ``executor``, or ``parallel``
+    local workers; ``timeout`` seconds each) and fit each block's growth.
 
     Returns
     -------
@@ -75,7 +83,7 @@ def sweep(*, parallel: int, timeout: float, force: bool, blocks: list[str] | Non
     plan = sweep_plan(blocks)
     index = [(b, v) for b, (_, values) in plan.items() for v in values]
     jobs = [(b, dict.fromkeys(plan[b][0], v)) for b, v in index]
-    res = run_jobs(jobs, parallel=parallel, timeout=timeout, force=force)
+    res = run_jobs(jobs, parallel=parallel, timeout=timeout, force=force, executor=executor)
     out: dict = {"date": now(), "timeout_s": timeout, "blocks": {}}
     for (b, v), r in zip(index, res, strict=True):
         s = out["blocks"].setdefault(b, {"params": list(plan[b][0]), "points": []})
@@ -86,7 +94,8 @@ def sweep(*, parallel: int, timeout: float, force: bool, blocks: list[str] | Non
         skipped = [p["x"] for p in s["points"] if p["status"] != "ok"]
         if skipped:
             s["note"] = (
-                f"Skipped (Yosys crashed or did not finish within {fmt_s(timeout)}): "
+                f"Skipped (Yosys crashed, did not finish within {fmt_s(timeout)}, or the task "
+                "failed): "
                 f"{', '.join(map(str, skipped))}."
             )
     return out
