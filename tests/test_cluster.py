@@ -41,8 +41,13 @@ def cache(monkeypatch, tmp_path) -> Path:
 
 def _squares(xs, seconds: float = 0.0, cache_dir: Path | None = None) -> list[Task]:
     return [
-        Task(probe.square, (x, seconds), label=f"square {x}", params={"x": x},
-             cache=cache_dir / f"sq{x}.json" if cache_dir else None)  # fmt: skip
+        Task(
+            probe.square,
+            (x, seconds),
+            label=f"square {x}",
+            params={"x": x},
+            cache=cache_dir / f"sq{x}.json" if cache_dir else None,
+        )  # fmt: skip
         for x in xs
     ]
 

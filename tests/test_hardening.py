@@ -213,7 +213,7 @@ CLI_CASES = [
     ("flows.synth.cli", ["--sweep", "--blocks", "specdecode_top"], "specdecode_top: no sweep"),
     ("flows.synth_fpga", ["--pnr-timeout", "1e99"], "argument --pnr-timeout: must be a finite"),
     ("flows.synth_fpga", ["--seeds", "4294967296"], "distinct seeds in 0 .. 2147483647"),
-    ("flows.synth_fpga", ["--jobs", "0"], "argument --jobs: must be an integer >= 1, got '0'"),
+    ("flows.synth_fpga", ["--jobs", "0"], "argument --jobs: must be an integer in 1 .. 256"),
     ("golden.bench", ["--runs", "0"], "argument --runs: must be an integer >= 1, got '0'"),
     ("golden.bench", ["--seconds", "0"], "argument --seconds: must be a finite number > 0"),
     ("sim.bench", ["--rtl-tokens", "0"], "argument --rtl-tokens: must be an integer in 1 .. "),

