@@ -70,6 +70,7 @@ __all__ = [
     "HEAVY_SCORE",
     "Point",
     "Series",
+    "SeriesHardware",
     "TraceStep",
     "chip_trace",
     "hbm_reads_of",
@@ -95,6 +96,27 @@ class TraceStep:
     depth: int
     draft_evals: int
     accepted: int
+
+
+@dataclass(frozen=True)
+class SeriesHardware:
+    """The tree manager's and the pool's parameters a series runs with.
+
+    Attributes
+    ----------
+    select_lanes : int
+        The one-pass token select's lanes (spec §3.12); ``0``: the profile's
+        two-pass sampler.
+    tlb_entries, tlb_ways : int
+        The verifier port's TLB (``tlb_entries / tlb_ways`` sets, a power of two).
+    n_nodes : int
+        The largest tree (the pool's ``N_NODES``), ``>= 2``.
+    """
+
+    select_lanes: int = 0
+    tlb_entries: int = 4096
+    tlb_ways: int = 4
+    n_nodes: int = 64
 
 
 def chip_trace(profile: str) -> list[TraceStep]:
@@ -138,6 +160,9 @@ class Point:
         Positions in HBM and committed pages on chip after the steps.
     context_end : int
         Committed tokens after the steps.
+    tlb_hits, tlb_misses : int
+        The verifier port's TLB during the steps (the attended set's and the
+        sampled positions' lookups).
     """
 
     context: int
@@ -156,6 +181,8 @@ class Point:
     hbm_resident: int = 0
     on_chip: int = 0
     context_end: int = 0
+    tlb_hits: int = 0
+    tlb_misses: int = 0
 
     @property
     def tokens_per_s(self) -> float:
@@ -192,21 +219,30 @@ class _History:
     """The growing history of one series in its pool (module docstring)."""
 
     def __init__(
-        self, cfg: ContextConfig, prof: Profile, geo: PoolGeometry, mode: str, steps: int
+        self,
+        cfg: ContextConfig,
+        prof: Profile,
+        geo: PoolGeometry,
+        mode: str,
+        steps: int,
+        hw: SeriesHardware | None = None,
     ) -> None:
         self.cfg, self.prof, self.geo, self.mode = cfg, prof, geo, mode
+        hw = hw or SeriesHardware()
         self.pool = KVPool(
             pages=geo.pages,
             hbm_pages=geo.hbm_pages,
             seqs=1,
             segs=2,
             trees=1,
-            n_nodes=64,
-            max_depth=64,
+            n_nodes=hw.n_nodes,
+            max_depth=hw.n_nodes,
             pos_bits=18,
             token_bits=8,
+            tlb_sets=hw.tlb_entries // hw.tlb_ways,
+            tlb_ways=hw.tlb_ways,
         )
-        top = cfg.contexts[-1] + steps * 64 + 64  # a step commits at most 64 positions
+        top = cfg.contexts[-1] + (steps + 1) * hw.n_nodes  # a step commits <= n_nodes
         self.tokens = code_prompts(1, min(top, PROMPT_MAX), cfg.seed)[0]
         self.tokens += self.tokens[: max(0, top - len(self.tokens))]  # wraps round
         rng = np.random.default_rng([cfg.seed, 0xC0])
@@ -273,7 +309,7 @@ class _History:
 
 
 def _time(
-    prof: Profile, cfg: ContextConfig, ts: TraceStep, ctx: int, kt: KVTraffic
+    prof: Profile, cfg: ContextConfig, ts: TraceStep, ctx: int, kt: KVTraffic, hw: SeriesHardware
 ) -> tuple[float, float]:
     """``(step us, unbounded step us)`` of one measured step."""
     tm = prof.tree_manager
@@ -281,12 +317,13 @@ def _time(
     cyc = accept_cycles(
         ts.n_nodes,
         prof.target.vocab,
-        tm.lanes,
+        hw.select_lanes or tm.lanes,
         ts.accepted,
         inserts=ts.n_nodes,
         lookups=ctx,
         lookup_ports=prof.kv_pool.lookup_ports,
         latency=tm.latency,
+        sampler="one_pass" if hw.select_lanes else "two_pass",
     )
     kw = dict(
         tree_nodes=ts.n_nodes,
@@ -309,6 +346,7 @@ def run_series(
     mode: str,
     trace: Sequence[TraceStep],
     progress: Callable[[str], None] | None = None,
+    hw: SeriesHardware | None = None,
 ) -> Series:
     """Grow one history through ``cfg.contexts`` (module docstring).
 
@@ -322,6 +360,9 @@ def run_series(
         non-empty.
     progress : callable or None
         Called with a short text after each point.
+    hw : SeriesHardware or None
+        The tree manager's and the pool's parameters (default: the profile's
+        sampler, a 4,096-entry TLB, 64-node trees).
 
     Returns
     -------
@@ -338,11 +379,13 @@ def run_series(
     prof = cfg.profile(profile, pool_gib)
     geo = geometry(prof, pool_gib * 2**30)
     steps = cfg.steps or len(trace)
-    hist = _History(cfg, prof, geo, mode, steps)
+    hw = hw or SeriesHardware()
+    hist = _History(cfg, prof, geo, mode, steps, hw)
     bw = prof.hardware.hbm_bw
     points = []
     for ctx in cfg.contexts:
         pt = Point(ctx, prefill_spills=hist.prefill(max(ctx, hist.length)))
+        tlb0 = hist.pool.tlb_counts(1)
         for k in range(steps):
             ts = trace[k % len(trace)]
             n, spills, fills, reads = hist.step(ts)
@@ -351,7 +394,7 @@ def run_series(
                 float(spills * geo.page_bytes),
                 float(fills * geo.page_bytes),
             )
-            us, free = _time(prof, cfg, ts, n, kt)
+            us, free = _time(prof, cfg, ts, n, kt, hw)
             pt.steps += 1
             pt.emitted += ts.accepted + 1
             pt.total_us += us
@@ -363,6 +406,8 @@ def run_series(
             pt.spill_bytes += kt.spill_bytes
             pt.fill_bytes += kt.fill_bytes
             pt.read_bytes += kt.read_bytes
+        tlb1 = hist.pool.tlb_counts(1)
+        pt.tlb_hits, pt.tlb_misses = tlb1[0] - tlb0[0], tlb1[1] - tlb0[1]
         pt.hbm_resident = hist.pool.hbm_used
         pt.on_chip = hist.pool.committed_pages
         pt.context_end = hist.length

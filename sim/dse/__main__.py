@@ -1,0 +1,130 @@
+"""``python -m sim.dse [--grid FILE] [--jobs N] [--scheduler ADDRESS] [--force] [--out DIR]
+[--plots DIR] [--dpi N]`` (``make dse``): the design-space grid on the executor.
+
+Every run of the grid (:mod:`sim.dse.grid`) is a task of the project's
+executor (:mod:`cluster.executor`: a local cluster, or a running Dask
+scheduler), cached under ``build/dse/`` by a hash of the run, the grid's
+contexts and the model's sources (``golden/``, ``sim/``), so a second run, or
+a larger grid that contains this one, computes only what is new. Writes
+``dse.csv`` with ``dse.schema.json`` and ``dse.json`` (the grid, its runs'
+results, the wall time) under ``--out`` (``build/reports``), and
+``dse_pareto.png``, ``dse_context.png``, ``dse_accepted.png`` under ``--plots``
+(``build/plots``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from checks import cli_parser, int_arg, out_dir_arg
+from cluster import cli as cluster_cli
+from cluster.executor import Executor, Task
+from flows.synth.cache import sha
+from sim.dse import grid as grid_mod
+from sim.dse import plots, table
+from sim.dse.point import run_point
+
+__all__ = ["build_parser", "main", "parse_args", "run_grid"]
+
+_REPO = Path(__file__).resolve().parents[2]
+#: where runs are cached
+CACHE = _REPO / "build" / "dse"
+#: bump when a run's figures change meaning (part of every cache key)
+VERSION = 1
+
+
+def _sources() -> str:
+    """Hash of the model's sources: every ``*.py`` and ``*.toml`` under ``golden/`` and
+    ``sim/`` (what a run's figures depend on)."""
+    files = sorted(f for d in ("golden", "sim") for f in (_REPO / d).rglob("*") if
+                   f.suffix in (".py", ".toml") and "__pycache__" not in f.parts)  # fmt: skip
+    return sha(*(str(f.relative_to(_REPO)) + f.read_text() for f in files))
+
+
+def tasks(grid: grid_mod.Grid, *, force: bool = False) -> list[Task]:
+    """One :class:`cluster.executor.Task` per run of ``grid``, cached by content."""
+    src = _sources()
+    out = []
+    for run in grid.runs():
+        args = (run.chip_kwargs, run.pool_gib, run.tlb_entries, grid.contexts, grid.mode)
+        key = sha(str(VERSION), src, json.dumps(args, sort_keys=True, default=list))
+        out.append(Task(
+            run_point, args, label=run.label(),
+            params={**run.chip_kwargs, "pool_gib": run.pool_gib, "tlb_entries": run.tlb_entries},
+            cache=CACHE / f"{key[:20]}.json", reusable=(lambda _: False) if force else None,
+        ))  # fmt: skip
+    return out
+
+
+def _summary(r: dict) -> str:
+    c = r["chip"]
+    last = r["contexts"][-1]
+    return (f"{c['accepted_per_step']:.2f} accepted/step, {last['tokens_per_s']:,.0f} tokens/s "
+            f"at {last['context']:,}")  # fmt: skip
+
+
+def run_grid(grid: grid_mod.Grid, ex: Executor, *, force: bool = False) -> dict:
+    """Every run of ``grid`` on ``ex``: ``{"results", "table", "failed", "wall_s"}``."""
+    t0 = time.monotonic()
+    res = ex.run(tasks(grid, force=force), summary=_summary, heartbeat=30.0)
+    tab = table.rows(res, table.areas())
+    failed = [r for r in res if r.get("status") != "ok"]
+    return {"results": res, "table": tab, "failed": failed,
+            "wall_s": round(time.monotonic() - t0, 1)}  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m sim.dse``."""
+    ap = cli_parser("python -m sim.dse", __doc__.split("\n\n")[1].replace("\n", " "))
+    ap.add_argument("--grid", default=str(grid_mod.DEFAULT), help="grid TOML file")
+    cluster_cli.add_args(ap)
+    ap.add_argument("--force", action="store_true", help="ignore the cache")
+    ap.add_argument("--out", type=out_dir_arg, default="build/reports", help="report folder")
+    ap.add_argument("--plots", type=out_dir_arg, default="build/plots", help="figure folder")
+    ap.add_argument("--dpi", type=int_arg(30, 600), default=110, help="figure resolution")
+    return ap
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parsed arguments, the grid loaded and checked (``args.grid``: a
+    :class:`sim.dse.grid.Grid`); a bad grid is a usage error naming the field."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        args.grid = grid_mod.load(args.grid)
+    except (OSError, ValueError) as e:
+        ap.error(f"argument --grid: {e}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the grid, write the table, its schema, the report and the figures."""
+    args = parse_args(argv)
+    g = args.grid
+    print(f"design-space grid {g.source}: {len(g.runs())} runs x {len(g.contexts)} contexts")
+    with cluster_cli.executor(args) as ex:
+        out = run_grid(g, ex, force=args.force)
+        where = ex.address or f"local cluster of {ex.workers} workers"
+    rep_dir, plot_dir = Path(args.out), Path(args.plots)
+    schema = table.write(out["table"], rep_dir / "dse.csv")
+    rep = {"grid": {"source": g.source, "axes": g.axes, "contexts": list(g.contexts),
+                    "mode": g.mode, "fixed": g.fixed},
+           "executor": where, "runs": len(out["results"]), "failed": len(out["failed"]),
+           "cached": sum(bool(r.get("cached")) for r in out["results"]),
+           "wall_s": out["wall_s"], "results": out["results"]}  # fmt: skip
+    (rep_dir / "dse.json").write_text(json.dumps(rep, indent=1, default=str) + "\n")
+    pngs = plots.write_pngs(out["table"], plot_dir, dpi=args.dpi) if out["table"] else []
+    front = [r for r in out["table"] if r["pareto"]]
+    print(f"\n{len(out['table'])} rows -> {rep_dir / 'dse.csv'} ({schema.name}); "
+          f"{len(front)} on a Pareto front; {out['wall_s']} s; figures: "
+          f"{', '.join(p.name for p in pngs)}")  # fmt: skip
+    return 1 if out["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

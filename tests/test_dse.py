@@ -1,0 +1,114 @@
+"""The design-space grid (sim.dse): the grid file's checks, its runs, the Pareto front, the
+area join, and a tiny grid end to end (table, schema, figures, the cache)."""
+
+import csv
+import json
+
+import pytest
+
+from cluster.executor import Executor
+from sim.dse import __main__ as dse_cli
+from sim.dse import grid as g
+from sim.dse import table
+
+TINY = """
+[axes]
+tree = ["chain", "sequoia"]
+nodes = [8, 16]
+pool_gib = [1]
+
+[contexts]
+tokens = [256, 1024]
+
+[fixed]
+tokens = 24
+"""
+
+
+def _grid(text: str) -> g.Grid:
+    import tomllib
+
+    return g.parse(tomllib.loads(text), "test")
+
+
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("[axes]\nbogus = [1]", "axes.bogus: not a grid field"),
+        ("[axes]\nbackend = ['rtl']", "axes.backend: not a grid field"),
+        ("[axes]\ntlb_entries = [1000]", "tlb_entries = 1000: 4 x a power of two"),
+        ("[axes]\npool_gib = [0]", "axes.pool_gib"),
+        ("[axes]\ntree = ['chain', 'chain']", "repeated values"),
+        ("[axes]\ntree = []", "non-empty list"),
+        ("[axes]\ntree = ['oak']", "tree = 'oak'"),
+        ("[axes]\nnodes = [8]\n[fixed]\nnodes = 8", "fixed.nodes: also an axis"),
+        ("[axes]\nnodes = [8]\n[contexts]\ntokens = [1024, 256]", "strictly increasing"),
+        ("[axes]\nnodes = [8]\n[contexts]\nmode = 'lazy'", "contexts.mode"),
+        ("[axes]\nnodes = [8]\n[extra]\nx = 1", "unknown table(s) ['extra']"),
+        ("[fixed]\nnodes = 8", "[axes] is empty"),
+    ],
+)
+def test_bad_grids_name_the_field(text: str, msg: str) -> None:
+    with pytest.raises(ValueError) as e:
+        _grid(text)
+    assert msg in str(e.value)
+
+
+def test_runs_of_a_grid() -> None:
+    runs = _grid(TINY).runs()
+    # the chain has no budget: one run, not one per node count
+    assert [r.chip_kwargs["tree"] for r in runs] == ["chain", "sequoia", "sequoia"]
+    assert "nodes" not in runs[0].chip_kwargs and runs[2].chip_kwargs["nodes"] == 16
+    big = _grid("[axes]\nnodes = [256]").runs()
+    assert big[0].chip_kwargs["n_nodes"] == 256  # the tree manager sized to the budget
+    assert len(g.load(g.DEFAULT).runs()) > 20 and len(g.load(g.LARGE).runs()) > 500
+
+
+def test_pareto_front() -> None:
+    pts = [{"area_mm2": a, "tokens_per_s": t} for a, t in
+           [(1, 10), (2, 30), (3, 20), (4, 40), (2, 25), (5, 40), (None, 99)]]  # fmt: skip
+    table.pareto(pts)
+    assert [p["pareto"] for p in pts] == [True, True, False, True, False, False, False]
+
+
+def _result(nodes: int, gib: int, tps: float) -> dict:
+    return {"status": "ok", "run": {"tree": "sequoia", "nodes": nodes, "pool_gib": gib,
+                                    "tlb_entries": 4096},
+            "chip": {"max_tree_nodes": nodes, "accepted_per_step": 2.0, "tokens_per_step": 3.0,
+                     "gpu_spec_tokens_per_s": 100.0},
+            "contexts": [{"context": 1024, "tokens_per_s": tps}]}  # fmt: skip
+
+
+def test_area_join() -> None:
+    tm = {64: 0.1, 256: 0.2}
+    rows = table.rows([_result(32, 1, 500.0), _result(100, 1, 600.0), _result(512, 1, 700.0),
+                       {"status": "error"}], tm)  # fmt: skip
+    assert [r["tree_manager_mm2"] for r in rows] == [0.1, 0.2, None]  # smallest measured >= N
+    pool = rows[0]["pool_mm2"]
+    assert pool == pytest.approx(2**33 * 0.021e-6 / 0.7)  # 1 GiB of N5 bit cells as macros
+    assert rows[0]["area_mm2"] == pytest.approx(0.1 + pool + rows[0]["tlb_mm2"])
+    assert rows[2]["area_mm2"] is None and rows[2]["pareto"] is False
+    assert [r["pareto"] for r in rows[:2]] == [True, True]
+
+
+def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(dse_cli, "CACHE", tmp_path / "cache")
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    argv = ["--grid", str(f), "--scheduler", "serial", "--out", str(tmp_path / "r"),
+            "--plots", str(tmp_path / "p"), "--dpi", "40"]  # fmt: skip
+    assert dse_cli.main(argv) == 0
+    with (tmp_path / "r" / "dse.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    schema = json.loads((tmp_path / "r" / "dse.schema.json").read_text())
+    assert list(rows[0]) == [f["name"] for f in schema["fields"]]
+    assert len(rows) == 3 * 2 and {r["context"] for r in rows} == {"256", "1024"}
+    assert all(float(r["tokens_per_s"]) > 0 for r in rows)
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
+        "dse_accepted.png", "dse_context.png", "dse_pareto.png"]  # fmt: skip
+    rep = json.loads((tmp_path / "r" / "dse.json").read_text())
+    assert rep["runs"] == 3 and rep["cached"] == 0 and rep["failed"] == 0
+    with Executor(scheduler="serial") as ex:  # a second run: every run from the cache
+        again = dse_cli.run_grid(_grid(TINY), ex)
+        assert ex.sent == 0 and ex.from_cache == 3
+    assert [r["tokens_per_s"] for r in again["table"]] == [float(r["tokens_per_s"]) for r in rows]
