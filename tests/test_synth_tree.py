@@ -3,6 +3,7 @@ areas and budget line, the command line's checks."""
 
 import pytest
 
+from cluster.executor import Executor
 from flows import kvpool_synth as ks
 from flows import kvpool_synth_yosys as ky
 from flows import synth_tree as st
@@ -12,9 +13,13 @@ from flows.synth.area import area_mm2
 def test_a_tree_block_through_the_flow(monkeypatch, tmp_path) -> None:
     """The acceptance sampler at 8 nodes: its mask rows a macro (``N x N`` bits), the
     total area the logic's plus the SRAM's, the depth within the budget."""
-    for mod in (ks, ky):  # a cache of its own (tests/test_kvpool_synth.py says why)
+    for mod in (ks, ky, st):  # a cache of its own (tests/test_kvpool_synth.py says why)
         monkeypatch.setattr(mod, "CACHE", tmp_path)
-    (r,) = st.run(["accept_sampler"], [8], jobs=1, timeout=300, force=True)
+    with Executor(scheduler="serial") as ex:  # in this process: it sees the monkeypatch
+        (r,) = st.run(["accept_sampler"], [8], timeout=300, force=True, executor=ex)
+        assert ex.sent == 1 and list((tmp_path / "points").glob("accept_sampler-8-*.json"))
+        (again,) = st.run(["accept_sampler"], [8], timeout=300, force=False, executor=ex)
+        assert ex.sent == 1 and again["cached"] and again["area_mm2"] == r["area_mm2"]
     assert r["status"] == "ok" and r["params"] == {"N_NODES": 8}
     assert any((m["width"], m["depth"]) == (8, 8) for m in r["memories"]), r["memories"]
     assert r["memory_bits"] >= 64 and r["sram_mm2"] > 0
