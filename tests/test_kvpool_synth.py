@@ -1,9 +1,13 @@
 """make synth-kvpool (flows.kvpool_synth, flows.kvpool_synth_yosys): the memory rule, the SRAM
 model, the RTLIL it writes, one leaf of the scaled pool through the real flow at its small
-size, the tool runner, the report's schema and renderer."""
+size, leaves through the executor (in this process and on 2 workers, cached by this process;
+a task that raises), the tool runner, the report's schema and renderer."""
+
+import json
 
 import pytest
 
+from flows import kvpool_rtlil
 from flows import kvpool_synth as ks
 from flows import kvpool_synth_modules as ksm
 from flows import kvpool_synth_yosys as ky
@@ -69,7 +73,7 @@ def test_configurations_are_valid_pool_parameters() -> None:
 def test_a_leaf_through_the_flow(monkeypatch, tmp_path) -> None:
     # a cache of its own: the repository's build/synth/kvpool is a default output that
     # tests/test_fuzz_cli.py checks no bad command line creates, maybe at the same time
-    for mod in (ks, ky, ksm):
+    for mod in (ky, ksm):
         monkeypatch.setattr(mod, "CACHE", tmp_path)
     small = ks.config("small")
     text, _, leaf, count = ks.unit_rtlil("alloc", small)
@@ -92,6 +96,81 @@ def test_a_leaf_through_the_flow(monkeypatch, tmp_path) -> None:
         ks.unit_rtlil("nope", small)
 
 
+#: the figures of a run that depend on the machine, not on the design
+_TIMING = ("yosys_s", "yosys_peak_mib", "rtlil_s")
+
+
+def _figures(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in _TIMING} for r in rows]
+
+
+def _some_units(monkeypatch, keep: tuple[str, ...]) -> None:
+    """The flow's leaves of the pool restricted to ``keep`` (elaborated here)."""
+    units = ks._units
+    monkeypatch.setattr(ks, "_units", lambda p: {k: v for k, v in units(p).items() if k in keep})
+
+
+def test_units_on_the_executor(monkeypatch, tmp_path) -> None:
+    """Leaves of the small pool through run_units: in this process, then on a local
+    cluster of 2 workers (force: every leaf sent), the same figures; a second run is
+    served from the files this process keeps, measure's own (nothing sent)."""
+    from cluster.executor import ENV, Executor
+
+    for mod in (ky, ksm):
+        monkeypatch.setattr(mod, "CACHE", tmp_path)
+    monkeypatch.delenv(ENV, raising=False)
+    keep = ("tags", "alloc", "bt")
+    _some_units(monkeypatch, keep)
+    small = ks.config("small")
+    with Executor(scheduler="serial") as ex:
+        serial = ks.run_units(300, False, base=small, executor=ex)
+        assert ex.sent == len(keep)
+    assert sorted(r["unit"] for r in serial) == sorted(keep)
+    assert all(r["status"] == "ok" and r["ffs"] > 0 for r in serial)
+    # one file per leaf: the task's file is the one measure itself wrote
+    files = sorted(tmp_path.glob("synth-kvpool_*.json"))
+    assert len(files) == len(keep)
+    assert all(json.loads(f.read_text())["key"][:16] in f.name for f in files)
+    workers = tmp_path / "workers"  # the workers' own cache (not the repository's)
+    with Executor(workers=2) as ex:
+        ex.client.run(lambda: setattr(ky, "CACHE", workers))
+        local = ks.run_units(300, True, base=small, executor=ex)
+        assert ex.sent == len(keep) and _figures(local) == _figures(serial)
+        assert len(list(workers.glob("synth-kvpool_*.json"))) == len(keep)
+        again = ks.run_units(300, False, base=small, executor=ex)
+        assert (ex.sent, ex.from_cache) == (len(keep), len(keep))
+        assert _figures(again) == _figures(serial)
+
+
+def test_a_task_that_raises_is_its_rows_error(monkeypatch, tmp_path) -> None:
+    """One leaf's task raises: its row's status is "error" (not cached), the other's
+    result is its row and cached in measure's file, and the report renders both."""
+    for mod in (ky, ksm):
+        monkeypatch.setattr(mod, "CACHE", tmp_path)
+    _some_units(monkeypatch, ("tags", "alloc"))
+    cp = {"start": "a (register)", "end": "b (register input)", "nets": []}
+    ok = {
+        "status": "ok", "ffs": 10, "logic_cells": 90, "ff_mm2": 0.1, "logic_mm2": 0.2,
+        "memory_bits": 64, "macro_bits": 128, "sram": ks.sram_mm2(128), "depth": 12,
+        "critical_path": cp, "yosys_s": 3.0, "yosys_peak_mib": 9,
+    }  # fmt: skip
+
+    def fake(top: str, text: str, timeout: float, force: bool) -> dict:
+        if top == "kvpool_tags":
+            raise RuntimeError("no Yosys today")
+        return ok
+
+    monkeypatch.setattr(ks, "_measure", fake)
+    rows = {r["unit"]: r for r in ks.run_units(300, False, base=ks.config("small"))}
+    tags, alloc = rows["tags"], rows["alloc"]
+    assert tags["status"] == "error" and "no Yosys today" in tags["error"]
+    assert "task" not in tags and "params" not in tags and tags["leaf_params"]
+    assert alloc["status"] == "ok" and alloc["depth"] == 12
+    assert [f.name.split("-")[1] for f in tmp_path.glob("synth-*.json")] == ["kvpool_alloc"]
+    text = "\n".join(render({"units": list(rows.values())}))
+    assert "| **error** |" in text and "**12**" in text
+
+
 def test_equal_operators_are_emitted_once() -> None:
     """A one-hot Cat of comparisons sliced bit by bit: Amaranth 0.5 emits the Cat once
     per slice; the flow's RTLIL once (what Yosys' opt_merge would leave), and the back
@@ -107,7 +186,7 @@ def test_equal_operators_are_emitted_once() -> None:
     ports = [cur, ch, out, *s]
     plain = rtlil.convert(m, ports=ports)
     op, mem = _ir.NetlistEmitter.emit_operator, rtlil.ModuleEmitter.emit_memory
-    with ks._patched(merge=True):
+    with kvpool_rtlil._patched(merge=True):
         merged = rtlil.convert(m, ports=ports)
     assert (plain.count("cell $le "), merged.count("cell $le ")) == (64, 8)
     assert (_ir.NetlistEmitter.emit_operator, rtlil.ModuleEmitter.emit_memory) == (op, mem)
@@ -158,7 +237,11 @@ def test_cli_arguments() -> None:
     assert (a.parts, a.configs, a.seeds) == (["pool", "fpga"], ["small"], ["1", "2"])
     a = ks.parse_args([])
     assert (a.parts, a.configs) == (list(ks.PARTS), list(ks.CONFIGS))
-    for bad in (["--parts", "pool,pool"], ["--configs", "huge"], ["--timeout", "0"]):
+    assert (a.jobs, a.scheduler) == (1, None)  # one Yosys at a time unless asked
+    a = ks.parse_args(["--jobs", "2", "--scheduler", "serial"])
+    assert (a.jobs, a.scheduler) == (2, "serial")
+    for bad in (["--parts", "pool,pool"], ["--configs", "huge"], ["--timeout", "0"],
+                ["--jobs", "0"], ["--scheduler", "localhost:8786"]):  # fmt: skip
         with pytest.raises(SystemExit):
             ks.parse_args(bad)
 

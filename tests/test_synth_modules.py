@@ -55,7 +55,7 @@ class _Outer(wiring.Component):
 @pytest.fixture
 def cache(monkeypatch, tmp_path):
     """A cache of its own (tests/test_kvpool_synth.py says why)."""
-    for mod in (ks, ky, ksm):
+    for mod in (ky, ksm):
         monkeypatch.setattr(mod, "CACHE", tmp_path)
     return tmp_path
 

@@ -4,7 +4,7 @@ areas and budget line, the command line's checks."""
 import pytest
 
 from cluster.executor import Executor
-from flows import kvpool_synth as ks
+from flows import kvpool_synth_modules as ksm
 from flows import kvpool_synth_yosys as ky
 from flows import synth_tree as st
 from flows.synth.area import area_mm2
@@ -13,7 +13,7 @@ from flows.synth.area import area_mm2
 def test_a_tree_block_through_the_flow(monkeypatch, tmp_path) -> None:
     """The acceptance sampler at 8 nodes: its mask rows a macro (``N x N`` bits), the
     total area the logic's plus the SRAM's, the depth within the budget."""
-    for mod in (ks, ky, st):  # a cache of its own (tests/test_kvpool_synth.py says why)
+    for mod in (ky, ksm, st):  # a cache of its own (tests/test_kvpool_synth.py says why)
         monkeypatch.setattr(mod, "CACHE", tmp_path)
     with Executor(scheduler="serial") as ex:  # in this process: it sees the monkeypatch
         (r,) = st.run(["accept_sampler"], [8], timeout=300, force=True, executor=ex)
