@@ -19,7 +19,7 @@ import pytest
 
 from cluster.executor import ENV, Executor
 from flows import depth, synth, synth_fpga, verilog
-from flows.synth import ecp5, runner
+from flows.synth import ecp5, fpga_steps, runner
 from flows.synth.plots import plot_sweep
 
 #: blocks whose small configuration still takes Yosys a minute or more on a 2-core
@@ -490,7 +490,7 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
     calls: list = []
     fmax = {1: 30.9, 2: 35.7, 3: 34.1}
-    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, fmax))
+    monkeypatch.setattr(fpga_steps.subprocess, "run", _fake_tools(calls, fmax))
     kw = dict(mhz=50, synth_timeout=60, pnr_timeout=60, log=lambda *a, **k: None)
     r = synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", seeds=(1, 2, 3), **kw)
     assert r["status"] == "ok" and not r["cached"]
@@ -534,7 +534,7 @@ def test_place_and_route_over_seeds(monkeypatch, tmp_path) -> None:
 def _two_seeds(monkeypatch, tmp_path, fmax: dict, hang: int | None = None) -> dict:
     """``place_and_route`` of a stand-in block over seeds 1 and 2 with the fake tools."""
     monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
-    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools([], fmax, hang=hang))
+    monkeypatch.setattr(fpga_steps.subprocess, "run", _fake_tools([], fmax, hang=hang))
     return synth_fpga.place_and_route(
         "kv_pool",
         "module kv_pool; endmodule",
@@ -563,7 +563,7 @@ def test_synth_timeout_places_no_seed(monkeypatch, tmp_path) -> None:
     under the same limit and tried again under a longer one."""
     monkeypatch.setattr(synth_fpga, "CACHE", tmp_path)
     calls: list = []
-    monkeypatch.setattr(synth_fpga.subprocess, "run", _fake_tools(calls, {}, synth_hangs=True))
+    monkeypatch.setattr(fpga_steps.subprocess, "run", _fake_tools(calls, {}, synth_hangs=True))
     kw = dict(mhz=50, pnr_timeout=60, seeds=(1, 2), log=lambda *a, **k: None)
     r = synth_fpga.place_and_route("kv_pool", "module kv_pool; endmodule", synth_timeout=5, **kw)
     assert (r["status"], r["limit_s"], r["synth_s"]) == ("synth timeout", 5, 5)
@@ -578,11 +578,11 @@ def test_synth_timeout_places_no_seed(monkeypatch, tmp_path) -> None:
 
 def test_netlist_packed_when_large() -> None:
     """A netlist travels as text up to ``NETLIST_TEXT_MAX`` bytes, gzip + base64 above."""
-    small, large = b'{"modules": {}}', b"x" * (synth_fpga.NETLIST_TEXT_MAX + 1)
-    assert synth_fpga._pack(small) == {"netlist": small.decode()}
-    packed = synth_fpga._pack(large)
+    small, large = b'{"modules": {}}', b"x" * (fpga_steps.NETLIST_TEXT_MAX + 1)
+    assert fpga_steps._pack(small) == {"netlist": small.decode()}
+    packed = fpga_steps._pack(large)
     assert list(packed) == ["netlist_gz"] and len(packed["netlist_gz"]) < 10_000
-    assert synth_fpga._unpack(packed) == large and synth_fpga._unpack({"netlist": "{}"}) == b"{}"
+    assert fpga_steps._unpack(packed) == large and fpga_steps._unpack({"netlist": "{}"}) == b"{}"
 
 
 #: fields of an ECP5 block result that are not its figures: times, where it came from

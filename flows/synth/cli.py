@@ -85,15 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The checked arguments of :func:`main`; no work done. ``--blocks`` is a list
-        of distinct block names (an unknown one is a usage error), ``--jobs`` >= 1
-    (:func:`cluster.cli.add_args`),
-        ``--timeout`` in (0, :data:`MAX_TIMEOUT`] seconds; with ``--sweep``, every block
-        of ``--blocks`` has a sweep (:func:`flows.synth.sweep.sweep_plan`).
+    of distinct block names (an unknown one is a usage error), ``--jobs`` >= 1 and
+    ``--scheduler`` (:func:`cluster.cli.add_args`), ``--timeout`` in (0,
+    :data:`MAX_TIMEOUT`] seconds; with ``--sweep``, every block of ``--blocks``
+    has a sweep (:func:`flows.synth.sweep.sweep_plan`).
 
-        Raises
-        ------
-        SystemExit
-            Status 2, with a one-line usage error on stderr, for a bad argument.
+    Raises
+    ------
+    SystemExit
+        Status 2, with a one-line usage error on stderr, for a bad argument.
     """
     ap = build_parser()
     args = ap.parse_args(argv)
