@@ -12,7 +12,9 @@
 #   make chip    behavioural chip demo (python -m sim): text, phase times, projections, PNGs
 #   make perf    timing model (python -m sim.timing): article vs roofline views, projections, timeline PNGs
 #   make verilog Verilog of every block -> build/verilog/ (NAME=VALUE overrides), lint-checked
-#   make soak    KV pool: 1,000,000 random operations against golden (not in make test)
+#   make soak    KV pools: 1,000,000 random operations each against golden (not in make test), split
+#                into shards run on the executor, one simulator run and seed each (tb/soak_shards.py;
+#                SIM_SEED: the base seed, which repeats or resumes a soak)
 #   make dp-growth  topology optimiser: the DP re-solve on Verilator at M = 64 .. 1,024 (N_MAX = 1024,
 #                D = 8, K = 8) against its formula and bound -> build/reports/dp_growth.json
 #                (not in make test)
@@ -28,6 +30,10 @@
 #   make synth-tree  the tree blocks at 64, 256 and 1,024 nodes, memories as SRAM macros (cells, depth,
 #                    logic and SRAM area; the tree manager against the article's 5-8 mm^2)
 #                    -> build/reports/synth_tree.{json,md} (long; cached under build/synth/kvpool/)
+#   make dse     the chip model's design-space grid (profile, tree policy and budget, select lanes,
+#                pool, TLB, context) on the executor, joined with the measured area: tokens/s vs
+#                mm^2 (Pareto front), vs context per pool, acceptance per policy -> build/reports/dse.*
+#                (GRID=FILE; SCHEDULER=tcp://HOST:PORT runs this and the synth targets on a cluster)
 #   make report  docs/results/: a page per report in build/reports, status.json, the README status table
 #   make docs    Sphinx API reference of golden, hw, sim, flows -> build/docs/html (warnings are errors)
 #   make lint    ruff
@@ -43,7 +49,7 @@ PYTEST := $(VPY) -m pytest -n $(JOBS)
 REPORTS := build/reports
 STAMP_REPORT := $(VPY) -m flows.report --stamp
 
-.PHONY: all venv test test-timed lint sim sim-full dp-growth golden bench chip perf context figures verilog soak formal synth synth-fpga synth-kvpool synth-sweep synth-tree report docs clean distclean
+.PHONY: all venv test test-timed lint sim sim-full dp-growth golden bench chip perf context figures verilog soak formal synth synth-fpga synth-kvpool synth-sweep synth-tree dse report docs clean distclean
 
 all: test
 
@@ -148,13 +154,17 @@ formal: $(STAMP)
 
 # Yosys / nextpnr runs in parallel (each is single-threaded); results cached under build/synth/.
 SYNTH_JOBS ?= 2
+# the long jobs' executor (cluster/): a local Dask cluster of SYNTH_JOBS workers, or
+# SCHEDULER=tcp://HOST:PORT for a running Dask scheduler (docs/flows.md)
+SCHEDULER ?=
+EXEC := $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 synth: $(STAMP)
-	$(VPY) -m flows.synth --jobs $(SYNTH_JOBS)
+	$(VPY) -m flows.synth --jobs $(SYNTH_JOBS) $(EXEC)
 	$(STAMP_REPORT) $(REPORTS)/synth.json
 
 synth-fpga: $(STAMP)
-	$(VPY) -m flows.synth_fpga --jobs $(SYNTH_JOBS) $(if $(SEEDS),--seeds $(SEEDS))
+	$(VPY) -m flows.synth_fpga --jobs $(SYNTH_JOBS) $(EXEC) $(if $(SEEDS),--seeds $(SEEDS))
 	$(STAMP_REPORT) $(REPORTS)/synth.json
 
 # the scaled KV pool, not a block of flows.verilog.BLOCKS (yet): its own flow, one Yosys at a time
@@ -163,11 +173,18 @@ synth-kvpool: $(STAMP)
 	$(STAMP_REPORT) $(REPORTS)/kvpool_synth.json
 
 synth-tree: $(STAMP)
-	$(VPY) -m flows.synth_tree --jobs $(SYNTH_JOBS)
+	$(VPY) -m flows.synth_tree --jobs $(SYNTH_JOBS) $(EXEC)
 	$(STAMP_REPORT) $(REPORTS)/synth_tree.json
 
+# the chip model's design-space grid (sim/dse/default.toml; GRID=sim/dse/large.toml for a
+# cluster) on the executor -> build/reports/dse.{csv,json}, build/plots/dse_*.png
+GRID ?= sim/dse/default.toml
+dse: $(STAMP)
+	$(VPY) -m sim.dse --grid $(GRID) --jobs $(SYNTH_JOBS) $(EXEC)
+	$(STAMP_REPORT) $(REPORTS)/dse.json
+
 synth-sweep: $(STAMP)
-	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS)
+	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS) $(EXEC)
 	$(STAMP_REPORT) $(REPORTS)/synth.json
 
 report: $(STAMP)

@@ -96,7 +96,7 @@ def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch) -> None:
     f = tmp_path / "tiny.toml"
     f.write_text(TINY)
     argv = ["--grid", str(f), "--scheduler", "serial", "--out", str(tmp_path / "r"),
-            "--plots", str(tmp_path / "p"), "--dpi", "40"]  # fmt: skip
+            "--dpi", "40"]  # fmt: skip
     assert dse_cli.main(argv) == 0
     with (tmp_path / "r" / "dse.csv").open() as fh:
         rows = list(csv.DictReader(fh))
@@ -104,8 +104,10 @@ def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch) -> None:
     assert list(rows[0]) == [f["name"] for f in schema["fields"]]
     assert len(rows) == 3 * 2 and {r["context"] for r in rows} == {"256", "1024"}
     assert all(float(r["tokens_per_s"]) > 0 for r in rows)
-    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "r").glob("*.png")) == [
         "dse_accepted.png", "dse_context.png", "dse_pareto.png"]  # fmt: skip
+    md = (tmp_path / "r" / "dse.md").read_text()
+    assert md.startswith("# Design space") and "| 1,024 | sequoia" in md
     rep = json.loads((tmp_path / "r" / "dse.json").read_text())
     assert rep["runs"] == 3 and rep["cached"] == 0 and rep["failed"] == 0
     with Executor(scheduler="serial") as ex:  # a second run: every run from the cache

@@ -72,8 +72,11 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "sim.bench": ([], []),
     "sim.timing.__main__": ([], []),
     "sim.context.__main__": ([], []),
+    "sim.dse.__main__": ([], []),
     "sim.rtl.__main__": ([], []),
     "sim.__main__": ([], []),
+    "tb.kv_pool.soak": ([], []),
+    "tb.kvpool.soak": ([], []),
 }
 
 #: malformed option values

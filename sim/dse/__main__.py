@@ -1,15 +1,15 @@
 """``python -m sim.dse [--grid FILE] [--jobs N] [--scheduler ADDRESS] [--force] [--out DIR]
-[--plots DIR] [--dpi N]`` (``make dse``): the design-space grid on the executor.
+[--dpi N]`` (``make dse``): the design-space grid on the executor.
 
 Every run of the grid (:mod:`sim.dse.grid`) is a task of the project's
 executor (:mod:`cluster.executor`: a local cluster, or a running Dask
 scheduler), cached under ``build/dse/`` by a hash of the run, the grid's
 contexts and the model's sources (``golden/``, ``sim/``), so a second run, or
 a larger grid that contains this one, computes only what is new. Writes
-``dse.csv`` with ``dse.schema.json`` and ``dse.json`` (the grid, its runs'
-results, the wall time) under ``--out`` (``build/reports``), and
-``dse_pareto.png``, ``dse_context.png``, ``dse_accepted.png`` under ``--plots``
-(``build/plots``).
+``dse.csv`` with ``dse.schema.json``, ``dse.json`` (the grid, its runs'
+results, the table, the wall time), ``dse.md`` (:func:`sim.dse.report.render`)
+and ``dse_pareto.png``, ``dse_context.png``, ``dse_accepted.png`` under
+``--out`` (``build/reports``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from checks import cli_parser, int_arg, out_dir_arg
 from cluster import cli as cluster_cli
 from cluster.executor import Executor, Task
 from flows.synth.cache import sha
+from flows.synth.fmt import now
 from sim.dse import grid as grid_mod
 from sim.dse import plots, table
 from sim.dse.point import run_point
+from sim.dse.report import render
 
 __all__ = ["build_parser", "main", "parse_args", "run_grid"]
 
@@ -85,7 +87,6 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_cli.add_args(ap)
     ap.add_argument("--force", action="store_true", help="ignore the cache")
     ap.add_argument("--out", type=out_dir_arg, default="build/reports", help="report folder")
-    ap.add_argument("--plots", type=out_dir_arg, default="build/plots", help="figure folder")
     ap.add_argument("--dpi", type=int_arg(30, 600), default=110, help="figure resolution")
     return ap
 
@@ -110,15 +111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     with cluster_cli.executor(args) as ex:
         out = run_grid(g, ex, force=args.force)
         where = ex.address or f"local cluster of {ex.workers} workers"
-    rep_dir, plot_dir = Path(args.out), Path(args.plots)
+    rep_dir = Path(args.out)
     schema = table.write(out["table"], rep_dir / "dse.csv")
-    rep = {"grid": {"source": g.source, "axes": g.axes, "contexts": list(g.contexts),
-                    "mode": g.mode, "fixed": g.fixed},
+    src = Path(g.source).resolve()
+    source = str(src.relative_to(_REPO)) if src.is_relative_to(_REPO) else src.name
+    rep = {"date": now(), "grid": {"source": source, "axes": g.axes,
+                                   "contexts": list(g.contexts), "mode": g.mode, "fixed": g.fixed},
            "executor": where, "runs": len(out["results"]), "failed": len(out["failed"]),
            "cached": sum(bool(r.get("cached")) for r in out["results"]),
-           "wall_s": out["wall_s"], "results": out["results"]}  # fmt: skip
+           "wall_s": out["wall_s"], "table": out["table"], "results": out["results"]}  # fmt: skip
     (rep_dir / "dse.json").write_text(json.dumps(rep, indent=1, default=str) + "\n")
-    pngs = plots.write_pngs(out["table"], plot_dir, dpi=args.dpi) if out["table"] else []
+    (rep_dir / "dse.md").write_text("\n".join(render(rep)))
+    pngs = plots.write_pngs(out["table"], rep_dir, dpi=args.dpi) if out["table"] else []
     front = [r for r in out["table"] if r["pareto"]]
     print(f"\n{len(out['table'])} rows -> {rep_dir / 'dse.csv'} ({schema.name}); "
           f"{len(front)} on a Pareto front; {out['wall_s']} s; figures: "
