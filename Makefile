@@ -109,9 +109,9 @@ figures: $(STAMP)
 	$(VPY) -m flows.report.figures
 
 soak: $(STAMP)
-	$(VPY) -m tb.kv_pool.soak
+	$(VPY) -m tb.kv_pool.soak $(EXEC)
 	$(STAMP_REPORT) $(REPORTS)/kv_soak.json
-	$(VPY) -m tb.kvpool.soak
+	$(VPY) -m tb.kvpool.soak $(EXEC)
 	$(STAMP_REPORT) $(REPORTS)/kvpool_soak.json
 
 # the flat pool's proofs, then the scaled pool's (formal.kvpool: BMC from reset and a

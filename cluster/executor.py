@@ -33,6 +33,7 @@ import contextlib
 import io
 import json
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -93,11 +94,27 @@ class Task:
         tmp.replace(self.cache)
 
 
+class _Tee(io.StringIO):
+    """Output kept (for an error result) and passed on to ``stream`` (the worker's own:
+    a local cluster's and this process' appear on the terminal)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
 def run_task(fn: Callable[..., dict], args: tuple, label: str, params: dict) -> dict:
-    """``fn(*args)`` on a worker, its output captured: the result, or an error result
-    (``status`` ``"error"``, ``task``, ``params``, ``error``: the traceback, ``log``:
-    the output's tail) if it raised."""
-    out = io.StringIO()
+    """``fn(*args)`` on a worker, its output passed on and kept: the result, or an error
+    result (``status`` ``"error"``, ``task``, ``params``, ``error``: the traceback,
+    ``log``: the output's tail) if it raised."""
+    out = _Tee(sys.stdout)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             return fn(*args)

@@ -1,6 +1,6 @@
 """Sphinx configuration of the API reference (``make docs`` -> ``build/docs/html``).
 
-Every module of ``checks``, ``golden``, ``hw``, ``sim`` and ``flows`` is found by package
+Every module of ``checks``, ``golden``, ``hw``, ``sim``, ``flows`` and ``cluster`` is found by package
 discovery (``autosummary`` with ``:recursive:``), none is named here;
 docstrings are numpydoc style (``sphinx.ext.napoleon``). Built with warnings as
 errors, so a broken docstring fails ``make docs`` and ``tests/test_docs.py``.
@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 # the checkout documented; a copy of this folder elsewhere (tests/test_docs.py) names it
 REPO = Path(os.environ.get("SPECDECODE_REPO", HERE.parents[1])).resolve()
 sys.path.insert(0, str(REPO))
-PACKAGES = ("checks", "golden", "hw", "sim", "flows")
+PACKAGES = ("checks", "golden", "hw", "sim", "flows", "cluster")
 
 project = "specdecode-rtl"
 author = "specdecode-rtl contributors"
