@@ -21,7 +21,7 @@
 #   make formal  KV pool: SymbiYosys proofs of the SPEC §4.3 invariants (flat pool; the scaled
 #                pool's at a reduced size: formal.kvpool)
 #   make synth       generic Yosys: cells, transistors, 5 nm area, logic depth -> build/reports/synth.{json,md}
-#   make synth-fpga  ECP5 85k place and route: LUT4/FF/carry/DSP/BRAM, Fmax (slow; SYNTH_JOBS at a time;
+#   make synth-fpga  ECP5 85k place and route: LUT4/FF/carry/DSP/BRAM, Fmax (slow; SYNTH_JOBS workers;
 #                    SEEDS=1,2,3: one place and route per seed, median Fmax)
 #   make synth-kvpool the scaled KV pool (hw.kvpool): generic Yosys with memories as SRAM macros (pool,
 #                    each leaf at the defaults, memory bits, N5 SRAM area), ECP5 at a reduced size

@@ -12,7 +12,6 @@ nodes: seconds of Yosys and nextpnr), in this process and on a local Dask cluste
 import json
 import math
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -316,24 +315,6 @@ def test_fpga_parameter_overrides() -> None:
         synth_fpga.block_overrides(["kv_pool"], ["LANES=2"])
     with pytest.raises(ValueError, match="expected NAME=VALUE"):
         synth_fpga.block_overrides(["kv_pool"], ["ENTRIES"])
-
-
-def test_run_parallel_progress_and_heartbeat() -> None:
-    """Results as they finish, in this thread; a heartbeat names the runs still going."""
-    logs: list[str] = []
-    done: list[tuple] = []
-    res = runner.run_parallel(
-        ["slow", "fast"],
-        lambda k: time.sleep(0.6 if k == "slow" else 0) or k.upper(),
-        parallel=2,
-        heartbeat=0.1,
-        describe=lambda k: f"<{k}>",
-        on_result=lambda k, r, n: done.append((k, r, n)),
-        log=lambda line, **kw: logs.append(line),
-    )
-    assert res == {"slow": "SLOW", "fast": "FAST"}
-    assert done == [("fast", "FAST", 1), ("slow", "SLOW", 2)]
-    assert any("running: <slow> " in x for x in logs) and not any("<fast>" in x for x in logs)
 
 
 def test_sweep_plots_written(tmp_path) -> None:

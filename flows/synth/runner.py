@@ -9,19 +9,15 @@ Results are cached under ``build/synth/cache/`` by a hash of
 :data:`FLOW_VERSION`, the Yosys version, the script, the Verilog text and the
 overrides. :func:`run_jobs` runs many blocks on the project's executor
 (:class:`cluster.executor.Executor`: a local Dask cluster, or a running
-scheduler); :func:`run_parallel` is the thread pool with a heartbeat that the
-flows not yet on it use.
+scheduler).
 """
 
-import concurrent.futures as cf
 import json
 import re
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from cluster.executor import Executor, Task
 from flows import depth, verilog
@@ -46,7 +42,6 @@ __all__ = [
     "measure",
     "memory_bits",
     "run_jobs",
-    "run_parallel",
     "script",
 ]
 
@@ -236,62 +231,6 @@ def compute(name: str, params: dict[str, int], text: str, timeout: float | None)
                 "yosys_s": round(time.monotonic() - t0, 1)}  # fmt: skip
     ys = round(time.monotonic() - t0, 1)
     return {**base, "status": "ok", "yosys_s": ys, **_parse(name, out, text)}
-
-
-K = TypeVar("K", bound=Hashable)
-R = TypeVar("R")
-
-
-def run_parallel(
-    keys: Iterable[K],
-    fn: Callable[[K], R],
-    *,
-    parallel: int,
-    heartbeat: float,
-    describe: Callable[[K], str],
-    on_result: Callable[[K, R, int], None],
-    log: Callable[..., None] = print,
-) -> dict[K, R]:
-    """``fn(key)`` for every key, ``parallel`` at a time (threads), in the order given.
-
-    ``on_result(key, result, done)`` is called in this thread as each run
-    finishes (``done``: how many have). When none finishes for ``heartbeat``
-    seconds, one line logs the elapsed time and the runs still going
-    (``describe(key)`` and their own time). An exception of ``fn`` is raised
-    here. Returns the results by key, in the order they finished.
-    """
-    results: dict[K, R] = {}
-    started: dict[K, float] = {}
-    lock = threading.Lock()
-
-    def one(k: K) -> R:
-        with lock:
-            started[k] = time.monotonic()
-        return fn(k)
-
-    t_all = time.monotonic()
-    with cf.ThreadPoolExecutor(max_workers=max(1, parallel)) as ex:
-        futs = {ex.submit(one, k): k for k in keys}
-        pending = set(futs)
-        while pending:
-            done, pending = cf.wait(pending, timeout=heartbeat, return_when=cf.FIRST_COMPLETED)
-            for f in done:
-                k = futs[f]
-                results[k] = f.result()
-                on_result(k, results[k], len(results))
-            if pending and not done:
-                t_now = time.monotonic()
-                with lock:
-                    running = [
-                        f"{describe(k)} {fmt_s(t_now - t_k)}"
-                        for k, t_k in started.items()
-                        if k not in results
-                    ]
-                log(
-                    f"  ... {fmt_s(t_now - t_all)} elapsed; running: {'; '.join(running)}",
-                    flush=True,
-                )
-    return results
 
 
 def run_jobs(
