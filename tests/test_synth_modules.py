@@ -3,6 +3,8 @@ Yosys: the record of flat runs that ran out of memory, a block taken out of its 
 as if converted alone, and the recursive mapping and composition, on a three-level
 design through the real Yosys."""
 
+import re
+
 import pytest
 from amaranth import Module, Signal
 from amaranth.lib import wiring
@@ -109,3 +111,39 @@ def test_a_child_too_large_is_mapped_by_module_in_turn(cache) -> None:
     adder = max(j["depth"] for j in mid["jobs"][:2])
     assert two["depth"] >= mid["depth"] > adder > 8 and one["depth"] > adder
     assert "mid.a$8[7]" in two["critical_path"]["nets"], two["critical_path"]
+
+
+class _Selects(wiring.Component):
+    v: In(16)
+    i: In(4)
+    w: In(8)
+    j: In(3)
+    o: Out(4)
+
+    def elaborate(self, platform) -> Module:
+        m = Module()
+        m.d.comb += [
+            self.o[0].eq(self.v.bit_select(self.i, 1)),  # the map's case: 16 bits, 4 index bits
+            self.o[1].eq(self.w.bit_select(self.j, 1)),
+            self.o[2:4].eq(self.v.bit_select(self.i, 2)),  # two bits: Yosys' own map
+        ]
+        return m
+
+
+def test_the_one_bit_select_map_is_equivalent() -> None:
+    """SHIFT_MAP's mux trees against Yosys' own shifters: a SAT miter over every input
+    proves them equal; the two-bit select is left to Yosys (still equal, unmapped)."""
+    text = ks.convert(_Selects(), "sel", "il")
+    assert ksm.wide_bit_selects(text, at_least=8) == 2 and ksm.wide_bit_selects(text) == 0
+    scr = (
+        "read_rtlil design.il\nproc\nrename sel gold\nread_rtlil design.il\nproc\n"
+        "rename sel gate\ntechmap -map shift1.v gate/t:$shift gate/t:$shiftx\ntee -o left.txt stat\n"
+        "techmap\nopt_clean\nmiter -equiv -flatten -make_assert gold gate m\n"
+        "hierarchy -top m\nsat -verify -prove-asserts -set-init-zero m\n"
+        "tee -o ok.txt log proved\n"
+    )
+    r = ky._yosys(scr, {"design.il": text, "shift1.v": ksm.SHIFT_MAP}, ["left.txt", "ok.txt"], 120)
+    assert r["status"] == "ok", r["log"]
+    left = r["outputs"]["left.txt"]
+    # two trees of 15 and 7 muxes; the two-bit select's shift left as it was
+    assert re.search(r"\b22\s+\$mux\b", left) and re.search(r"\b1\s+\$shift\b", left), left
