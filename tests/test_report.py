@@ -163,6 +163,19 @@ def _fabricate(root: Path) -> Context:
         },
     )
     _write(rep / "kv_soak.json", {"operations": 1000, "leaks": 0, "lost_committed": 0})
+    dse_row = {"profile": "p", "tree": "sequoia", "nodes": 32, "depth": 8, "select_lanes": 64,
+               "workload": "code", "pool_gib": 1, "tlb_entries": 4096, "context": 4096,
+               "accepted_per_step": 2.5, "tokens_per_step": 3.5, "tokens_per_s": 3000.0,
+               "unbounded_tokens_per_s": 3100.0, "us_per_step": 1100.0, "spills_per_step": 0.0,
+               "hbm_reads_per_step": 1.0, "tlb_hit_rate": 0.9, "gpu_spec_tokens_per_s": 500.0,
+               "area_mm2": 258.0, "tokens_per_s_per_mm2": 11.6, "pareto": True}  # fmt: skip
+    _write(
+        rep / "dse.json",
+        {"date": "d", "grid": {"source": "g.toml", "axes": {"tree": ["sequoia"]},
+                               "contexts": [4096], "mode": "dense", "fixed": {}},
+         "executor": "serial", "runs": 1, "failed": 0, "cached": 0, "wall_s": 3.0,
+         "table": [dse_row], "results": []},
+    )  # fmt: skip
     _write(
         rep / "make_test.json",
         {"cpu_min": 15.9, "wall_s": 546.0, "passed": 864, "skipped": 17, "fresh_build": True},
@@ -229,6 +242,8 @@ def test_pages_and_status_from_fabricated_reports(tmp_path: Path) -> None:
     assert "123,456.0" in (ctx.out / "kvpool_bench.md").read_text()
     assert "**31**" in (ctx.out / "kvpool_synth.md").read_text()
     assert "**1.500 mm²**, against the article's 5-8 mm²" in (ctx.out / "synth_tree.md").read_text()
+    dse_md = (ctx.out / "dse.md").read_text()
+    assert "| 4,096 | sequoia 32, select 64, 1 GiB, TLB 4,096 | 258.0 | 3,000 |" in dse_md
     assert "PASS" in (ctx.out / "formal.md").read_text()
     # stamps: the report's own metadata where present, else the generation's
     bench = (ctx.out / "chip_bench.md").read_text()

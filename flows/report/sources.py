@@ -206,6 +206,17 @@ def synth_tree(ctx: Context) -> Page:
     return _own_markdown(ctx, "synth_tree", title, "make synth-tree", render)
 
 
+def dse(ctx: Context) -> Page:
+    """``dse.json`` (``python -m sim.dse``): its own Markdown and its three figures."""
+    from sim.dse.report import render
+
+    title = "Design space: the chip model over a grid, joined with the measured area"
+    page = _own_markdown(ctx, "dse", title, "make dse", render)
+    if not page.missing:
+        page.images = copy_pngs(ctx.reports, ["dse_*.png"], ctx.out)
+    return page
+
+
 def synth_generic(ctx: Context) -> Page:
     """The ``generic`` part of ``synth.json`` (``python -m flows.synth``)."""
     page, gen = _synth_page(ctx, "generic", "synth", "Generic synthesis", "make synth")
@@ -584,6 +595,7 @@ SOURCES: tuple[Callable[[Context], Page], ...] = (
     synth_sweep,
     kvpool_synth,
     synth_tree,
+    dse,
     testbenches,
     kv_soak,
     formal,
