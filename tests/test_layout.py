@@ -30,9 +30,10 @@ ALLOWED: dict[str, set[str]] = {
     "checks": {"checks"},
     "hw": {"hw", "checks"},
     "golden": {"golden", "checks"},
-    "flows": {"flows", "hw", "checks"},
-    "sim": {"sim", "golden", "hw", "flows", "checks"},
-    "tb": {"tb", "golden", "hw", "flows", "sim", "checks"},
+    "cluster": {"cluster", "checks"},
+    "flows": {"flows", "hw", "cluster", "checks"},
+    "sim": {"sim", "golden", "hw", "flows", "cluster", "checks"},
+    "tb": {"tb", "golden", "hw", "flows", "sim", "cluster", "checks"},
     "formal": {"formal", "hw", "flows", "checks"},
 }
 PROJECT = set(ALLOWED) | {"tests"}

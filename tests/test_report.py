@@ -12,6 +12,7 @@ from flows import report, testtime, verilog
 from flows.report import status
 from flows.report.sources import Context
 from flows.report.stamp import Stamp, stamp_file
+from sim.dse.report import render as render_dse
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "docs" / "results"
@@ -169,13 +170,12 @@ def _fabricate(root: Path) -> Context:
                "unbounded_tokens_per_s": 3100.0, "us_per_step": 1100.0, "spills_per_step": 0.0,
                "hbm_reads_per_step": 1.0, "tlb_hit_rate": 0.9, "gpu_spec_tokens_per_s": 500.0,
                "area_mm2": 258.0, "tokens_per_s_per_mm2": 11.6, "pareto": True}  # fmt: skip
-    _write(
-        rep / "dse.json",
-        {"date": "d", "grid": {"source": "g.toml", "axes": {"tree": ["sequoia"]},
-                               "contexts": [4096], "mode": "dense", "fixed": {}},
-         "executor": "serial", "runs": 1, "failed": 0, "cached": 0, "wall_s": 3.0,
-         "table": [dse_row], "results": []},
-    )  # fmt: skip
+    dse_rep = {"date": "d", "grid": {"source": "g.toml", "axes": {"tree": ["sequoia"]},
+                                     "contexts": [4096], "mode": "dense", "fixed": {}},
+               "executor": "serial", "runs": 1, "failed": 0, "cached": 0, "wall_s": 3.0,
+               "table": [dse_row], "results": []}  # fmt: skip
+    _write(rep / "dse.json", dse_rep)
+    (rep / "dse.md").write_text("\n".join(render_dse(dse_rep)))  # as sim.dse writes it
     _write(
         rep / "make_test.json",
         {"cpu_min": 15.9, "wall_s": 546.0, "passed": 864, "skipped": 17, "fresh_build": True},

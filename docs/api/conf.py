@@ -1,7 +1,7 @@
 """Sphinx configuration of the API reference (``make docs`` -> ``build/docs/html``).
 
-Every module of ``checks``, ``golden``, ``hw``, ``sim``, ``flows`` and ``cluster`` is found by package
-discovery (``autosummary`` with ``:recursive:``), none is named here;
+Every module of ``checks``, ``golden``, ``hw``, ``sim``, ``flows`` and ``cluster`` is
+found by package discovery (``autosummary`` with ``:recursive:``), none is named here;
 docstrings are numpydoc style (``sphinx.ext.napoleon``). Built with warnings as
 errors, so a broken docstring fails ``make docs`` and ``tests/test_docs.py``.
 """

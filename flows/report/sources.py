@@ -10,63 +10,13 @@ missing keys, since the producers evolve independently of this module.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from flows.report.page import Page, bar_png, copy_pngs, fmt, load_json, not_measured, table
-from flows.report.stamp import Stamp, for_report
+from flows.report.common import Context, own_markdown, page_for, rel, tools_line
+from flows.report.page import Page, copy_pngs, fmt, load_json, table
+from flows.report.sim_pages import chip_bench, chip_model, dse, golden_bench, kvpool_bench
 
 __all__ = ["SOURCES", "Context", "load_testbench_records", "rel"]
-
-
-@dataclass(frozen=True)
-class Context:
-    """Where a generation reads and writes.
-
-    Attributes
-    ----------
-    repo : Path
-        The checkout (paths on the pages are relative to it).
-    reports : Path
-        The producers' reports (``build/reports``).
-    out : Path
-        The pages' folder (``docs/results``); also holds the committed
-        ``ecp5_measured.json``.
-    env : Stamp
-        The generation's own stamp (fills what a report does not record).
-    """
-
-    repo: Path
-    reports: Path
-    out: Path
-    env: Stamp
-
-
-def rel(ctx: Context, path: Path) -> str:
-    """``path`` as the pages show it: under ``ctx.reports``' parent as ``build/...``,
-    under ``ctx.out`` as ``docs/results/...``, else relative to the checkout
-    (wherever a generation reads its reports from)."""
-    path = path.resolve()
-    for base, shown in (
-        (ctx.out, Path("docs", "results")),
-        (ctx.reports.parent, Path("build")),
-        (ctx.repo, Path()),
-    ):
-        if path.is_relative_to(base.resolve()):
-            return str(shown / path.relative_to(base.resolve()))
-    return str(path)
-
-
-def _page(ctx: Context, name: str, title: str, path: Path, data: Any, target: str) -> Page:
-    """A page for the report at ``path``: stamped from the report's metadata,
-    or marked missing (``target`` measures it) when ``data`` is ``None``."""
-    meta = data if isinstance(data, Mapping) else None
-    stamp = for_report(meta, path if data is not None else None, ctx.env)
-    page = Page(name, title, rel(ctx, path), stamp)
-    if data is None:
-        page.missing = not_measured(target)
-    return page
 
 
 def _synth_page(
@@ -76,118 +26,10 @@ def _synth_page(
     path = ctx.reports / "synth.json"
     rep = load_json(path)
     data = rep.get(part) if isinstance(rep, Mapping) else None
-    return _page(ctx, name, title, path, data, target), data
-
-
-def _tools(d: Mapping) -> list[str]:
-    tools = d.get("tools") or {}
-    return [f"Tools: {', '.join(f'{k} {v}' for k, v in tools.items())}.", ""] if tools else []
-
-
-# ---------------------------------------------------------------------------- benches
-
-
-def _bench(
-    ctx: Context, name: str, title: str, cols: Mapping[str, str], label: tuple[str, ...], unit: str
-) -> tuple[Page, Mapping | None]:
-    """The page of ``<name>.json``: its ``results`` as a table (``cols``: key -> header)
-    and a bar chart of their ``steps_per_s`` (bars named by the ``label`` keys)."""
-    path = ctx.reports / f"{name}.json"
-    rep = load_json(path)
-    page = _page(ctx, name, title, path, rep, "make bench")
-    if not isinstance(rep, Mapping):
-        return page, None
-    rows = rep.get("results", [])
-    page.lines = table(list(cols.values()), [[r.get(k) for k in cols] for r in rows])
-    if rows:
-        labels = [" ".join(str(r.get(k)) for k in label) for r in rows]
-        vals = [float(r.get("steps_per_s") or 0) for r in rows]
-        page.images = [bar_png(labels, vals, unit, ctx.out / f"{name}.png")]
-    return page, rep
-
-
-def golden_bench(ctx: Context) -> Page:
-    """``golden_bench.json`` (``python -m golden.bench``)."""
-    cols = {"workload": "workload", "tree": "tree", "arith": "arith", "checks": "model checks"}
-    cols |= {"steps_per_s": "steps/s", "steps_per_cpu_s": "steps per CPU-s"}
-    cols |= {"tokens_per_s": "tokens/s", "tokens_per_step": "tokens/step"}
-    cols |= {"cold_steps_per_s": "first pass steps/s", "seconds": "measured s"}
-    label = ("workload", "tree", "arith", "checks")
-    page, rep = _bench(ctx, "golden_bench", "Golden-model throughput", cols, label, "steps/s")
-    if rep is None:
-        return page
-    page.lines += [
-        f"Target: {fmt(rep.get('target_steps_per_s_at_V256'))} steps/s at V = 256 "
-        "(the warm pass, `steps/s`).",
-        "",
-    ]
-    fvf = rep.get("fixed_vs_float")
-    if fvf:
-        page.lines += [
-            f"Float vs fixed arithmetic: {fmt(fvf.get('differ'))} of {fmt(fvf.get('runs'))} "
-            f"runs of {fmt(fvf.get('length'))} tokens differ (total-variation bound "
-            f"{fmt(fvf.get('tv_upper_bound'))}).",
-        ]
-    return page
-
-
-def chip_bench(ctx: Context) -> Page:
-    """``chip_bench.json`` (``python -m sim.bench``)."""
-    cols = {"backend": "backend", "tree": "tree", "runs": "runs", "steps": "steps"}
-    cols |= {"steps_per_s": "steps/s", "steps_per_cpu_s": "steps per CPU-s"}
-    cols |= {"tokens_per_s": "tokens/s"}
-    label = ("backend", "tree")
-    page, rep = _bench(ctx, "chip_bench", "Chip-model throughput", cols, label, "steps/s (wall)")
-    if rep is None:
-        return page
-    page.lines += [
-        f"Configuration: {fmt(rep.get('config'))}. Target: "
-        f"{fmt(rep.get('target_steps_per_s'))} steps/s (python backend); load average "
-        f"during the run {fmt(rep.get('load_average'))}.",
-    ]
-    return page
-
-
-def kvpool_bench(ctx: Context) -> Page:
-    """``kvpool_bench.json`` (``python -m golden.kvpool.bench``)."""
-    path = ctx.reports / "kvpool_bench.json"
-    rep = load_json(path)
-    page = _page(
-        ctx, "kvpool_bench", "KV pool at scale: golden-model speed", path, rep, "make bench"
-    )
-    if not isinstance(rep, Mapping):
-        return page
-    rows = []
-    for part in ("prefill", "mixed"):
-        r = rep.get(part) or {}
-        rows.append(
-            [part, r.get("ops"), r.get("ops_per_s"), r.get("ops_per_cpu_s"), r.get("errors")]
-        )
-    page.lines = [
-        f"`golden.kvpool` at {fmt(rep.get('pages'))} pages (seed {fmt(rep.get('seed'))}); "
-        f"target {fmt(rep.get('target_ops_per_s'))} mixed operations per second.",
-        "",
-        *table(["phase", "operations", "ops/s (wall)", "ops per CPU-s", "errors"], rows),
-        "",
-        f"Mix: {fmt(rep.get('mix'))}.",
-    ]
-    return page
+    return page_for(ctx, name, title, path, data, target), data
 
 
 # ---------------------------------------------------------------------------- synthesis
-
-
-def _own_markdown(
-    ctx: Context, name: str, title: str, target: str, render: Callable[[dict], list[str]]
-) -> Page:
-    """The page of ``<name>.json``, whose producer renders its own Markdown (``render``;
-    its title line is the page's)."""
-    path = ctx.reports / f"{name}.json"
-    rep = load_json(path)
-    page = _page(ctx, name, title, path, rep, target)
-    if isinstance(rep, Mapping):
-        page.lines = render(dict(rep))[2:]
-    return page
 
 
 def kvpool_synth(ctx: Context) -> Page:
@@ -195,7 +37,7 @@ def kvpool_synth(ctx: Context) -> Page:
     from flows.kvpool_report import render
 
     title = "Scaled KV pool: synthesis with memories as SRAM macros"
-    return _own_markdown(ctx, "kvpool_synth", title, "make synth-kvpool", render)
+    return own_markdown(ctx, "kvpool_synth", title, "make synth-kvpool", render)
 
 
 def synth_tree(ctx: Context) -> Page:
@@ -203,18 +45,7 @@ def synth_tree(ctx: Context) -> Page:
     from flows.synth_tree import render
 
     title = "Tree blocks up to 1,024 nodes: synthesis with memories as SRAM macros"
-    return _own_markdown(ctx, "synth_tree", title, "make synth-tree", render)
-
-
-def dse(ctx: Context) -> Page:
-    """``dse.json`` (``python -m sim.dse``): its own Markdown and its three figures."""
-    from sim.dse.report import render
-
-    title = "Design space: the chip model over a grid, joined with the measured area"
-    page = _own_markdown(ctx, "dse", title, "make dse", render)
-    if not page.missing:
-        page.images = copy_pngs(ctx.reports, ["dse_*.png"], ctx.out)
-    return page
+    return own_markdown(ctx, "synth_tree", title, "make synth-tree", render)
 
 
 def synth_generic(ctx: Context) -> Page:
@@ -232,7 +63,7 @@ def synth_generic(ctx: Context) -> Page:
             + [r.get("depth") if ok else None]
             + [f"`{cp.get('start')}` -> `{cp.get('end')}`" if cp else "-"]
         )
-    page.lines = _tools(gen) + table(
+    page.lines = tools_line(gen) + table(
         ["block", "parameters", "status", "cells", "flip-flops", "transistors"]
         + ["area mm² (5 nm)", "depth (levels)", "critical path"],
         rows,
@@ -275,7 +106,7 @@ def synth_fpga(ctx: Context) -> Page:
                 " ".join(r.get("placer_args", [])),
             ]
         )
-    page.lines = _tools(fp) + table(
+    page.lines = tools_line(fp) + table(
         ["block", "parameters", "status", "LUT4", "FF", "DSP", "Fmax MHz", "target", "seeds"]
         + ["placer arguments"],
         rows,
@@ -291,12 +122,12 @@ def ecp5_measured(ctx: Context) -> Page:
     with their provenance (the runs take 10-25 minutes per block)."""
     path = ctx.out / "ecp5_measured.json"
     rep = load_json(path)
-    page = _page(
+    page = page_for(
         ctx, "ecp5_measured", "ECP5 figures measured earlier", path, rep, "make synth-fpga"
     )
     if rep is None:
         return page
-    page.lines = [rep.get("what", ""), ""] + _tools(rep)
+    page.lines = [rep.get("what", ""), ""] + tools_line(rep)
     header = ["block", "configuration", "LUT4", "Fmax MHz", "target", "seeds", "note"]
     for title, key in (("Current figure per block", "blocks"), ("Other configurations", "other")):
         page.lines += [f"## {title}", ""]
@@ -351,7 +182,7 @@ def kv_soak(ctx: Context) -> Page:
     """``kv_soak.json`` (``python -m tb.kv_pool.soak``)."""
     path = ctx.reports / "kv_soak.json"
     rep = load_json(path)
-    page = _page(ctx, "kv_soak", "KV pool soak", path, rep, "make soak")
+    page = page_for(ctx, "kv_soak", "KV pool soak", path, rep, "make soak")
     if rep is None:
         return page
     keys = ("operations", "lookups", "seconds", "ops_per_s", "leaks", "lost_committed")
@@ -383,7 +214,7 @@ def formal(ctx: Context) -> Page:
     path = ctx.reports / "formal.json"
     rep = load_json(path)
     if isinstance(rep, dict) and rep.get("results"):
-        page = _page(ctx, "formal", "KV pool formal proofs", path, rep, "make formal")
+        page = page_for(ctx, "formal", "KV pool formal proofs", path, rep, "make formal")
         page.lines = _formal_rows(rep["results"])
     else:
         page = _formal_status_files(ctx)
@@ -440,7 +271,7 @@ def _formal_status_files(ctx: Context) -> Page:
             rows.append([f"`{task.parent.name}`", f"`{task.name}`", status])
             files += [p for p in task.iterdir() if p.is_file()]
     anchor = max(files, key=lambda p: p.stat().st_mtime) if files else root
-    page = _page(ctx, "formal", "KV pool formal proofs", anchor, rows or None, "make formal")
+    page = page_for(ctx, "formal", "KV pool formal proofs", anchor, rows or None, "make formal")
     page.source = rel(ctx, root) + "/*/*/status"
     page.lines = [
         "No `build/reports/formal.json` (`make formal` writes it): this page reads the "
@@ -464,7 +295,7 @@ def make_test(ctx: Context) -> Page:
     if rep is None:
         path = ctx.out / "make_test_measured.json"
         rep = load_json(path)
-    page = _page(ctx, "make_test", "make test: time and CPU", path, rep, "make test-timed")
+    page = page_for(ctx, "make_test", "make test: time and CPU", path, rep, "make test-timed")
     if rep is None:
         return page
     runs = [*rep.get("baselines", []), {"commit": page.stamp.commit, **rep}]
@@ -482,31 +313,6 @@ def make_test(ctx: Context) -> Page:
             for r in runs
         ],
     )
-    return page
-
-
-# ---------------------------------------------------------------------------- chip model
-
-
-def chip_model(ctx: Context) -> Page:
-    """The PNGs of ``python -m sim`` (``make chip``) and of the timing model (``make perf``)."""
-    chip = sorted(ctx.reports.glob("chip_*.png"))
-    perf = sorted(ctx.reports.glob("timeline_*.png")) + sorted(ctx.reports.glob("accepted_*.png"))
-    found = chip + perf
-    anchor = max(found, key=lambda p: p.stat().st_mtime) if found else ctx.reports
-    page = _page(ctx, "chip_model", "Chip model figures", anchor, found or None, "make chip")
-    page.source = rel(ctx, ctx.reports) + "/{chip,timeline,accepted}_*.png"
-    page.lines = [
-        "The PNGs of the chip demo (`python -m sim`) and of the timing model (`make perf`). "
-        "Their numbers (`chip.json`, `perf.json`) are quoted in the docs by `make figures` "
-        "(`flows/report/figures.py`), which `tests/test_figures.py` checks.",
-        "",
-    ]
-    if found and not perf:
-        page.lines += [f"Timing-model figures: {not_measured('make perf')}.", ""]
-    if found and not chip:
-        page.lines += [f"Chip-demo figures: {not_measured('make chip')}.", ""]
-    page.images = copy_pngs(ctx.reports, [p.name for p in found], ctx.out)
     return page
 
 
@@ -528,7 +334,7 @@ def testbenches(ctx: Context) -> Page:
     """``build/reports/sim/*.json``: one record per cocotb test and parameter set."""
     recs = load_testbench_records(ctx.reports)
     newest = max((r["_path"] for r in recs), key=lambda p: p.stat().st_mtime, default=None)
-    page = _page(
+    page = page_for(
         ctx,
         "testbenches",
         "Testbench runs",
