@@ -143,18 +143,18 @@ def test_a_real_scheduler_and_a_killed_worker(cache, dask_cluster, monkeypatch) 
         assert len(info) == 2 and all(i["python"].startswith("3.11") for i in info.values())
         remote = runner.run_jobs(SWEEP, force=True, executor=ex)
         assert _same(remote, serial) and ex.sent == 2
-        # 6 tasks of 1.5 s on 2 workers; one worker killed while it runs its first
+        # 4 tasks of 1 s on 2 workers; one worker killed while it runs its first
         by_pid = {p.pid: p for p in workers}
-        tasks = _squares(range(6), seconds=1.5)
+        tasks = _squares(range(4), seconds=1.0)
         futs = [ex.client.submit(probe.square, 100 + i, 0.5, pure=False) for i in range(2)]
         pids = {f.result()["pid"] for f in futs}
         assert pids == set(by_pid), (pids, set(by_pid))  # both workers serve tasks
         victim = workers[0]
 
-        killer = threading.Timer(0.7, os.kill, (victim.pid, signal.SIGKILL))
+        killer = threading.Timer(0.5, os.kill, (victim.pid, signal.SIGKILL))
         killer.start()
         res = ex.run(tasks, heartbeat=5.0)
         killer.join()
         assert victim.wait(timeout=10) == -signal.SIGKILL
-        assert [r["y"] for r in res] == [x * x for x in range(6)]
+        assert [r["y"] for r in res] == [x * x for x in range(4)]
         assert {r["pid"] for r in res} == {workers[1].pid}  # the victim finished none

@@ -111,9 +111,9 @@ def _some_units(monkeypatch, keep: tuple[str, ...]) -> None:
 
 
 def test_units_on_the_executor(monkeypatch, tmp_path) -> None:
-    """Leaves of the small pool through run_units: in this process, then on a local
-    cluster of 2 workers (force: every leaf sent), the same figures; a second run is
-    served from the files this process keeps, measure's own (nothing sent)."""
+    """Leaves of the small pool through run_units in this process (the executor's
+    distributed runs: tests/test_cluster.py): one file per leaf, measure's own; a second
+    run is served from them (nothing sent), a forced one sends every leaf again."""
     from cluster.executor import ENV, Executor
 
     for mod in (ky, ksm):
@@ -125,21 +125,17 @@ def test_units_on_the_executor(monkeypatch, tmp_path) -> None:
     with Executor(scheduler="serial") as ex:
         serial = ks.run_units(300, False, base=small, executor=ex)
         assert ex.sent == len(keep)
-    assert sorted(r["unit"] for r in serial) == sorted(keep)
-    assert all(r["status"] == "ok" and r["ffs"] > 0 for r in serial)
-    # one file per leaf: the task's file is the one measure itself wrote
-    files = sorted(tmp_path.glob("synth-kvpool_*.json"))
-    assert len(files) == len(keep)
-    assert all(json.loads(f.read_text())["key"][:16] in f.name for f in files)
-    workers = tmp_path / "workers"  # the workers' own cache (not the repository's)
-    with Executor(workers=2) as ex:
-        ex.client.run(lambda: setattr(ky, "CACHE", workers))
-        local = ks.run_units(300, True, base=small, executor=ex)
-        assert ex.sent == len(keep) and _figures(local) == _figures(serial)
-        assert len(list(workers.glob("synth-kvpool_*.json"))) == len(keep)
+        assert sorted(r["unit"] for r in serial) == sorted(keep)
+        assert all(r["status"] == "ok" and r["ffs"] > 0 for r in serial)
+        # one file per leaf: the task's file is the one measure itself wrote
+        files = sorted(tmp_path.glob("synth-kvpool_*.json"))
+        assert len(files) == len(keep)
+        assert all(json.loads(f.read_text())["key"][:16] in f.name for f in files)
         again = ks.run_units(300, False, base=small, executor=ex)
         assert (ex.sent, ex.from_cache) == (len(keep), len(keep))
         assert _figures(again) == _figures(serial)
+        forced = ks.run_units(300, True, base=small, executor=ex)
+        assert ex.sent == 2 * len(keep) and _figures(forced) == _figures(serial)
 
 
 def test_a_task_that_raises_is_its_rows_error(monkeypatch, tmp_path) -> None:
