@@ -91,8 +91,19 @@ def test_area_join() -> None:
     assert [r["pareto"] for r in rows[:2]] == [True, True]
 
 
-def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch) -> None:
+def test_measured_areas_are_committed() -> None:
+    """A fresh clone joins the area the repository measured (docs/results), not none."""
+    tm = table.areas(table.AREA_SOURCES[1:])
+    assert set(tm) == {64, 256, 1024} and 0 < tm[64] < tm[256] < tm[1024] < 5.0
+
+
+@pytest.mark.parametrize("measured", [True, False])
+def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch, measured: bool) -> None:
+    """The tiny grid through the command line, with the measured area and without any
+    (a clone that has neither report: no area, no Pareto front, the figures still drawn)."""
     monkeypatch.setattr(dse_cli, "CACHE", tmp_path / "cache")
+    if not measured:
+        monkeypatch.setattr(table, "AREA_SOURCES", (tmp_path / "none.json",))
     f = tmp_path / "tiny.toml"
     f.write_text(TINY)
     argv = ["--grid", str(f), "--scheduler", "serial", "--out", str(tmp_path / "r"),
@@ -107,7 +118,9 @@ def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch) -> None:
     assert sorted(p.name for p in (tmp_path / "r").glob("*.png")) == [
         "dse_accepted.png", "dse_context.png", "dse_pareto.png"]  # fmt: skip
     md = (tmp_path / "r" / "dse.md").read_text()
-    assert md.startswith("# Design space") and "| 1,024 | sequoia" in md
+    front = md.split("## Pareto front")[1].split("##")[0]
+    assert md.startswith("# Design space") and ("| 1,024 | sequoia" in front) == measured
+    assert all((r["area_mm2"] != "") == measured for r in rows)
     rep = json.loads((tmp_path / "r" / "dse.json").read_text())
     assert rep["runs"] == 3 and rep["cached"] == 0 and rep["failed"] == 0
     with Executor(scheduler="serial") as ex:  # a second run: every run from the cache

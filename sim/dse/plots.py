@@ -25,6 +25,10 @@ def pareto_png(table: Sequence[dict[str, Any]], path: Path, *, dpi: int = 110) -
     as a line and its points ringed."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    if all(r["area_mm2"] is None for r in table):
+        ax.text(0.5, 0.5, "no measured area (make synth-tree)", ha="center", transform=ax.transAxes)
+    else:
+        ax.set_xscale("log")
     for i, ctx in enumerate(sorted({r["context"] for r in table})):
         pts = [r for r in table if r["context"] == ctx and r["area_mm2"] is not None]
         col = _COLOURS[i % len(_COLOURS)]
@@ -33,7 +37,6 @@ def pareto_png(table: Sequence[dict[str, Any]], path: Path, *, dpi: int = 110) -
         front = sorted((r for r in pts if r["pareto"]), key=lambda r: r["area_mm2"])
         ax.plot([r["area_mm2"] for r in front], [r["tokens_per_s"] for r in front], "-o",
                 color=col, mfc="none", ms=8, lw=1.2)  # fmt: skip
-    ax.set_xscale("log")
     ax.set_xlabel("area (mm², tree manager + KV pool + TLB, N5)")
     ax.set_ylabel("tokens/s (one sequence)")
     ax.set_title("Design space: throughput against area (rings: Pareto front)")

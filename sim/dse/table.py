@@ -54,7 +54,9 @@ SCHEMA: tuple[tuple[str, str, str, str], ...] = (
 )
 #: bits of one TLB entry (a position tag and a page number: the scaled pool's ~64)
 TLB_ENTRY_BITS = 64
-#: where the tree manager's measured areas are read, first found wins
+#: where the tree manager's measured areas are read, first found wins: this checkout's
+#: ``make synth-tree`` report, else the repository's committed copy of its tree-manager
+#: rows (``docs/results/synth_tree_measured.json``, refreshed with the results pages)
 _REPO = Path(__file__).resolve().parents[2]
 AREA_SOURCES = (
     _REPO / "build" / "reports" / "synth_tree.json",
@@ -62,10 +64,10 @@ AREA_SOURCES = (
 )
 
 
-def areas(sources: Iterable[Path] = AREA_SOURCES) -> dict[int, float]:
+def areas(sources: Iterable[Path] | None = None) -> dict[int, float]:
     """The tree manager's measured area (mm²) by node count, from the first report of
-    ``sources`` that exists (empty if none)."""
-    for src in sources:
+    ``sources`` (default :data:`AREA_SOURCES`) that exists (empty if none)."""
+    for src in AREA_SOURCES if sources is None else sources:
         if src.exists():
             rep = json.loads(src.read_text())
             return {
