@@ -9,6 +9,7 @@ import pytest
 from cluster.executor import Executor
 from sim.dse import __main__ as dse_cli
 from sim.dse import grid as g
+from sim.dse import report as dse_report
 from sim.dse import table
 
 TINY = """
@@ -127,3 +128,17 @@ def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch, measured: bool) -> None:
         again = dse_cli.run_grid(_grid(TINY), ex)
         assert ex.sent == 0 and ex.from_cache == 3
     assert [r["tokens_per_s"] for r in again["table"]] == [float(r["tokens_per_s"]) for r in rows]
+
+
+def test_speedup_option_and_its_table(capsys) -> None:
+    assert dse_cli.parse_args(["--speedup", "1,2"]).speedup == [1, 2]
+    for bad in ("2,1", "0", "1,1", "x"):
+        with pytest.raises(SystemExit):
+            dse_cli.parse_args(["--speedup", bad])
+        assert "increasing worker counts in 1 .. 256" in capsys.readouterr().err
+    rep = {"grid": {"source": "g", "axes": {}, "contexts": [16], "mode": "dense"},
+           "runs": 0, "executor": "x", "wall_s": 1.0, "cached": 0, "failed": 0, "table": [],
+           "speedup": [{"workers": 1, "wall_s": 97.0, "speedup": 1.0},
+                       {"workers": 2, "wall_s": 54.3, "speedup": 97.0 / 54.3}]}  # fmt: skip
+    text = "\n".join(dse_report.render(rep))
+    assert "| 1 | 97.0 | 1.00x |" in text and "| 2 | 54.3 | 1.79x |" in text

@@ -1,5 +1,5 @@
 """``python -m sim.dse [--grid FILE] [--jobs N] [--scheduler ADDRESS] [--force] [--out DIR]
-[--dpi N]`` (``make dse``): the design-space grid on the executor.
+[--dpi N] [--speedup N,M]`` (``make dse``): the design-space grid on the executor.
 
 Every run of the grid (:mod:`sim.dse.grid`) is a task of the project's
 executor (:mod:`cluster.executor`: a local cluster, or a running Dask
@@ -80,6 +80,17 @@ def run_grid(grid: grid_mod.Grid, ex: Executor, *, force: bool = False) -> dict:
             "wall_s": round(time.monotonic() - t0, 1)}  # fmt: skip
 
 
+def _counts(text: str) -> list[int]:
+    """``--speedup``: comma-separated worker counts, each 1 .. 256, increasing."""
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        vals = []
+    if not vals or vals != sorted(set(vals)) or not all(1 <= v <= 256 for v in vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: increasing worker counts in 1 .. 256")
+    return vals
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim.dse``."""
     ap = cli_parser("python -m sim.dse", __doc__.split("\n\n")[1].replace("\n", " "))
@@ -88,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--force", action="store_true", help="ignore the cache")
     ap.add_argument("--out", type=out_dir_arg, default="build/reports", help="report folder")
     ap.add_argument("--dpi", type=int_arg(30, 600), default=110, help="figure resolution")
+    ap.add_argument(
+        "--speedup", type=_counts, default=None, metavar="N,M",
+        help="first compute the grid on local clusters of these worker counts (nothing "
+        "cached) and report the speed-up",
+    )  # fmt: skip
     return ap
 
 
@@ -103,23 +119,42 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _speedup(g: grid_mod.Grid, workers: Sequence[int]) -> list[dict]:
+    """The grid computed again (nothing from the cache) on a local cluster of each
+    worker count: its wall time and the speed-up over the first count."""
+    out = []
+    for n in workers:
+        with Executor(workers=n) as ex:
+            out.append({"workers": n, "wall_s": run_grid(g, ex, force=True)["wall_s"]})
+    for r in out:
+        r["speedup"] = out[0]["wall_s"] / r["wall_s"]
+    return out
+
+
+def _report(g: grid_mod.Grid, out: dict, where: str, speedup: list[dict]) -> dict:
+    src = Path(g.source).resolve()
+    source = str(src.relative_to(_REPO)) if src.is_relative_to(_REPO) else src.name
+    return {"date": now(), "grid": {"source": source, "axes": g.axes,
+                                    "contexts": list(g.contexts), "mode": g.mode, "fixed": g.fixed},
+            "executor": where, "runs": len(out["results"]), "failed": len(out["failed"]),
+            "cached": sum(bool(r.get("cached")) for r in out["results"]),
+            "wall_s": out["wall_s"], "speedup": speedup, "table": out["table"],
+            "results": out["results"]}  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the grid, write the table, its schema, the report and the figures."""
+    """Run the grid (and with ``--speedup``, again at each worker count), write the
+    table, its schema, the report and the figures."""
     args = parse_args(argv)
     g = args.grid
     print(f"design-space grid {g.source}: {len(g.runs())} runs x {len(g.contexts)} contexts")
+    speedup = _speedup(g, args.speedup) if args.speedup else []
     with cluster_cli.executor(args) as ex:
         out = run_grid(g, ex, force=args.force)
         where = ex.address or f"local cluster of {ex.workers} workers"
     rep_dir = Path(args.out)
     schema = table.write(out["table"], rep_dir / "dse.csv")
-    src = Path(g.source).resolve()
-    source = str(src.relative_to(_REPO)) if src.is_relative_to(_REPO) else src.name
-    rep = {"date": now(), "grid": {"source": source, "axes": g.axes,
-                                   "contexts": list(g.contexts), "mode": g.mode, "fixed": g.fixed},
-           "executor": where, "runs": len(out["results"]), "failed": len(out["failed"]),
-           "cached": sum(bool(r.get("cached")) for r in out["results"]),
-           "wall_s": out["wall_s"], "table": out["table"], "results": out["results"]}  # fmt: skip
+    rep = _report(g, out, where, speedup)
     (rep_dir / "dse.json").write_text(json.dumps(rep, indent=1, default=str) + "\n")
     (rep_dir / "dse.md").write_text("\n".join(render(rep)))
     pngs = plots.write_pngs(out["table"], rep_dir, dpi=args.dpi) if out["table"] else []

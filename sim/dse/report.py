@@ -51,6 +51,15 @@ def _accepted(table: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _speedup(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    out = ["## The grid on 1 and more local workers (nothing from the cache)", "",
+           "| workers | wall s | speed-up |", "|---:|---:|---:|"]  # fmt: skip
+    out += [f"| {r['workers']} | {r['wall_s']:.1f} | {r['speedup']:.2f}x |" for r in rows]
+    return [*out, ""]
+
+
 def render(rep: dict[str, Any]) -> list[str]:
     """The page's lines (its first line the title, then a blank line)."""
     g, table = rep["grid"], rep.get("table", [])
@@ -67,6 +76,7 @@ def render(rep: dict[str, Any]) -> list[str]:
         "holding the run's largest tree, plus the pool's and the TLB's N5 SRAM. One sequence "
         "(batch 1).",
         "",
+        *_speedup(rep.get("speedup") or []),
         "## Pareto front of tokens/s against area, per context",
         "",
         *_front(table),
