@@ -177,10 +177,12 @@ synth-tree: $(STAMP)
 	$(STAMP_REPORT) $(REPORTS)/synth_tree.json
 
 # the chip model's design-space grid (sim/dse/default.toml; GRID=sim/dse/large.toml for a
-# cluster) on the executor -> build/reports/dse.{csv,json}, build/plots/dse_*.png
+# cluster) on the executor -> build/reports/dse.{csv,json,md}, dse_*.png; first computed on 1
+# and 2 local workers for the executor's speed-up (DSE_SPEEDUP= to skip)
 GRID ?= sim/dse/default.toml
+DSE_SPEEDUP ?= 1,2
 dse: $(STAMP)
-	$(VPY) -m sim.dse --grid $(GRID) --jobs $(SYNTH_JOBS) $(EXEC)
+	$(VPY) -m sim.dse --grid $(GRID) --jobs $(SYNTH_JOBS) $(EXEC) $(if $(DSE_SPEEDUP),--speedup $(DSE_SPEEDUP))
 	$(STAMP_REPORT) $(REPORTS)/dse.json
 
 synth-sweep: $(STAMP)
