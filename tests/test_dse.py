@@ -76,8 +76,9 @@ def _result(nodes: int, gib: int, tps: float) -> dict:
     return {"status": "ok", "run": {"tree": "sequoia", "nodes": nodes, "pool_gib": gib,
                                     "tlb_entries": 4096},
             "chip": {"max_tree_nodes": nodes, "accepted_per_step": 2.0, "tokens_per_step": 3.0,
-                     "gpu_spec_tokens_per_s": 100.0},
-            "contexts": [{"context": 1024, "tokens_per_s": tps}]}  # fmt: skip
+                     "gpu_spec_tokens_per_s": 100.0, "chip_watts": 700.0, "gpu_watts": 500.0},
+            "contexts": [{"context": 1024, "tokens_per_s": tps, "unbounded_tokens_per_s": tps,
+                          "spills_per_step": 0.0}]}  # fmt: skip
 
 
 def test_area_join() -> None:
@@ -90,6 +91,13 @@ def test_area_join() -> None:
     assert rows[0]["area_mm2"] == pytest.approx(0.1 + pool + rows[0]["tlb_mm2"])
     assert rows[2]["area_mm2"] is None and rows[2]["pareto"] is False
     assert [r["pareto"] for r in rows[:2]] == [True, True]
+    assert rows[0]["tokens_per_s_per_w"] == pytest.approx(500.0 / 700.0)
+    assert rows[0]["gpu_spec_tokens_per_s_per_w"] == pytest.approx(100.0 / 500.0)
+    text = "\n".join(dse_report.render({"grid": {"source": "g", "axes": {}, "contexts": [1024],
+                                                  "mode": "dense"}, "runs": 3, "executor": "x",
+                                         "wall_s": 1.0, "cached": 0, "failed": 0,
+                                         "table": rows}))  # fmt: skip
+    assert "~10 tokens/s/W" in text and "| 1,024 | sequoia 512" in text and "| 5.0x |" in text
 
 
 def test_measured_areas_are_committed() -> None:

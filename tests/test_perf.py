@@ -307,6 +307,15 @@ def test_known_profiles():
     assert timing.known_profiles() == ["h100-70b", "h100-7b", "specdecode1-70b", "specdecode1-7b"]
 
 
+def test_every_profile_states_its_power_and_source():
+    """The energy figures divide by these: the article's chip and the H100 SXM, 700 W each."""
+    for name in timing.known_profiles():
+        p = timing.load_profile(name)
+        assert p.power is not None and p.power.watts == 700.0, name
+        assert ("article" if p.kind == "specdecode" else "datasheet") in p.power.source
+    assert timing.load_profile("h100-7b").calibrated().power.watts == 700.0
+
+
 def test_unknown_profile_lists_known():
     with pytest.raises(ValueError, match="known profiles are h100-70b, h100-7b"):
         timing.load_profile("tpu-7b")
@@ -348,6 +357,8 @@ def test_overrides(p7):
         ("h100-70b", {"precision": "bf16"}, "target.bytes_per_param"),  # 138 GB > 80 GB
         ("h100-7b", {"workload.overlap": "prefetch"}, "workload.overlap"),
         ("h100-70b", {"context_len": 1 << 20}, "workload.context_len"),  # KV > HBM left
+        ("specdecode1-7b", {"power.watts": 0}, "power.watts"),
+        ("h100-7b", {"power.watts": "hot"}, "power.watts"),
     ],
 )
 def test_bad_profile_parameters_name_the_field(name, kw, field):

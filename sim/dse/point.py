@@ -24,6 +24,7 @@ from sim.chip import Chip, ChipConfig
 from sim.context.config import OVERLAPS, ContextConfig
 from sim.context.study import SeriesHardware, TraceStep, run_series
 from sim.report import summary
+from sim.timing import load_profile
 
 __all__ = ["run_point"]
 
@@ -34,6 +35,8 @@ def _chip(cfg: ChipConfig) -> tuple[list[TraceStep], dict[str, Any]]:
     trace = [TraceStep(s.n_nodes, s.depth, s.draft_evals, s.accepted) for s in res.seq_steps]
     s = summary(res)
     proj = s["projections"]
+    prof = cfg.timing_profile()
+    gpu = load_profile(prof.gpu_baseline) if prof.gpu_baseline else None
     figures = {
         "steps": s["steps"],
         "accepted_per_step": s["mean_accepted"],
@@ -44,6 +47,8 @@ def _chip(cfg: ChipConfig) -> tuple[list[TraceStep], dict[str, Any]]:
         "plain_tokens_per_s": proj["plain"]["tokens_per_s"],
         "gpu_spec_tokens_per_s": proj["gpu_spec"]["tokens_per_s"],
         "vs_gpu_spec": proj[cfg.overlap]["vs_gpu_spec"],
+        "chip_watts": prof.power.watts if prof.power else None,
+        "gpu_watts": gpu.power.watts if gpu is not None and gpu.power else None,
     }
     return trace, figures
 

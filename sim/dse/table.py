@@ -45,6 +45,8 @@ SCHEMA: tuple[tuple[str, str, str, str], ...] = (
     ("hbm_reads_per_step", "float", "positions", "HBM-resident positions read per step"),
     ("tlb_hit_rate", "float", "", "verifier TLB hits / lookups during the steps"),
     ("gpu_spec_tokens_per_s", "float", "tokens/s", "calibrated GPU, spec decode of these trees"),
+    ("tokens_per_s_per_w", "float", "tokens/s/W", "tokens_per_s over the chip's power"),
+    ("gpu_spec_tokens_per_s_per_w", "float", "tokens/s/W", "the GPU's over its power"),
     ("tree_manager_mm2", "float", "mm2", "tree manager, measured (make synth-tree)"),
     ("pool_mm2", "float", "mm2", "KV pool SRAM, N5 macros"),
     ("tlb_mm2", "float", "mm2", "TLB SRAM, N5 macros"),
@@ -87,6 +89,10 @@ def _area(tm: dict[int, float], nodes: int, pool_gib: int, tlb: int) -> dict[str
     return {"tree_manager_mm2": tree, "pool_mm2": pool, "tlb_mm2": tlb_mm2, "area_mm2": total}
 
 
+def _per(x: float, watts: float | None) -> float | None:
+    return x / watts if watts else None
+
+
 def rows(results: Sequence[dict[str, Any]], tm_areas: dict[int, float]) -> list[dict[str, Any]]:
     """One row per run and context of the ``ok`` results (:data:`SCHEMA`'s columns),
     the Pareto flags set per context."""
@@ -108,12 +114,16 @@ def rows(results: Sequence[dict[str, Any]], tm_areas: dict[int, float]) -> list[
             "accepted_per_step": chip["accepted_per_step"],
             "tokens_per_step": chip["tokens_per_step"],
             "gpu_spec_tokens_per_s": chip["gpu_spec_tokens_per_s"],
+            "gpu_spec_tokens_per_s_per_w": _per(
+                chip["gpu_spec_tokens_per_s"], chip.get("gpu_watts")
+            ),
             **_area(tm_areas, chip["max_tree_nodes"], run["pool_gib"], run["tlb_entries"]),
         }
         for c in r["contexts"]:
             row = {**base, **{k: c[k] for k in c}}
             a = row["area_mm2"]
             row["tokens_per_s_per_mm2"] = row["tokens_per_s"] / a if a else None
+            row["tokens_per_s_per_w"] = _per(row["tokens_per_s"], chip.get("chip_watts"))
             out.append(row)
     for ctx in {r["context"] for r in out}:
         pareto([r for r in out if r["context"] == ctx])

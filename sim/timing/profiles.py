@@ -32,6 +32,7 @@ __all__ = [
     "Hardware",
     "KVPoolTiming",
     "ModelSpec",
+    "Power",
     "Profile",
     "TreeManagerTiming",
     "Workload",
@@ -186,6 +187,22 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class Power:
+    """A device's power (``[power]``): what an energy figure divides by.
+
+    Attributes
+    ----------
+    watts : float
+        The device's board power at full load (its TDP), > 0.
+    source : str
+        Where the figure comes from (a datasheet, the article), quoted.
+    """
+
+    watts: float
+    source: str
+
+
+@dataclass(frozen=True)
 class Profile:
     """A device running a target model: everything the timing model needs.
 
@@ -201,6 +218,10 @@ class Profile:
         Sections of the TOML file.
     draft_accel, kv_pool, tree_manager, article
         SpecDecode-1 only (``None`` for GPUs).
+    calibration : Calibration or None
+        A GPU baseline's fitted efficiency factors.
+    power : Power or None
+        The device's power with its source (``None``: not stated).
     """
 
     name: str
@@ -217,6 +238,7 @@ class Profile:
     tree_manager: TreeManagerTiming | None = None
     article: ArticleSpec | None = None
     calibration: Calibration | None = None
+    power: Power | None = None
 
     @property
     def is_gpu(self) -> bool:
@@ -254,6 +276,7 @@ _SECTIONS: dict[str, type] = {
     "workload": Workload,
     "article": ArticleSpec,
     "calibration": Calibration,
+    "power": Power,
 }
 _REQUIRED = {
     "specdecode": (
@@ -424,6 +447,8 @@ def _profile_from(name: str, data: Mapping[str, Any]) -> Profile:
             raise ValueError(
                 f"calibration.hbm_efficiency = {cal.hbm_efficiency!r}: must be in (0, 1]"
             )
+    if "power" in data:
+        built["power"] = _build("power", Power, data["power"])
     modes = tuple(data.get("overlap_modes", ()))
     bad = [m for m in modes if m not in OVERLAP_MODES]
     if not modes or bad:
