@@ -76,7 +76,8 @@ def _result(nodes: int, gib: int, tps: float) -> dict:
     return {"status": "ok", "run": {"tree": "sequoia", "nodes": nodes, "pool_gib": gib,
                                     "tlb_entries": 4096},
             "chip": {"max_tree_nodes": nodes, "accepted_per_step": 2.0, "tokens_per_step": 3.0,
-                     "gpu_spec_tokens_per_s": 100.0, "chip_watts": 700.0, "gpu_watts": 500.0},
+                     "chip_watts": 700.0, "gpu_watts": 500.0,
+                     "gpu_spec_by_context": {"1024": 100.0}},
             "contexts": [{"context": 1024, "tokens_per_s": tps, "unbounded_tokens_per_s": tps,
                           "spills_per_step": 0.0}]}  # fmt: skip
 
@@ -124,6 +125,9 @@ def test_a_tiny_grid_end_to_end(tmp_path, monkeypatch, measured: bool) -> None:
     assert list(rows[0]) == [f["name"] for f in schema["fields"]]
     assert len(rows) == 3 * 2 and {r["context"] for r in rows} == {"256", "1024"}
     assert all(float(r["tokens_per_s"]) > 0 for r in rows)
+    # the GPU decodes the same trees more slowly with more context (each row its own)
+    gpu = {(r["tree"], r["nodes"], r["context"]): float(r["gpu_spec_tokens_per_s"]) for r in rows}
+    assert all(gpu[t, n, "1024"] < gpu[t, n, "256"] for t, n, _ in gpu)
     assert sorted(p.name for p in (tmp_path / "r").glob("*.png")) == [
         "dse_accepted.png", "dse_context.png", "dse_pareto.png"]  # fmt: skip
     md = (tmp_path / "r" / "dse.md").read_text()

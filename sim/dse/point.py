@@ -5,7 +5,9 @@
 1. the chip model (:class:`sim.chip.Chip`, python backend) decodes the run's
    workload with its tree policy and budget: its trees, its acceptance, its
    tokens per step, and its own throughput figures (:func:`sim.report.summary`:
-   this run's overlap, plain decoding, the calibrated GPU baseline);
+   this run's overlap, plain decoding, the calibrated GPU baseline), and the
+   calibrated GPU's speculative decoding of the same trees at every context of
+   the grid (:func:`gpu_spec_tokens_per_s`);
 2. the long-context study (:func:`sim.context.study.run_series`) replays those
    steps in a scaled pool of the run's size and TLB, growing one history
    through every context of the grid, with the run's token sampler (two-pass,
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from sim.chip import Chip, ChipConfig
+from sim.chip.step_timing import time_step
 from sim.context.config import OVERLAPS, ContextConfig
 from sim.context.study import SeriesHardware, TraceStep, run_series
 from sim.report import summary
@@ -29,14 +32,23 @@ from sim.timing import load_profile
 __all__ = ["run_point"]
 
 
-def _chip(cfg: ChipConfig) -> tuple[list[TraceStep], dict[str, Any]]:
-    """The chip run's steps and its figures."""
+def gpu_spec_tokens_per_s(res: Any, gpu: Any, context: int) -> float:
+    """The calibrated GPU's tokens/s decoding ``res``'s trees (spec decode, its
+    sequential phases and CPU round trip) with ``context`` tokens before the run."""
+    steps = [time_step(gpu, st.seqs, overlap="none", context_offset=context, gpu=True)
+             for st in res.steps]  # fmt: skip
+    return res.emitted / sum(t.total_us for t in steps) * 1e6
+
+
+def _chip(cfg: ChipConfig, contexts: tuple[int, ...]) -> tuple[list[TraceStep], dict[str, Any]]:
+    """The chip run's steps and its figures (the calibrated GPU's at each context)."""
     res = Chip(cfg).run()
     trace = [TraceStep(s.n_nodes, s.depth, s.draft_evals, s.accepted) for s in res.seq_steps]
     s = summary(res)
     proj = s["projections"]
     prof = cfg.timing_profile()
     gpu = load_profile(prof.gpu_baseline) if prof.gpu_baseline else None
+    cal = gpu.calibrated() if gpu is not None and gpu.calibration else None
     figures = {
         "steps": s["steps"],
         "accepted_per_step": s["mean_accepted"],
@@ -49,6 +61,9 @@ def _chip(cfg: ChipConfig) -> tuple[list[TraceStep], dict[str, Any]]:
         "vs_gpu_spec": proj[cfg.overlap]["vs_gpu_spec"],
         "chip_watts": prof.power.watts if prof.power else None,
         "gpu_watts": gpu.power.watts if gpu is not None and gpu.power else None,
+        "gpu_spec_by_context": {
+            str(c): gpu_spec_tokens_per_s(res, cal, c) for c in contexts if cal is not None
+        },
     }
     return trace, figures
 
@@ -84,7 +99,7 @@ def run_point(
         ``chip`` (the chip run's figures) and ``contexts`` (one dict per context).
     """
     cfg = ChipConfig(**chip)
-    trace, figures = _chip(cfg)
+    trace, figures = _chip(cfg, contexts)
     study = ContextConfig(
         profiles=(cfg.profile,),
         pools_gib=(pool_gib,),

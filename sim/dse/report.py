@@ -13,14 +13,18 @@ def _design(r: dict[str, Any]) -> str:
             f"TLB {r['tlb_entries']:,}")  # fmt: skip
 
 
+def _vs(r: dict[str, Any]) -> str:
+    g = r.get("gpu_spec_tokens_per_s")
+    return f"{r['tokens_per_s'] / g:.2f}x" if g else "-"
+
+
 def _front(table: list[dict[str, Any]]) -> list[str]:
     out = ["| context | design | area mm² | tokens/s | tokens/s per mm² | vs GPU spec |",
            "|---:|---|---:|---:|---:|---:|"]  # fmt: skip
     for r in sorted((r for r in table if r["pareto"]), key=lambda r: (r["context"], r["area_mm2"])):
         out.append(
             f"| {r['context']:,} | {_design(r)} | {r['area_mm2']:.1f} | {r['tokens_per_s']:,.0f} "
-            f"| {r['tokens_per_s_per_mm2']:.2f} "
-            f"| {r['tokens_per_s'] / r['gpu_spec_tokens_per_s']:.2f}x |"
+            f"| {r['tokens_per_s_per_mm2']:.2f} | {_vs(r)} |"
         )
     return out
 
@@ -55,7 +59,7 @@ def _energy(table: list[dict[str, Any]]) -> list[str]:
            f"The article: ~{ARTICLE_TOKENS_PER_S_PER_W:g} tokens/s/W for 7B at 700 W, "
            f"{lo:g}-{hi:g}x an H100. Here: each profile's `[power]` (both 700 W, cited there), "
            "the best design of the grid at each context, against the calibrated GPU's spec "
-           "decode of the same trees.", "",
+           "decode of the same trees at the same context.", "",
            "| context | best design | tokens/s/W | GPU tokens/s/W | ratio |",
            "|---:|---|---:|---:|---:|"]  # fmt: skip
     for ctx in sorted({r["context"] for r in rows}):
