@@ -209,7 +209,10 @@ class Extra:
     (nodes in a random order; with ``stale``, one node's totals from another
     vector), after it ``last``'s residual once on ``w``. :meth:`want` is the
     token the block must give (``None``: the selection is invalid, an
-    ``error.token`` pulse and no token).
+    ``error.token`` pulse and no token). The totals the block holds are
+    modelled as it keeps them (``hw.token_select``): a node's total stays valid
+    until a selection gives a token, so a refused selection leaves them all for
+    the next tree, whose own totals replace theirs node by node.
     """
 
     def __init__(self, tb: TB, pattern: str) -> None:
@@ -230,7 +233,6 @@ class Extra:
         """The residuals of a tree's ``n`` nodes; one-pass: their totals sent (but
         ``skip``'s, whose total is then missing)."""
         self.res = [residual(self.rng, self.WB, self.TB) for _ in range(n)]
-        self.totals = {}
         if not self.one_pass:
             return
         order = list(range(n))
@@ -264,9 +266,11 @@ class Extra:
         if total == 0:
             return None
         try:
-            return select_one_pass(self.res[last], u32, total)
+            token = select_one_pass(self.res[last], u32, total)
         except ValueError:  # the stale total's threshold is never passed
             return None
+        self.totals = {}  # a selection that gives a token invalidates every total
+        return token
 
 
 def expect_rows(parents: list[int]) -> list[dict]:
