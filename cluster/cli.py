@@ -3,17 +3,18 @@
 import argparse
 
 from checks import int_arg
-from cluster.executor import ENV, Executor
+from cluster.executor import ENV, Executor, check_scheduler
 
 __all__ = ["add_args", "executor", "scheduler_arg"]
 
 
 def scheduler_arg(text: str) -> str:
-    """An ``argparse`` type: ``serial`` or a scheduler's address ``PROTOCOL://HOST:PORT``."""
-    proto, sep, rest = text.partition("://")
-    if text == "serial" or (sep and proto.isalnum() and rest):
-        return text
-    raise argparse.ArgumentTypeError(f"{text!r}: 'serial' or PROTOCOL://HOST:PORT")
+    """An ``argparse`` type: ``serial`` or a scheduler's address ``PROTOCOL://HOST:PORT``
+    (:func:`cluster.executor.check_scheduler`)."""
+    try:
+        return check_scheduler(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: 'serial' or PROTOCOL://HOST:PORT") from None
 
 
 def add_args(ap: argparse.ArgumentParser, *, jobs: int | None = None) -> None:

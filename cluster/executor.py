@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENV", "Executor", "Task", "run_task"]
+__all__ = ["ENV", "Executor", "Task", "check_scheduler", "run_task"]
 
 #: the environment variable naming a scheduler, as Dask's own tools read it
 ENV = "DASK_SCHEDULER_ADDRESS"
@@ -128,6 +128,20 @@ def run_task(fn: Callable[..., dict], args: tuple, label: str, params: dict) -> 
         }
 
 
+def check_scheduler(address: str) -> str:
+    """``address`` if it is ``"serial"`` or a scheduler's ``PROTOCOL://HOST:PORT``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``scheduler`` and the value, otherwise.
+    """
+    proto, sep, rest = address.partition("://")
+    if address == "serial" or (sep and proto.isalnum() and rest):
+        return address
+    raise ValueError(f"scheduler = {address!r}: 'serial' or PROTOCOL://HOST:PORT")
+
+
 def _worker_lost(label: str, params: dict, exc: BaseException) -> dict:
     return {"status": "error", "task": label, "params": params, "error": repr(exc), "log": ""}
 
@@ -159,9 +173,7 @@ class Executor:
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise ValueError(f"workers = {workers!r}: a positive integer")
         address = scheduler or os.environ.get(ENV) or None
-        if address not in (None, "serial") and "://" not in address:
-            raise ValueError(f"scheduler = {address!r}: 'serial' or PROTOCOL://HOST:PORT")
-        self.address = address
+        self.address = None if address is None else check_scheduler(address)
         self.workers = workers or os.cpu_count() or 1
         self.log = log
         self.client: Any = None

