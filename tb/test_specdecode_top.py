@@ -99,8 +99,39 @@ def test_tree_steps_at_1024_nodes() -> None:
     """The top at ``N_NODES = 1,024`` (the one-pass select at 64 lanes): 220 random trees,
     1,024-node chains and stars among them, against golden."""
     hp = {**HP, "n_nodes": 1024, "select_lanes": 64}
-    with open_rtl(**hp, build_args=(), timeout=1800) as (tm, _kv):
+    with open_rtl(**hp, build_args=(), timeout=1800) as (tm, kv):
         _tree_steps(tm, 220)
+        _kv_views(kv, hp, 400)
+
+
+def _kv_views(kv, p: dict, n_lookups: int) -> None:
+    """Speculative entries of owners across the whole node range, and lookups through
+    random views and mask rows, against golden (the pool's lookup latency is
+    ``hw.kv_pool.lookup_cycles``: 2 above 256 nodes)."""
+    seed = _seed()
+    rng = random.Random(seed)
+    N, S = p["n_nodes"], p["seqs"]
+    bt = BlockTable(p["entries"], p["pages"], S, N, p["layer_bits"], p["pos_bits"])
+    _empty(kv)
+    for _ in range(p["entries"] - 4):
+        args = (rng.randrange(S), rng.randrange(2), rng.randrange(4), rng.randrange(N), False)
+        want, wcode = _gold(bt.insert, *args)
+        try:
+            got, gcode = kv.insert(*args), None
+        except KVError as e:
+            got, gcode = None, e.code
+        assert (got, gcode) == (want, wcode), f"seed {seed}: insert {args}"
+    par = random_tree(rng, N)
+    rows = tree.mask_rows(par)
+    qs = [
+        (rng.randrange(S), rng.randrange(2), rng.randrange(4),
+         rng.choice([rng.choice(rows), rng.randrange(1 << N), (1 << N) - 1]))
+        for _ in range(n_lookups)
+    ]  # fmt: skip
+    want = [bt.lookup(*q) for q in qs]
+    assert kv.lookups(qs) == want, f"seed {seed}"
+    assert sum(w is not None for w in want) > n_lookups // 10, f"seed {seed}: too few hits"
+    _empty(kv)
 
 
 def _tree_steps(tm: RTLTreeManager, n_steps: int) -> None:
@@ -247,6 +278,10 @@ def _gold(fn, *args):
         return fn(*args), None
     except KVError as e:
         return None, e.code
+
+
+def test_kv_views_match_golden(rtl) -> None:
+    _kv_views(rtl[1], HP, 200)
 
 
 def test_kv_random_ops_match_golden(rtl) -> None:

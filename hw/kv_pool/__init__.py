@@ -2,7 +2,8 @@
 
 :class:`KVPool` is the block (Verilog module ``kv_pool``); its two
 micro-architectures are :mod:`hw.kv_pool.asic` (``TARGET="asic"``, the
-default) and :mod:`hw.kv_pool.fpga` (``TARGET="fpga"``). Design notes and
+default; :mod:`hw.kv_pool.asic_staged` above 256 nodes) and
+:mod:`hw.kv_pool.fpga` (``TARGET="fpga"``). Design notes and
 measurements: ``docs/blocks/kv_pool.md``.
 
 =================  ============================================================
@@ -18,6 +19,8 @@ module             holds
 ``result``         the op handshake, the result pipeline, counts, ``error``
 ``variant``        the steps in which the ``TARGET`` variants differ
 ``asic``           ``TARGET="asic"``: one net per decision, one-cycle lookups
+``staged``         the two-stage lookup, ``lookup_cycles`` (the latency rule)
+``asic_staged``    ``TARGET="asic"`` at ``N_NODES > 256``: two-cycle lookups
 ``fpga``           ``TARGET="fpga"``: per-group copies, two-cycle lookups
 ``pool``           ``KVPool``, ``Internals``
 =================  ============================================================
@@ -33,11 +36,14 @@ from hw.kv_pool.layouts import (
     result_layout,
 )
 from hw.kv_pool.pool import TARGETS, Internals, KVPool
+from hw.kv_pool.staged import STAGED_NODES, lookup_cycles
 
 __all__ = [
     "KVPool",
     "Internals",
     "TARGETS",
+    "STAGED_NODES",
+    "lookup_cycles",
     "GROUP",
     "Op",
     "ErrorCode",

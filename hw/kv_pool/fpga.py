@@ -5,8 +5,7 @@ gates the entries' writes is made once per group of
 :data:`~hw.kv_pool.layouts.GROUP` entries, from registers that group owns
 (:class:`Replicas`, Verilog names ``*_rep_g<g>``, which ``flows.synth_fpga``
 marks ``keep`` since synthesis would merge identical flip-flops). A lookup
-registers every group's first hit and whether the pending insert's entry
-matches, and picks the lower in its second cycle. The wide reductions left
+is two-stage (:mod:`hw.kv_pool.staged`). The wide reductions left
 (the result's error codes, the allocation's index, the counts) end in
 registers. Same operations, results, error classes and replies as
 ``TARGET="asic"``; the lookup latency is 2 (a deviation from SPEC §6).
@@ -16,15 +15,13 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 
 from hw.common import idx_bits, net, or_tree
 from hw.kv_pool.bundles import Decoded, Enables, EntryOps, InsertChecks, Sets, Writes
-from hw.kv_pool.layouts import GROUP
+from hw.kv_pool.layouts import GROUP, PORTS
+from hw.kv_pool.staged import staged_lookup
 from hw.kv_pool.state import Dims, PendingInsert, Table
 from hw.kv_pool.variant import Stream, Variant
-from hw.kv_pool.vectors import encode, first, first_grouped, group_index, onehot, wide
+from hw.kv_pool.vectors import first_grouped, onehot, wide
 
-__all__ = ["PORTS", "Replicas", "Fpga"]
-
-#: the lookup ports
-PORTS = ("draft", "verify")
+__all__ = ["Replicas", "Fpga"]
 
 
 class Replicas:
@@ -100,71 +97,21 @@ class Fpga(Variant):
         return self.ok_vec, rej_pvec
 
     def lookup(self, port: str, qp: Stream, rp: Stream, s_vec: Signal, q_seq_ok: Value) -> None:
-        # two stages: every group's first hit among the registered valid entries,
-        # and whether the pending insert's entry (if accepted) matches, registered
-        # (s1); then the first group that has a hit, and the pending entry if it
-        # is lower (the reply register)
-        m, pend, EP, G = self.m, self.pend, self.dims.ep, GROUP
-        PGB = idx_bits(self.dims.pages)
-        qq = qp.payload
-        lb = idx_bits(G)
-        ng = (EP + G - 1) // G
-        hit_v = net(m, self.table.valid[:EP] & s_vec[:EP], f"{port}_hits")
-        s1_valid = self.rep.s1_valid[port]
-        s1_ok = Signal(name=f"{port}_s1_ok")
-        s1_any = Signal(ng, name=f"{port}_s1_any")
-        s1_loc = [Signal(lb, name=f"{port}_s1_loc{j}") for j in range(ng)]
-        s1_pend = Signal(name=f"{port}_s1_pend")  # the pending entry, accepted, hits
-        s1_pi = Signal(PGB, name=f"{port}_s1_pi")  # its index
-        p_hit = net(
-            m,
-            pend.ins_ok
-            & (pend.pend_seq == qq.seq)
-            & (pend.pend_key == Cat(qq.layer, qq.pos))
-            & (pend.pend_com | qq.view.bit_select(pend.pend_own, 1)),
-            f"{port}_phit",
-        )
-        s1_move = ~rp.valid | rp.ready
-        m.d.comb += qp.ready.eq(~s1_valid | s1_move)
-        q_take = qp.valid & qp.ready
-        with m.If(q_take):
-            m.d.sync += [
-                s1_valid.eq(1),
-                s1_ok.eq(q_seq_ok),
-                s1_pend.eq(p_hit),
-                s1_pi.eq(self.rep.pend_i[:PGB]),
-            ]
-        with m.Elif(s1_move):
-            m.d.sync += s1_valid.eq(0)
-        # every group's stage-1 registers load whenever the stage can take a query
-        # (s1_valid says whether one came), from that group's copies of s1_valid
-        # and the reply's valid; the group's first-hit nets are built under that
-        # load condition
-        s1v_rep, rpv_rep = self.rep.lk_rep[port]
-        s1v_next = Mux(q_take, 1, Mux(s1_move, 0, s1_valid))
-        rpv_next = Mux(s1_valid & s1_move, 1, Mux(rp.ready, 0, rp.valid))
-        m.d.sync += [x.eq(s1v_next) for x in s1v_rep] + [x.eq(rpv_next) for x in rpv_rep]
-        for j in range(ng):
-            gv = hit_v[j * G : (j + 1) * G]
-            with m.If(~s1v_rep[j] | ~rpv_rep[j] | rp.ready):
-                m.d.sync += [
-                    s1_any[j].eq(gv.any()),
-                    s1_loc[j].eq(encode(m, first(m, gv, f"{port}_g{j}"), lb, f"{port}_g{j}_i")),
-                ]
-        gsel = first(m, s1_any, f"{port}_gsel")
-        b_idx = group_index(m, gsel, s1_loc, PGB, f"{port}_b")
-        b_any = s1_any.any()
-        use_p = s1_pend & (~b_any | (s1_pi < b_idx))
-        hit2 = (b_any | s1_pend) & s1_ok
-        with m.If(s1_valid & s1_move):
-            m.d.sync += [
-                rp.valid.eq(1),
-                rp.payload.hit.eq(hit2),
-                rp.payload.page.eq(Mux(hit2, Mux(use_p, s1_pi, b_idx), 0)),
-                rp.payload.error.eq(~s1_ok),
-            ]
-        with m.Elif(rp.ready):
-            m.d.sync += rp.valid.eq(0)
+        # the two-stage lookup (hw.kv_pool.staged), every group's stage-1 registers
+        # loaded from that group's copies of s1_valid and the reply's valid
+        s1_valid, rep = self.rep.s1_valid[port], self.rep
+        s1v_rep, rpv_rep = rep.lk_rep[port]
+
+        def loads(q_take: Value, s1_move: Value) -> list[Value]:
+            s1v_next = Mux(q_take, 1, Mux(s1_move, 0, s1_valid))
+            rpv_next = Mux(s1_valid & s1_move, 1, Mux(rp.ready, 0, rp.valid))
+            self.m.d.sync += [x.eq(s1v_next) for x in s1v_rep] + [x.eq(rpv_next) for x in rpv_rep]
+            return [~s1v_rep[j] | ~rpv_rep[j] | rp.ready for j in range(len(s1v_rep))]
+
+        staged_lookup(
+            self.m, self.dims, self.table, self.pend, rep.pend_i, port, qp, rp, s_vec,
+            q_seq_ok, s1_valid, loads,
+        )  # fmt: skip
 
     def take(self, take: Signal, move: Signal, r1_valid: Signal, op: Stream, res: Stream) -> Value:
         # whether the op port takes a beat, per group: r1_valid and res.valid

@@ -11,6 +11,7 @@ from hw.common import idx_bits
 
 __all__ = [
     "GROUP",
+    "PORTS",
     "Op",
     "ErrorCode",
     "op_layout",
@@ -22,6 +23,9 @@ __all__ = [
 #: entries per group: the insert's per-group check bits, the lookups' grouped
 #: first hit and (``TARGET="fpga"``) the entries one replica of a decision drives
 GROUP = 16
+
+#: the lookup ports
+PORTS = ("draft", "verify")
 
 
 class Op(enum.Enum, shape=2):

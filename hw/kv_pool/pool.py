@@ -11,10 +11,12 @@ from hw.common import Param, check_params, check_target
 from hw.common.params import TARGETS
 from hw.kv_pool import errors, insert, ops
 from hw.kv_pool.asic import Asic
-from hw.kv_pool.fpga import PORTS, Fpga, Replicas
-from hw.kv_pool.layouts import op_layout, query_layout, reply_layout, result_layout
+from hw.kv_pool.asic_staged import AsicStaged
+from hw.kv_pool.fpga import Fpga, Replicas
+from hw.kv_pool.layouts import PORTS, op_layout, query_layout, reply_layout, result_layout
 from hw.kv_pool.lookup import lookup
 from hw.kv_pool.result import handshake, results
+from hw.kv_pool.staged import lookup_cycles
 from hw.kv_pool.state import Dims, PendingInsert, Table
 from hw.kv_pool.variant import Variant
 
@@ -116,8 +118,8 @@ class KVPool(wiring.Component):
     Latency (SPEC §6), with no backpressure:
 
     * lookup: a query taken at edge E0 has its reply valid from E0 (one
-      cycle; ``TARGET="fpga"``: from E1, two cycles); one query per cycle per
-      port;
+      cycle; from E1, two cycles, with ``TARGET="fpga"`` or ``N_NODES > 256``:
+      :attr:`lookup_cycles`); one query per cycle per port;
     * operation: takes effect at E0 (a lookup or operation in the next cycle
       sees it); one per cycle sustained, inserts included;
     * result beat: valid from E1, two cycles after the operation's cycle, with
@@ -142,7 +144,11 @@ class KVPool(wiring.Component):
     POS_BITS : int
         ``1 .. 32`` (default 17).
     TARGET : str
-        ``"asic"`` (default, :mod:`hw.kv_pool.asic`): the counts above.
+        ``"asic"`` (default, :mod:`hw.kv_pool.asic`): the counts above; at
+        ``N_NODES > 256`` (:mod:`hw.kv_pool.asic_staged`) the same
+        decisions with lookup latency **2** (docs/spec.md §6: the entry's
+        ``view[owner]`` select and the first hit among every entry exceed the
+        40-level budget in one cycle at 1,024 nodes).
         ``"fpga"`` (:mod:`hw.kv_pool.fpga`): the same operations, results,
         error classes and replies, with lookup latency **2** (a deviation
         from SPEC §6; a lookup still sees the state of the cycle it is taken
@@ -173,6 +179,8 @@ class KVPool(wiring.Component):
 
     Attributes
     ----------
+    lookup_cycles : int
+        The lookup latency, 1 or 2 (:func:`hw.kv_pool.staged.lookup_cycles`).
     internals : Internals
         The internal signals, for formal harnesses. The Verilog keeps the
         names ``valid_now``, ``free_now`` (the architectural state),
@@ -209,6 +217,7 @@ class KVPool(wiring.Component):
         self.ENTRIES, self.PAGES, self.SEQS, self.N_NODES = ENTRIES, PAGES, SEQS, N_NODES
         self.LAYER_BITS, self.POS_BITS = LAYER_BITS, POS_BITS
         self.TARGET = TARGET
+        self.lookup_cycles = lookup_cycles(N_NODES, TARGET)
         q = query_layout(SEQS, N_NODES, LAYER_BITS, POS_BITS)
         r = reply_layout(PAGES)
         super().__init__(
@@ -235,9 +244,11 @@ class KVPool(wiring.Component):
 
     def _variant(self, m: Module) -> Variant:
         it = self.internals
-        if it.replicas is None:
-            return Asic(m, self._dims, it.table, it.pending)
-        return Fpga(m, self._dims, it.table, it.pending, it.replicas)
+        if it.replicas is not None:
+            return Fpga(m, self._dims, it.table, it.pending, it.replicas)
+        if self.lookup_cycles == 2:
+            return AsicStaged(m, self._dims, it.table, it.pending)
+        return Asic(m, self._dims, it.table, it.pending)
 
     def elaborate(self, platform) -> Module:
         # The steps in the order they are built. The order is also the order of

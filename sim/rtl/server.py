@@ -51,7 +51,7 @@ from flows import toolchain
 from flows.layouts import pack, unpack
 from hw.accept_sampler import result_layout as acc_result
 from hw.accept_sampler import token_layout as acc_token
-from hw.kv_pool import op_layout, query_layout, reply_layout
+from hw.kv_pool import lookup_cycles, op_layout, query_layout, reply_layout
 from hw.kv_pool import result_layout as kv_result
 from hw.token_sampler import beat_layout
 from hw.token_sampler import token_layout as extra_token
@@ -428,34 +428,39 @@ class Server:
         return {"results": out, "t0": t0}
 
     async def do_lookups(self, req: dict) -> dict:
-        """Queries two per cycle (``draft`` even, ``verify`` odd); replies one cycle later."""
+        """Queries two per cycle (``draft`` even, ``verify`` odd); replies
+        ``lookup_cycles`` cycles later (1, or 2 above 256 nodes: SPEC §6)."""
         q_l, r_l = self.L["query"], self.L["reply"]
         qs = [
             pack(q_l, {"seq": s, "layer": la, "pos": po, "view": v})
             for s, la, po, v in req["queries"]
         ]
         n = len(qs)
+        lat = lookup_cycles(self.p["N_NODES"])
         out: list[int] = [0] * n
         qp, rp = self.q, self.r
         t0 = self.cycle
         k = 0
-        pending: list[tuple[int, int]] = []  # (port, query index) driven last cycle
-        while k < n or pending:
-            for port, j in pending:
-                if not rp[port].valid.get():
-                    raise RuntimeError(f"lookup {j}: no reply one cycle after the query")
-                out[j] = rp[port].payload.get()
-            pending = []
-            if k >= n:
-                break  # the last replies are taken at the edge closing this cycle
+        # per cycle in flight, oldest first: the (port, query index) driven then
+        flight: list[list[tuple[int, int]]] = []
+        while k < n or any(flight):
+            if len(flight) == lat:
+                for port, j in flight.pop(0):
+                    if not rp[port].valid.get():
+                        raise RuntimeError(f"lookup {j}: no reply {lat} cycle(s) after the query")
+                    out[j] = rp[port].payload.get()
+                if k >= n and not any(flight):
+                    break  # the last replies are taken at the edge closing this cycle
+            driven = []
             for port in (0, 1):
                 if k < n:
                     qp[port].payload.set(qs[k])
                     qp[port].valid.set(1)
-                    pending.append((port, k))
+                    driven.append((port, k))
                     k += 1
                 else:
                     qp[port].valid.set(0)
+            flight.append(driven)
             await self.tick()
         for port in (0, 1):
             qp[port].valid.set(0)

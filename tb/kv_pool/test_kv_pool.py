@@ -42,6 +42,11 @@ PARAM_SETS = [
         "POS_BITS": 4,
         "TARGET": "fpga",
     },
+    # N_NODES > 256: TARGET="asic" with two-cycle lookups (hw.kv_pool.asic_staged, decision
+    # 0052): odd sizes (owner range reachable, a group cut short), and 1,024 nodes at the
+    # default size in make sim-full
+    {"ENTRIES": 24, "PAGES": 20, "SEQS": 3, "N_NODES": 300, "LAYER_BITS": 2, "POS_BITS": 4},
+    _full({"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 1024}),
     # make sim-full (decision 0049): the odd fpga set above has ENTRIES > PAGES and a cut
     # replica; this one ENTRIES < PAGES and several replicas
     _full({"ENTRIES": 40, "PAGES": 48, "SEQS": 2, "N_NODES": 8, "TARGET": "fpga"}),
@@ -52,6 +57,7 @@ PARAM_SETS = [
 def test_kv_pool(hdl: dict) -> None:
     # make sim-full: OPS on the six sets, a fifth of them on the odd sizes;
     # make test: a fifth everywhere
-    full = OPS if hdl["ENTRIES"] in (16, 64, 256) and "TARGET" not in hdl else OPS // 5
+    six = hdl["ENTRIES"] in (16, 64, 256) and "TARGET" not in hdl and hdl["N_NODES"] <= 64
+    full = OPS if six else OPS // 5
     env = {"KV_OPS": os.environ.get("KV_OPS", str(sized(OPS // 5, full)))}
     run_block("kv_pool", hdl, "tb.kv_pool.tests", extra_env=env, public=PUBLIC)

@@ -24,7 +24,15 @@ import pytest
 
 from golden import tree
 from golden.kvcache import KVErr, KVError
-from hw.kv_pool import ErrorCode, Op, op_layout, query_layout, reply_layout, result_layout
+from hw.kv_pool import (
+    ErrorCode,
+    Op,
+    lookup_cycles,
+    op_layout,
+    query_layout,
+    reply_layout,
+    result_layout,
+)
 from tb.common import TB, params, random_tree, report
 from tb.kv_pool.scoreboard import OPS, Bench, Model, read_table
 
@@ -103,14 +111,17 @@ if cocotb is not None:
             seq = tb.rng.randrange(p["SEQS"])
             par = random_tree(tb.rng, n_max)
             n = len(par)
-            rows, dep = tree.mask_rows(par), tree.depths(par)
+            dep = tree.depths(par)
+            # node i is owner off + i: the high owners (and view bits) too, half the time
+            off = tb.rng.choice([0, tb.rng.randrange(p["N_NODES"] - n + 1)])
+            rows = [r << off for r in tree.mask_rows(par)]
             for layer in range(n_layers):
                 for ps in range(tip):
                     b.send(Op.INSERT, seq=seq, layer=layer, pos=ps, committed=1)
             k0 = len(b.res.received) + n_layers * tip
             for layer in range(n_layers):
                 for i in range(n):
-                    b.send(Op.INSERT, seq=seq, layer=layer, pos=tip + dep[i], owner=i)
+                    b.send(Op.INSERT, seq=seq, layer=layer, pos=tip + dep[i], owner=off + i)
             await b.drain()
             res = [v for _c, v in b.res.received[k0:]]
             assert not any(r["error"] for r in res), f"seed {tb.seed}: {res}"
@@ -140,9 +151,9 @@ if cocotb is not None:
                 else:
                     assert r["hit"] and r["page"] == w, f"seed {tb.seed}: {r} != page {w}"
             last = tb.rng.randrange(n)
-            kept = {pg for (_l, i), pg in page.items() if (rows[last] >> i) & 1}
+            kept = {pg for (_l, i), pg in page.items() if (rows[last] >> (off + i)) & 1}
             rejected = set(page.values()) - kept
-            b.send(Op.COMMIT, seq=seq, accept=rows[last])
+            b.send(Op.COMMIT, seq=seq, accept=rows[last] | 1)  # accept[0]: SPEC §4.3
             await b.drain()
             r = b.res.received[-1][1]
             assert r["freed"] == sum(1 << pg for pg in rejected), f"seed {tb.seed}: freed"
@@ -519,10 +530,11 @@ if cocotb is not None:
     async def cycle_counts(dut) -> None:
         """SPEC §6, cycle by cycle: inserts one per cycle; every operation visible to
         a lookup in the next cycle (a lookup in the same cycle sees the state
-        before); lookup replies 1 cycle (``TARGET="fpga"``: 2), results 2 cycles
-        after; status counts 1 cycle behind the state."""
+        before); lookup replies 1 cycle (``TARGET="fpga"`` or ``N_NODES > 256``: 2,
+        ``hw.kv_pool.lookup_cycles``), results 2 cycles after; status counts 1
+        cycle behind the state."""
         p = params()
-        lat = 2 if p.get("TARGET") == "fpga" else 1  # lookup latency
+        lat = lookup_cycles(p["N_NODES"], p.get("TARGET", "asic"))
 
         async def steps(*cycles: tuple) -> tuple[list, list]:
             """Cycles of (operation, query), then ``lat`` idle ones: every cycle's
