@@ -33,7 +33,9 @@
 #   make dse     the chip model's design-space grid (profile, tree policy and budget, select lanes,
 #                pool, TLB, context) on the executor, joined with the measured area: tokens/s vs
 #                mm^2 (Pareto front), vs context per pool, acceptance per policy -> build/reports/dse.*
-#                (GRID=FILE; SCHEDULER=tcp://HOST:PORT runs this and the synth targets on a cluster)
+#                (GRID=FILE; SCHEDULER=tcp://HOST:PORT runs this and the synth targets on a cluster);
+#                then the deployments (sim/dse/deploy.toml): GPU alone, GPU + draft accelerator,
+#                SpecDecode-1, tokens/s per kW vs per user over batch sizes -> build/reports/deploy.*
 #   make report  docs/results/: a page per report in build/reports, status.json, the README status table
 #   make docs    Sphinx API reference of golden, hw, sim, flows -> build/docs/html (warnings are errors)
 #   make lint    ruff
@@ -178,12 +180,15 @@ synth-tree: $(STAMP)
 
 # the chip model's design-space grid (sim/dse/default.toml; GRID=sim/dse/large.toml for a
 # cluster) on the executor -> build/reports/dse.{csv,json,md}, dse_*.png; first computed on 1
-# and 2 local workers for the executor's speed-up (DSE_SPEEDUP= to skip)
+# and 2 local workers for the executor's speed-up (DSE_SPEEDUP= to skip); then the deployment
+# comparison (sim/dse/deploy.toml, seconds: analytic) -> build/reports/deploy.{json,md,png}
 GRID ?= sim/dse/default.toml
 DSE_SPEEDUP ?= 1,2
 dse: $(STAMP)
 	$(VPY) -m sim.dse --grid $(GRID) --jobs $(SYNTH_JOBS) $(EXEC) $(if $(DSE_SPEEDUP),--speedup $(DSE_SPEEDUP))
 	$(STAMP_REPORT) $(REPORTS)/dse.json
+	$(VPY) -m sim.dse.deploy --out $(REPORTS)
+	$(STAMP_REPORT) $(REPORTS)/deploy.json
 
 synth-sweep: $(STAMP)
 	$(VPY) -m flows.synth --sweep --jobs $(SYNTH_JOBS) $(EXEC)

@@ -73,6 +73,7 @@ CLIS: dict[str, tuple[list[str], list[str]]] = {
     "sim.timing.__main__": ([], []),
     "sim.context.__main__": ([], []),
     "sim.dse.__main__": ([], []),
+    "sim.dse.deploy": ([], []),
     "sim.rtl.__main__": ([], []),
     "sim.__main__": ([], []),
     "tb.kv_pool.soak": ([], []),

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from flows.report.common import Context, own_markdown, page_for, rel
 from flows.report.page import Page, bar_png, copy_pngs, fmt, load_json, not_measured, table
 
-__all__ = ["chip_bench", "chip_model", "dse", "golden_bench", "kvpool_bench"]
+__all__ = ["chip_bench", "chip_model", "deploy", "dse", "golden_bench", "kvpool_bench"]
 
 
 def _bench(
@@ -126,4 +126,13 @@ def dse(ctx: Context) -> Page:
     page = own_markdown(ctx, "dse", title, "make dse")  # dse.md: sim.dse renders it
     if not page.missing:
         page.images = copy_pngs(ctx.reports, ["dse_*.png"], ctx.out)
+    return page
+
+
+def deploy(ctx: Context) -> Page:
+    """``deploy.json`` (``python -m sim.dse.deploy``): its own Markdown and its figure."""
+    title = "Deployments: throughput per kW against interactivity"
+    page = own_markdown(ctx, "deploy", title, "make dse")  # deploy.md: sim.dse.deploy renders it
+    if not page.missing:
+        page.images = copy_pngs(ctx.reports, ["deploy.png"], ctx.out)
     return page

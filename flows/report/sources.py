@@ -14,7 +14,7 @@ from pathlib import Path
 
 from flows.report.common import Context, own_markdown, page_for, rel, tools_line
 from flows.report.page import Page, copy_pngs, fmt, load_json, table
-from flows.report.sim_pages import chip_bench, chip_model, dse, golden_bench, kvpool_bench
+from flows.report.sim_pages import chip_bench, chip_model, deploy, dse, golden_bench, kvpool_bench
 
 __all__ = ["SOURCES", "Context", "load_testbench_records", "rel"]
 
@@ -402,6 +402,7 @@ SOURCES: tuple[Callable[[Context], Page], ...] = (
     kvpool_synth,
     synth_tree,
     dse,
+    deploy,
     testbenches,
     kv_soak,
     formal,

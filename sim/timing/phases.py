@@ -106,33 +106,39 @@ class VerifyTime:
     bound: str
 
 
-def draft_time(profile: Profile, *, draft_evals: int, passes: int, context_len: int) -> DraftTime:
-    """Draft time: ``draft_evals`` token evaluations in ``passes`` batched passes.
+def draft_time(
+    profile: Profile, *, draft_evals: int, passes: int, context_len: int, batch: int = 1
+) -> DraftTime:
+    """Draft time: ``draft_evals`` token evaluations in ``passes`` batched passes, for
+    each of ``batch`` sequences drafted together.
 
     SpecDecode-1: ``max(MACs / (macs_per_cycle * clock), passes * max(SRAM read,
     spill from HBM, KV read))``. GPU: ``max(FLOPs / tensor, passes * (weights +
-    KV) / HBM) + passes * pass_overhead``. One pass per tree level (EAGLE-2).
+    KV) / HBM) + passes * pass_overhead``. One pass per tree level (EAGLE-2). A
+    batch reads the weights once per pass; its FLOPs and KV are ``batch`` times
+    one sequence's.
     """
     d, hw = profile.draft, profile.hardware
     if draft_evals == 0:
         return DraftTime(0.0, 0.0, 0.0, 0.0, 0.0, "compute")
     span = context_len + passes  # keys per query: context + the draft's own ancestors
-    flops = d.matmul_flops(draft_evals) + d.attention_flops(draft_evals, span)
-    kv = context_len * d.kv_bytes_per_token
+    flops = batch * (d.matmul_flops(draft_evals) + d.attention_flops(draft_evals, span))
+    kv = batch * context_len * d.kv_bytes_per_token
+    w = d.streamed_bytes(batch * draft_evals / passes)  # a pass's weight reads
     if profile.draft_accel is not None and profile.kv_pool is not None:
         da = profile.draft_accel
         compute = flops / 2.0 / (da.macs_per_cycle * hw.clock_hz)
-        spill = max(0.0, d.weight_bytes - da.sram_bytes)
+        spill = max(0.0, w - da.sram_bytes)
         per_pass = max(
-            min(d.weight_bytes, da.sram_bytes) / da.sram_bw,
+            min(w, da.sram_bytes) / da.sram_bw,
             spill / hw.hbm_bw,
             kv / profile.kv_pool.bw,
         )
         hbm = passes * spill
     else:
         compute = flops / hw.tensor_flops(d.bytes_per_param)
-        per_pass = (d.weight_bytes + kv) / hw.hbm_bw
-        hbm = passes * (d.weight_bytes + kv)
+        per_pass = (w + kv) / hw.hbm_bw
+        hbm = passes * (w + kv)
     memory = passes * per_pass
     overhead = passes * hw.pass_overhead_us * 1e-6
     total = max(compute, memory) + overhead
@@ -162,8 +168,11 @@ def verify_time(
     table_cycles: int = 0,
     extra_hbm_bytes: float = 0.0,
     kv_traffic: KVTraffic | None = None,
+    batch: int = 1,
 ) -> VerifyTime:
-    """Roofline verification time of a ``tree_nodes``-node tree over ``context_len``.
+    """Roofline verification time of a ``tree_nodes``-node tree over ``context_len``,
+    for each of ``batch`` sequences verified in one pass (the weights read once,
+    the FLOPs and KV ``batch`` times one sequence's).
 
     Terms (max taken, perfect overlap of streaming and compute):
 
@@ -188,18 +197,21 @@ def verify_time(
     Raises
     ------
     ValueError
-        ``kv_traffic`` given for a profile without a KV pool, or not a :class:`KVTraffic`.
+        ``kv_traffic`` given for a profile without a KV pool, or not a :class:`KVTraffic`,
+        or with ``batch > 1`` (it is one sequence's measured traffic).
     """
     t, hw = profile.target, profile.hardware
     n = tree_nodes
-    flops = t.matmul_flops(n) + t.attention_flops(n, context_len + tree_depth + 1)
-    kv_ctx = context_len * t.kv_bytes_per_token
-    kv_new = n * t.kv_bytes_per_token
+    flops = batch * (t.matmul_flops(n) + t.attention_flops(n, context_len + tree_depth + 1))
+    kv_ctx = batch * context_len * t.kv_bytes_per_token
+    kv_new = batch * n * t.kv_bytes_per_token
+    w = t.streamed_bytes(batch * n)  # every weight, or the experts the tokens route to
     if kv_traffic is not None and (
-        profile.kv_pool is None or not isinstance(kv_traffic, KVTraffic)
+        profile.kv_pool is None or not isinstance(kv_traffic, KVTraffic) or batch != 1
     ):
         raise ValueError(
-            f"kv_traffic = {kv_traffic!r}: must be a KVTraffic, on a profile with a kv_pool"
+            f"kv_traffic = {kv_traffic!r}: must be a KVTraffic, on a profile with a kv_pool, "
+            f"with batch = 1 (batch = {batch!r})"
         )
     if profile.kv_pool is not None:
         if kv_traffic is None:
@@ -209,10 +221,10 @@ def verify_time(
             kt = kv_traffic
             spill = kt.hbm_bytes
             on_pool = max(0.0, kv_ctx - kt.read_bytes) + kv_new + kt.spill_bytes + kt.fill_bytes
-        hbm = t.weight_bytes - prefetched_bytes + spill + extra_hbm_bytes
+        hbm = w - prefetched_bytes + spill + extra_hbm_bytes
         kv_us = on_pool / profile.kv_pool.bw * 1e6
     else:
-        hbm = t.weight_bytes - prefetched_bytes + kv_ctx + kv_new + extra_hbm_bytes
+        hbm = w - prefetched_bytes + kv_ctx + kv_new + extra_hbm_bytes
         kv_us = 0.0
     terms = {
         "hbm": hbm / hw.hbm_bw * 1e6,

@@ -14,13 +14,14 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from checks import choice
+from sim.timing.models import ModelSpec
 
 __all__ = [
     "OVERLAP_MODES",
@@ -99,44 +100,6 @@ class TreeManagerTiming:
     max_nodes: int
     lanes: int
     latency: str
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A transformer (``[target]`` / ``[draft]``).
-
-    ``weight_bytes = params * bytes_per_param``; a token costs ``params`` MACs in
-    the matmuls (the 2N FLOPs/token rule, Kaplan et al. 2020) plus attention.
-    """
-
-    name: str
-    params: float
-    layers: int
-    d_model: int
-    n_heads: int
-    n_kv_heads: int
-    head_dim: int
-    vocab: int
-    bytes_per_param: float
-    kv_bytes: float
-
-    @property
-    def weight_bytes(self) -> float:
-        """Bytes of weights."""
-        return self.params * self.bytes_per_param
-
-    @property
-    def kv_bytes_per_token(self) -> float:
-        """K and V bytes of one token over all layers."""
-        return 2.0 * self.layers * self.n_kv_heads * self.head_dim * self.kv_bytes
-
-    def matmul_flops(self, tokens: float) -> float:
-        """Weight-matmul FLOPs of ``tokens`` tokens (2 per parameter)."""
-        return 2.0 * self.params * tokens
-
-    def attention_flops(self, tokens: float, span: float) -> float:
-        """``QK^T`` and ``AV`` FLOPs of ``tokens`` queries over ``span`` keys each."""
-        return 4.0 * self.layers * self.n_heads * self.head_dim * tokens * span
 
 
 @dataclass(frozen=True)
@@ -293,6 +256,10 @@ _REQUIRED = {
 }
 # Fields that may be zero (all other numbers must be > 0).
 _MAY_BE_ZERO = {
+    "expert_params",
+    "experts",
+    "experts_per_token",
+    "expert_bytes_per_param",
     "pass_overhead_us",
     "cpu_round_trip_us",
     "accepted",
@@ -340,6 +307,8 @@ def _build(section: str, cls: type, raw: Mapping[str, Any]) -> Any:
     kwargs: dict[str, Any] = {}
     for f in fields(cls):
         key = f"{section}.{f.name}"
+        if f.name not in raw and f.default is not MISSING:
+            continue  # an optional field (ModelSpec's experts)
         if f.name not in raw:
             raise ValueError(f"{key}: missing")
         value = raw[f.name]
@@ -471,6 +440,15 @@ def _validate(p: Profile) -> None:
     for sec, m in (("target", p.target), ("draft", p.draft)):
         if m.bytes_per_param > 4:
             raise ValueError(f"{sec}.bytes_per_param = {m.bytes_per_param}: must be <= 4")
+        if m.experts and not (
+            0 < m.experts_per_token <= m.experts
+            and 0 < m.expert_params < m.params
+            and 0 < m.expert_bytes_per_param <= 4
+        ):
+            raise ValueError(
+                f"{sec}.experts = {m.experts}: needs 0 < experts_per_token <= experts, "
+                f"0 < expert_params < params and 0 < expert_bytes_per_param <= 4"
+            )
         if m.n_heads % m.n_kv_heads:
             raise ValueError(
                 f"{sec}.n_kv_heads = {m.n_kv_heads}: must divide {sec}.n_heads = {m.n_heads}"
@@ -491,7 +469,7 @@ def _validate(p: Profile) -> None:
             raise ValueError(f"tree_manager.latency = {tm.latency!r}: must be 'rtl' or 'spec'")
     if p.article is not None and p.article.overlap not in ("none", "prefetch"):
         raise ValueError(f"article.overlap = {p.article.overlap!r}: must be 'none' or 'prefetch'")
-    if p.target.vocab > 1 << 17:
+    if p.kind == "specdecode" and p.target.vocab > 1 << 17:
         raise ValueError(f"target.vocab = {p.target.vocab}: must be <= 131072 (TOKEN_BITS 17)")
     w = p.workload
     check_step(
@@ -515,14 +493,16 @@ def check_step(
     draft_evals: object,
     overlap: object,
     prefix: str = "",
+    batch: object = 1,
 ) -> None:
     """Check one step's quantities against profile ``p``.
 
     ``tree_nodes`` in ``1 .. max_nodes``, ``tree_depth`` in ``0 .. tree_nodes - 1``
     (``>= 1`` for more than one node), ``accepted`` in ``0 .. tree_depth``,
     ``context_len`` in ``0 .. 2**24``, ``draft_evals`` in ``tree_depth ..
-    tree_nodes - 1``, ``overlap`` one of ``p.overlap_modes``, and the KV cache of
-    the context and the tree within the memory left beside the weights.
+    tree_nodes - 1``, ``overlap`` one of ``p.overlap_modes``, ``batch`` in ``1 ..
+    4096``, and the KV cache of ``batch`` sequences' context and tree within the
+    memory left beside the weights.
 
     Raises
     ------
@@ -547,6 +527,7 @@ def check_step(
     d = chk("tree_depth", tree_depth, 1 if n > 1 else 0, n - 1)
     chk("accepted", accepted, 0, d)
     ctx = chk("context_len", context_len, 0, 1 << 24)
+    b = chk("batch", batch, 1, 4096)
     # Each level's nodes come from expanding nodes of the level above: >= 1 draft
     # evaluation per level, and at most one per non-leaf node.
     chk("draft_evals", draft_evals, d, n - 1)
@@ -554,10 +535,11 @@ def check_step(
         raise ValueError(
             f"{prefix}overlap = {overlap!r}: profile {p.name} supports {', '.join(p.overlap_modes)}"
         )
-    kv = (ctx + n) * p.target.kv_bytes_per_token
+    kv = b * (ctx + n) * p.target.kv_bytes_per_token
     room = p.hardware.hbm_bytes - p.target.weight_bytes + (p.kv_pool.bytes if p.kv_pool else 0)
     if kv > room:
+        of = f"{prefix}batch = {b}, " if b > 1 else ""
         raise ValueError(
-            f"{prefix}context_len = {ctx}: {kv / 1e9:.1f} GB of KV cache exceed "
+            f"{of}{prefix}context_len = {ctx}: {kv / 1e9:.1f} GB of KV cache exceed "
             f"the {room / 1e9:.1f} GB left for it"
         )

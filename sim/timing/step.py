@@ -96,6 +96,8 @@ class StepTiming:
         Tree-manager cycle breakdown (SpecDecode-1).
     source : str
         ``"roofline"`` or ``"article"``.
+    batch : int
+        Sequences decoded together (:func:`step_time`).
     """
 
     profile: str
@@ -121,6 +123,7 @@ class StepTiming:
     wasted_draft_evals: float = 0.0
     spec_hbm_bytes: float = 0.0
     tokens_per_step: float = 0.0
+    batch: int = 1
     draft: DraftTime | None = field(default=None, repr=False)
     verify: VerifyTime | None = field(default=None, repr=False)
     cycles: AcceptCycles | None = field(default=None, repr=False)
@@ -133,8 +136,13 @@ class StepTiming:
 
     @property
     def tokens_per_s(self) -> float:
-        """Emitted tokens per second, single stream."""
+        """Emitted tokens per second of one sequence (a user's interactivity)."""
         return 1e6 / self.us_per_token
+
+    @property
+    def throughput_tokens_per_s(self) -> float:
+        """Emitted tokens per second of the whole batch."""
+        return self.batch * self.tokens_per_s
 
     def phases(self) -> dict[str, float]:
         """Per-phase breakdown (us) for reports."""
@@ -210,6 +218,7 @@ def step_time(
     draft_evals: int | None = None,
     p_right: float | None = None,
     kv_traffic: KVTraffic | None = None,
+    batch: int = 1,
 ) -> StepTiming:
     """Per-phase timing of one decode step on ``profile`` (module docstring).
 
@@ -243,6 +252,13 @@ def step_time(
         pool (spills, fills, reads of HBM-resident context), charged to the
         verification's HBM stream beside the weights in every verification of the
         step (:func:`sim.timing.phases.verify_time`); ``None``: the analytic estimate.
+    batch : int
+        Sequences decoded together (``1 .. 4096``), each with this step's tree and
+        acceptance: one draft pass and one verification per step read the weights
+        once for all of them, their FLOPs and KV are ``batch`` times one
+        sequence's; SpecDecode-1's tree manager takes the trees one after another
+        (mask, KV-table cycles and accept/commit ``batch`` times); a GPU's
+        software loop is one round trip per step.
 
     Returns
     -------
@@ -254,11 +270,13 @@ def step_time(
         Naming the argument that is out of range or inconsistent.
     """
     evals = tree_nodes - 1 if draft_evals is None else draft_evals
-    check_step(profile, tree_nodes, tree_depth, accepted, context_len, evals, overlap)
+    check_step(profile, tree_nodes, tree_depth, accepted, context_len, evals, overlap, batch=batch)
     if p_right is not None and not (isinstance(p_right, int | float) and 0 <= p_right <= 1):
         raise ValueError(f"p_right = {p_right!r}: must be in [0, 1]")
     hw = profile.hardware
-    draft = draft_time(profile, draft_evals=evals, passes=tree_depth, context_len=context_len)
+    draft = draft_time(
+        profile, draft_evals=evals, passes=tree_depth, context_len=context_len, batch=batch
+    )
     D = draft.total_us
 
     cyc, M, A, table = _tree_manager_phases(
@@ -266,12 +284,14 @@ def step_time(
     )
     if cyc is not None and cyc.stream:  # the top-K stream beyond the draft's own time
         M += max(0.0, cyc.stream * 1e6 / hw.clock_hz - D)
+    if cyc is not None:  # the tree manager takes a batch's trees one after another
+        M, A, table = M * batch, A * batch, table * batch
 
     def verify(window_us: float, extra: float = 0.0) -> VerifyTime:
         pref = 0.0
         if window_us > 0:
             avail = window_us * 1e-6 * hw.hbm_bw - (draft.hbm_bytes if window_us >= D else 0.0)
-            pref = max(0.0, min(prefetch_capacity(profile, tree_nodes), avail))
+            pref = max(0.0, min(prefetch_capacity(profile, tree_nodes * batch), avail))
         return verify_time(
             profile,
             tree_nodes=tree_nodes,
@@ -281,6 +301,7 @@ def step_time(
             table_cycles=table,
             extra_hbm_bytes=extra,
             kv_traffic=kv_traffic,
+            batch=batch,
         )
 
     v0 = verify(0.0)
@@ -330,6 +351,7 @@ def step_time(
         wasted_draft_evals=wasted_evals,
         spec_hbm_bytes=spec_bytes,
         tokens_per_step=accepted + 1.0,
+        batch=batch,
         draft=draft,
         verify=vp,
         cycles=cyc,
@@ -348,42 +370,54 @@ class ARTiming:
         Token sampler (SpecDecode-1: ``2 * ceil(V / LANES) + latency`` cycles); 0 on a GPU
         (sampled on the GPU inside the pass, assumption).
     total_us : float
-        Per token.
+        Per token (of every sequence of the batch).
+    batch : int
+        Sequences decoded together.
     """
 
     verify: VerifyTime
     sample_us: float
     total_us: float
+    batch: int = 1
 
     @property
     def tokens_per_s(self) -> float:
-        """Tokens per second."""
+        """Tokens per second of one sequence."""
         return 1e6 / self.total_us
 
+    @property
+    def throughput_tokens_per_s(self) -> float:
+        """Tokens per second of the whole batch."""
+        return self.batch * self.tokens_per_s
 
-def ar_token_time(profile: Profile, *, context_len: int, overlap: str = "prefetch") -> ARTiming:
-    """Per-token time of plain autoregressive decoding on ``profile``.
+
+def ar_token_time(
+    profile: Profile, *, context_len: int, overlap: str = "prefetch", batch: int = 1
+) -> ARTiming:
+    """Per-token time of plain autoregressive decoding on ``profile``, ``batch``
+    sequences a pass (SpecDecode-1 samples their tokens one after another).
 
     With ``overlap != "none"`` (SpecDecode-1), the next token's first weights are
     prefetched while the token sampler runs.
     """
-    check_step(profile, 1, 0, 0, context_len, 0, profile.overlap_modes[0])
+    check_step(profile, 1, 0, 0, context_len, 0, profile.overlap_modes[0], batch=batch)
     hw, t = profile.hardware, profile.target
     if profile.tree_manager is not None:
         tm = profile.tree_manager
-        sample = sampler_cycles(t.vocab, tm.lanes, tm.latency) / hw.clock_hz * 1e6
+        sample = batch * sampler_cycles(t.vocab, tm.lanes, tm.latency) / hw.clock_hz * 1e6
         pref = 0.0
         if overlap != "none":
-            pref = min(prefetch_capacity(profile, 1), sample * 1e-6 * hw.hbm_bw)
+            pref = min(prefetch_capacity(profile, batch), sample * 1e-6 * hw.hbm_bw)
         v = verify_time(
             profile,
             tree_nodes=1,
             tree_depth=0,
             context_len=context_len,
             prefetched_bytes=pref,
-            table_cycles=context_len * t.layers,
+            table_cycles=batch * context_len * t.layers,
+            batch=batch,
         )
     else:
         sample = 0.0
-        v = verify_time(profile, tree_nodes=1, tree_depth=0, context_len=context_len)
-    return ARTiming(v, sample, v.total_us + sample)
+        v = verify_time(profile, tree_nodes=1, tree_depth=0, context_len=context_len, batch=batch)
+    return ARTiming(v, sample, v.total_us + sample, batch)
