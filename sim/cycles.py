@@ -86,6 +86,10 @@ SAMPLERS = ("two_pass", "one_pass")
 ONE_PASS_MAX_LANES = 128
 ONE_PASS_LATENCY = {"rtl": 8, "spec": 8}
 SELECT_HANDOFF = 1
+#: the scaled pool's TLB miss: its reply 3 cycles after the query against 1 for a hit
+#: (``hw.kvpool``, measured by ``tb/kvpool``'s cycle test into ``kvpool_cycles.json``;
+#: docs/spec.md §6 allows 4 more), and replies stay in order: 2 cycles more per miss
+TLB_MISS_CYCLES = 2
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ docs' table against the full run's report when it exists."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -176,3 +177,31 @@ def test_study_report_shape() -> None:
     s = rep["series"][series_key("specdecode1-7b", 1, "dense")]
     assert s["knee"] is None and s["pages"] == 4096
     assert rep["claims"]["7b_4gib_128k"]["measured"] is None
+
+
+def test_tlb_misses_are_charged(monkeypatch, trace: list[TraceStep]) -> None:
+    """A step's lookups cost :data:`sim.cycles.TLB_MISS_CYCLES` more per TLB miss, at the
+    miss rate of the step's own sampled lookups: a 4-entry TLB misses every one and pays
+    for every position."""
+    from sim.context import study
+    from sim.cycles import TLB_MISS_CYCLES
+
+    seen: list[tuple[int, int]] = []
+    real = study.accept_cycles
+
+    def spy(*a, **kw):
+        seen.append((kw["lookups"], kw["lookup_ports"]))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(study, "accept_cycles", spy)
+    cfg = dataclasses.replace(TINY, contexts=(8192,), steps=3)
+    monkeypatch.setattr(study, "TLB_MISS_CYCLES", 0)
+    full = run_series(cfg, "specdecode1-7b", 1, "dense", trace)
+    base = [lk for lk, _ in seen]  # misses free: one lookup per context position
+    assert full.points[0].tlb_misses > 0 and base[0] >= 8192
+    monkeypatch.setattr(study, "TLB_MISS_CYCLES", TLB_MISS_CYCLES)
+    seen.clear()
+    small = run_series(cfg, "specdecode1-7b", 1, "dense", trace, hw=study.SeriesHardware(
+        tlb_entries=4, tlb_ways=4))  # fmt: skip
+    assert small.points[0].tlb_hits == 0 and small.points[0].tlb_misses > 0
+    assert [lk for lk, _ in seen] == [(1 + TLB_MISS_CYCLES) * b for b in base]

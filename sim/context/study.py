@@ -46,7 +46,9 @@ size): the measured traffic is a :class:`sim.timing.KVTraffic` (reads in place
 ``x kv_bytes_per_token``; spills and fills ``x PAGE_BYTES``) charged to the
 verification's HBM stream beside the weights; the KV table's cycles are one
 lookup per context position and one insert per tree node (a page holds
-every layer: the table never sees a layer, decision 0016). The same step
+every layer: the table never sees a layer, decision 0016), a lookup that
+misses the TLB :data:`sim.cycles.TLB_MISS_CYCLES` more (the step's miss rate
+is its own sampled lookups'). The same step
 with no KV traffic is the *unbounded* reference (a pool that never fills).
 """
 
@@ -62,7 +64,7 @@ import numpy as np
 from golden.kvpool import KVPool
 from golden.models.corpus import code_prompts
 from sim.context.config import ContextConfig, PoolGeometry, geometry
-from sim.cycles import accept_cycles
+from sim.cycles import TLB_MISS_CYCLES, accept_cycles
 from sim.timing import KVTraffic, Profile, step_time
 
 __all__ = [
@@ -309,9 +311,16 @@ class _History:
 
 
 def _time(
-    prof: Profile, cfg: ContextConfig, ts: TraceStep, ctx: int, kt: KVTraffic, hw: SeriesHardware
+    prof: Profile,
+    cfg: ContextConfig,
+    ts: TraceStep,
+    ctx: int,
+    kt: KVTraffic,
+    hw: SeriesHardware,
+    miss_rate: float = 0.0,
 ) -> tuple[float, float]:
-    """``(step us, unbounded step us)`` of one measured step."""
+    """``(step us, unbounded step us)`` of one measured step: its ``ctx`` lookups with
+    ``miss_rate`` of them TLB misses (:data:`sim.cycles.TLB_MISS_CYCLES` more each)."""  # fmt: skip
     tm = prof.tree_manager
     assert tm is not None and prof.kv_pool is not None
     cyc = accept_cycles(
@@ -320,7 +329,7 @@ def _time(
         hw.select_lanes or tm.lanes,
         ts.accepted,
         inserts=ts.n_nodes,
-        lookups=ctx,
+        lookups=ctx + round(miss_rate * ctx * TLB_MISS_CYCLES),
         lookup_ports=prof.kv_pool.lookup_ports,
         latency=tm.latency,
         sampler="one_pass" if hw.select_lanes else "two_pass",
@@ -388,13 +397,16 @@ def run_series(
         tlb0 = hist.pool.tlb_counts(1)
         for k in range(steps):
             ts = trace[k % len(trace)]
+            c0 = hist.pool.tlb_counts(1)
             n, spills, fills, reads = hist.step(ts)
+            c1 = hist.pool.tlb_counts(1)
+            hits, misses = c1[0] - c0[0], c1[1] - c0[1]
             kt = KVTraffic(
                 float(reads * geo.kv_bytes_per_token),
                 float(spills * geo.page_bytes),
                 float(fills * geo.page_bytes),
             )
-            us, free = _time(prof, cfg, ts, n, kt, hw)
+            us, free = _time(prof, cfg, ts, n, kt, hw, misses / max(1, hits + misses))
             pt.steps += 1
             pt.emitted += ts.accepted + 1
             pt.total_us += us
