@@ -24,15 +24,8 @@ import pytest
 
 from golden import tree
 from golden.kvcache import KVErr, KVError
-from hw.kv_pool import (
-    ErrorCode,
-    Op,
-    lookup_cycles,
-    op_layout,
-    query_layout,
-    reply_layout,
-    result_layout,
-)
+from hw.kv_pool import ErrorCode, Op, op_layout, query_layout, reply_layout, result_layout
+from hw.kv_pool.staged import lookup_cycles
 from tb.common import TB, params, random_tree, report
 from tb.kv_pool.scoreboard import OPS, Bench, Model, read_table
 
@@ -63,13 +56,8 @@ if cocotb is not None:
         ops = len(b.op.sent)
         b.tb.log.info(
             "%d operations, %d lookups in %.1f s (%.0f ops/s); leaks %d, lost committed %d",
-            ops,
-            sum(len(q.sent) for q in b.qs),
-            dt,
-            ops / dt,
-            b.sb.leaks,
-            lost,
-        )
+            ops, sum(len(q.sent) for q in b.qs), dt, ops / dt, b.sb.leaks, lost,
+        )  # fmt: skip
         codes = {}
         for _c, v in b.res.received:
             name = ErrorCode(v["code"]).name
