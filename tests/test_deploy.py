@@ -135,8 +135,13 @@ def test_deployment_errors(moe, gpu) -> None:
     with pytest.raises(ValueError, match=r"^gpus = 0"):
         deploy_point("gpu_accel_draft", gpu=moe, device=DEV, link=LINK, gpus=0)
     small = replace(DEV, mem_bytes=1e9)
-    with pytest.raises(ValueError, match=r"^device.mem_bytes = 1e\+09: the draft's"):
+    with pytest.raises(ValueError, match=r"^device.mem_bytes = 1e\+09: the draft's weights"):
         deploy_point("gpu_accel_draft", gpu=moe, device=small, link=LINK)
+    kv = (2048 + 5) * moe.draft.kv_bytes_per_token
+    fits = int((DEV.mem_bytes - moe.draft.weight_bytes) // kv)  # users the device holds
+    deploy_point("gpu_accel_draft", gpu=moe, device=DEV, link=LINK, batch=fits)
+    with pytest.raises(ValueError, match=rf"KV cache of {fits + 1} users"):
+        deploy_point("gpu_accel_draft", gpu=moe, device=DEV, link=LINK, batch=fits + 1)
     with pytest.raises(ValueError, match=r"^device.watts = 0"):
         DraftDevice("d", "s", 1e12, 1e9, 1e12, 1e12, 0.0, 0)
     with pytest.raises(ValueError, match=r"^link.bandwidth = 0"):

@@ -146,7 +146,9 @@ def _refused(rep: dict) -> list[str]:
     for r in rep["rows"]:
         if r["error"]:
             e = r["error"]
-            reason = "the KV cache does not fit beside the weights" if "KV cache" in e else e
+            reason = ("the draft's KV cache does not fit the draft device" if "users" in e
+                      else "the KV cache does not fit beside the weights" if "KV cache" in e
+                      else e)  # fmt: skip
             why.setdefault(f"{r['scenario']}, {_label(r['line'])}: {reason}", []).append(
                 str(r["batch"])
             )

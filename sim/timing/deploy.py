@@ -42,7 +42,8 @@ TOKEN_BYTES = 4
 
 @dataclass(frozen=True)
 class DraftDevice:
-    """A draft accelerator: the draft model's weights in its memory.
+    """A draft accelerator: the draft model's weights and every user's draft KV cache in
+    its memory (a point that does not fit is refused).
 
     Attributes
     ----------
@@ -181,10 +182,12 @@ def _split_step(
     """``gpu_accel_draft``: the step (us) and its parts; the device drafts for the
     ``gpus * batch`` users of ``gpus`` GPUs, each GPU verifies its ``batch`` over its
     own link."""  # fmt: skip
-    if gpu.draft.weight_bytes > dev.mem_bytes:
+    users = gpus * batch
+    need = gpu.draft.weight_bytes + users * (ctx + verified) * gpu.draft.kv_bytes_per_token
+    if need > dev.mem_bytes:
         raise ValueError(
-            f"device.mem_bytes = {dev.mem_bytes:g}: the draft's {gpu.draft.weight_bytes:g} B "
-            f"of weights do not fit"
+            f"device.mem_bytes = {dev.mem_bytes:g}: the draft's weights and the KV cache of "
+            f"{users} users ({need / 1e9:.2f} GB) do not fit"
         )
     d = draft_time(
         _on_device(gpu, dev), draft_evals=verified, passes=verified, context_len=ctx,
