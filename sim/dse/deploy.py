@@ -231,6 +231,14 @@ def ratios(rows: list[dict]) -> list[dict[str, Any]]:
     return out
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (reports name no checkout)."""
+    try:
+        return str(path.resolve().relative_to(DEFAULT.parents[2]))
+    except ValueError:
+        return str(path)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m sim.dse.deploy``."""
     ap = cli_parser("python -m sim.dse.deploy", _HELP)
@@ -257,9 +265,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     cfg: Config = args.config
     rows = sweep(cfg)
-    rep = {"config": str(args.path), "device": asdict(cfg.device), "link": asdict(cfg.link),
-           "context_len": cfg.context_len, "published": cfg.published, "rows": rows,
-           "ratios": ratios(rows)}  # fmt: skip
+    rep = {"config": _shown(Path(args.path)), "device": asdict(cfg.device),
+           "link": asdict(cfg.link), "context_len": cfg.context_len,
+           "published": cfg.published, "rows": rows, "ratios": ratios(rows)}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "deploy.json").write_text(json.dumps(rep, indent=1) + "\n")
     deploy_report.write(rep, args.out)
