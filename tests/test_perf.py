@@ -304,7 +304,9 @@ def test_cycle_model_rejects_bad_input(kw, name):
 
 
 def test_known_profiles():
-    assert timing.known_profiles() == ["h100-70b", "h100-7b", "specdecode1-70b", "specdecode1-7b"]
+    assert timing.known_profiles() == [
+        "h100-70b", "h100-7b", "h100-gptoss120b", "specdecode1-70b", "specdecode1-7b"
+    ]  # fmt: skip
 
 
 def test_every_profile_states_its_power_and_source():

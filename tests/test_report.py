@@ -12,6 +12,7 @@ from flows import report, testtime, verilog
 from flows.report import status
 from flows.report.sources import Context
 from flows.report.stamp import Stamp, stamp_file
+from sim.dse.deploy_report import render as render_deploy
 from sim.dse.report import render as render_dse
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,6 +177,16 @@ def _fabricate(root: Path) -> Context:
                "table": [dse_row], "results": []}  # fmt: skip
     _write(rep / "dse.json", dse_rep)
     (rep / "dse.md").write_text("\n".join(render_dse(dse_rep)))  # as sim.dse writes it
+    dep_row = {"scenario": "s", "verified": 5, "accepted": 4, "deployment": "gpu_spec", "gpus": 1,
+               "line": "gpu_spec", "batch": 1, "error": None, "tokens_per_s_user": 321.0,
+               "tokens_per_s": 321.0, "watts": 700.0, "tokens_per_s_per_kw": 458.6}  # fmt: skip
+    dep_rep = {"config": "d.toml", "context_len": 2048, "published": {}, "rows": [dep_row],
+               "ratios": [], "device": {"name": "dev", "mem_bw": 1e14, "mem_bytes": 4e9,
+                                        "flops_8": 1e15, "pass_overhead_us": 1.0,
+                                        "watts": 600.0, "source": "s"},
+               "link": {"latency_us": 10.0, "bandwidth": 5e10, "source": "s"}}  # fmt: skip
+    _write(rep / "deploy.json", dep_rep)
+    (rep / "deploy.md").write_text("\n".join(render_deploy(dep_rep)))  # as sim.dse.deploy does
     _write(
         rep / "make_test.json",
         {"cpu_min": 15.9, "wall_s": 546.0, "passed": 864, "skipped": 17, "fresh_build": True},
@@ -244,6 +255,10 @@ def test_pages_and_status_from_fabricated_reports(tmp_path: Path) -> None:
     assert "**1.500 mm²**, against the article's 5-8 mm²" in (ctx.out / "synth_tree.md").read_text()
     dse_md = (ctx.out / "dse.md").read_text()
     assert "| 4,096 | sequoia 32, select 64, 1 GiB, TLB 4,096 | 258.0 | 3,000 |" in dse_md
+    assert (
+        "| s | 5 | GPU alone, speculative (draft on the GPU) | 700 | 321 |"
+        in (ctx.out / "deploy.md").read_text()
+    )
     assert "PASS" in (ctx.out / "formal.md").read_text()
     # stamps: the report's own metadata where present, else the generation's
     bench = (ctx.out / "chip_bench.md").read_text()
