@@ -20,6 +20,7 @@ def test_harness_elaborates_with_its_probes() -> None:
     assert len(u.tlbs) == 2 and all(t.st is not None and len(t.words) == 2 for t in u.tlbs)
 
 
+@pytest.mark.full  # make sim-full (decision 0054): the false property keeps a solver run here
 def test_shallow_bmc_passes(tmp_path) -> None:
     o = kvpool.run(("bmc",), out=tmp_path, bmc_depth=QUICK_DEPTH)["bmc"]
     assert (o.status, o.steps) == ("PASS", QUICK_DEPTH), o.log

@@ -110,6 +110,7 @@ def _some_units(monkeypatch, keep: tuple[str, ...]) -> None:
     monkeypatch.setattr(ks, "_units", lambda p: {k: v for k, v in units(p).items() if k in keep})
 
 
+@pytest.mark.full  # make sim-full (decision 0054): tests/test_cluster.py runs the executor
 def test_units_on_the_executor(monkeypatch, tmp_path) -> None:
     """Leaves of the small pool through run_units in this process (the executor's
     distributed runs: tests/test_cluster.py): one file per leaf, measure's own; a second

@@ -172,6 +172,7 @@ def test_kv_pool_sharded_soak(tmp_path: Path, capsys) -> None:
     assert all(s["cached"] for s in again["shards"]) and again["operations"] == 600
 
 
+@pytest.mark.full  # make sim-full (decision 0054): the flat pool's sharded soak stays
 def test_kvpool_sharded_soak(tmp_path: Path) -> None:
     rec = _real(kvpool_soak.run_soak, "small", tmp_path, 400, 21)
     assert rec["set"] == "small" and rec["params"]["PAGES"] == 32

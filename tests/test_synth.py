@@ -21,11 +21,12 @@ from flows import depth, synth, synth_fpga, verilog
 from flows.synth import ecp5, fpga_steps, runner
 from flows.synth.plots import plot_sweep
 
-#: blocks whose small configuration still takes Yosys a minute or more on a 2-core
-#: machine (the builder's engines and the compositions that hold them): make sim-full
-#: (and make synth at the defaults) synthesises them; make test the others
-#: (docs/decisions/0041)
-SLOW_SMALL = {"tree_builder", "topology_optimiser", "tree_manager", "specdecode_top"}
+#: blocks whose small configuration make sim-full (and make synth at the defaults)
+#: synthesises, make test the others: those that take Yosys a minute or more on a 2-core
+#: machine (the builder's engines and the compositions that hold them,
+#: docs/decisions/0041) and the four slowest of the rest (decision 0054)
+SLOW_SMALL = {"tree_builder", "topology_optimiser", "tree_manager", "specdecode_top",
+              "rng_lanes", "token_select", "token_sampler", "topk"}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ def _full(hdl: dict):
 #: (non-power-of-two SEQS and N_NODES make the range errors reachable; ENTRIES !=
 #: PAGES makes "no free page" and "table full" distinct). ``make test`` runs the sets
 #: that reach every code path: SEQS = 1 (one sequence bit per entry) with more than
-#: 32 entries (grouped first-free search), the odd sizes, and TARGET="fpga" with
+#: 32 entries (grouped first-free search) and N_NODES > 256 (two-cycle lookups: the
+#: 40-entry set, decision 0054), the odd sizes, and TARGET="fpga" with
 #: ENTRIES > PAGES and one group cut short (ENTRIES < PAGES with several groups in
 #: ``make sim-full``, decision 0049); the
 #: defaults (also in the chip co-simulation, tests/test_chip.py) and the other
@@ -25,7 +26,7 @@ def _full(hdl: dict):
 PARAM_SETS = [
     _full({"ENTRIES": 16, "PAGES": 16, "SEQS": 1, "N_NODES": 8}),
     _full({"ENTRIES": 16, "PAGES": 16, "SEQS": 8, "N_NODES": 8}),
-    {"ENTRIES": 64, "PAGES": 64, "SEQS": 1, "N_NODES": 16},
+    _full({"ENTRIES": 64, "PAGES": 64, "SEQS": 1, "N_NODES": 16}),
     _full({"ENTRIES": 64, "PAGES": 64, "SEQS": 8, "N_NODES": 64}),
     _full({"ENTRIES": 256, "PAGES": 256, "SEQS": 1, "N_NODES": 16}),
     _full({"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 64}),
@@ -43,9 +44,9 @@ PARAM_SETS = [
         "TARGET": "fpga",
     },
     # N_NODES > 256: TARGET="asic" with two-cycle lookups (hw.kv_pool.asic_staged, decision
-    # 0052): odd sizes (owner range reachable, a group cut short), and 1,024 nodes at the
-    # default size in make sim-full
-    {"ENTRIES": 24, "PAGES": 20, "SEQS": 3, "N_NODES": 300, "LAYER_BITS": 2, "POS_BITS": 4},
+    # 0052): SEQS = 1, 40 entries (a group cut short) over 36 pages, the owner range
+    # reachable; 1,024 nodes at the default size in make sim-full
+    {"ENTRIES": 40, "PAGES": 36, "SEQS": 1, "N_NODES": 300, "LAYER_BITS": 2, "POS_BITS": 4},
     _full({"ENTRIES": 256, "PAGES": 256, "SEQS": 8, "N_NODES": 1024}),
     # make sim-full (decision 0049): the odd fpga set above has ENTRIES > PAGES and a cut
     # replica; this one ENTRIES < PAGES and several replicas

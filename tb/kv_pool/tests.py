@@ -94,7 +94,7 @@ if cocotb is not None:
         n_layers = 3 if min(p["ENTRIES"], p["PAGES"]) >= 64 else 2
         tip = 3  # positions 0 .. tip - 1 committed
         room = min(p["ENTRIES"], p["PAGES"]) // n_layers - tip
-        n_max = min(p["N_NODES"], room, (1 << p["POS_BITS"]) - tip)
+        n_max = min(p["N_NODES"], room, (1 << p["POS_BITS"]) - tip - 1)  # + 1: the query past
         for _rep in range(6):
             seq = tb.rng.randrange(p["SEQS"])
             par = random_tree(tb.rng, n_max)

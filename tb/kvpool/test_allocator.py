@@ -215,7 +215,9 @@ if cocotb is not None:
 import pytest  # noqa: E402
 
 
-@pytest.mark.parametrize("pages", [16, 20, 64])
+@pytest.mark.parametrize(  # 16 and 64 in make sim-full (decision 0054)
+    "pages", [pytest.param(16, marks=FULL_ONLY), 20, pytest.param(64, marks=FULL_ONLY)]
+)
 def test_kvpool_page_allocator(pages: int) -> None:
     run_leaf("kvpool_page_allocator", {"PAGES": pages}, "tb.kvpool.test_allocator")
 

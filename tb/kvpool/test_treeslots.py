@@ -488,8 +488,8 @@ import pytest  # noqa: E402
 #: small (every width at its smallest useful), odd (no power of two: slots and rows
 #: padded, one port), medium; the defaults (N_NODES 1024, MAX_DEPTH 64, 8 trees)
 PARAM_SETS = [
-    {"TREES": 2, "N_NODES": 8, "MAX_DEPTH": 4, "SEQS": 2, "POS_BITS": 4, "PAGE_BITS": 3,
-     "TOKEN_BITS": 2, "PORTS": 2},
+    pytest.param({"TREES": 2, "N_NODES": 8, "MAX_DEPTH": 4, "SEQS": 2, "POS_BITS": 4,
+                  "PAGE_BITS": 3, "TOKEN_BITS": 2, "PORTS": 2}, marks=FULL_ONLY),  # 0054
     {"TREES": 3, "N_NODES": 6, "MAX_DEPTH": 5, "SEQS": 3, "POS_BITS": 5, "PAGE_BITS": 4,
      "TOKEN_BITS": 3, "PORTS": 1},
     {"TREES": 4, "N_NODES": 64, "MAX_DEPTH": 16, "SEQS": 8, "POS_BITS": 8, "PAGE_BITS": 8,
