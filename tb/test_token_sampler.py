@@ -374,7 +374,7 @@ from tb.common import FULL_ONLY  # noqa: E402
 @pytest.mark.parametrize(
     "hdl_params",
     [
-        pytest.param({"LANES": 1}, id="L1"),
+        pytest.param({"LANES": 1}, id="L1", marks=FULL_ONLY),  # decision 0054
         pytest.param({"LANES": 4}, id="L4", marks=FULL_ONLY),
         pytest.param({"LANES": 3, "TOKEN_BITS": 5, "WEIGHT_BITS": 8}, id="L3_T5_W8"),
         # the FPGA arithmetic (one row, operators): same cycles, same tokens

@@ -412,7 +412,11 @@ import pytest  # noqa: E402
 
 PARAM_SETS = [
     pytest.param({"N_MAX": 8, "D_MAX": 3, "R": 3, "ACC_BITS": 16, "NB": 4, "WIN": 5}, id="small"),
-    pytest.param({"N_MAX": 4, "D_MAX": 1, "R": 1, "ACC_BITS": 8, "NB": 1, "WIN": 1}, id="edge"),
+    pytest.param(  # make sim-full (decision 0054)
+        {"N_MAX": 4, "D_MAX": 1, "R": 1, "ACC_BITS": 8, "NB": 1, "WIN": 1},
+        id="edge",
+        marks=FULL_ONLY,
+    ),
     pytest.param({}, id="defaults", marks=FULL_ONLY),
     pytest.param(
         {"N_MAX": 16, "D_MAX": 32, "R": 16, "ACC_BITS": 24, "NB": 16, "WIN": 64},

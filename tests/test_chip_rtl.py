@@ -92,8 +92,9 @@ def test_rtl_backend_equals_golden_and_cycle_model(pair, rtl_lean, select_lanes)
 #: the hardware builder's three modes (and the optimiser's with the one-pass select, in
 #: sim-full); the RTL at its defaults (N_NODES = 64, D_MAX = 8)
 HW_CASES = [
-    pytest.param(dict(tree="static", nodes=20, depth=4), id="static"),
-    pytest.param(dict(tree="eagle2", nodes=24, depth=5), id="eagle2"),
+    # static and eagle2 in make sim-full (decision 0054): sequoia drives all three engines
+    pytest.param(dict(tree="static", nodes=20, depth=4), id="static", marks=pytest.mark.full),
+    pytest.param(dict(tree="eagle2", nodes=24, depth=5), id="eagle2", marks=pytest.mark.full),
     pytest.param(dict(tree="sequoia", nodes=24, depth=6, update_every=4), id="sequoia"),
     pytest.param(  # the held tree's verify with the one-pass select (sim.rtl.serve_builder)
         dict(tree="sequoia", nodes=24, depth=6, update_every=4, select_lanes=SELECT_LANES),

@@ -523,7 +523,7 @@ def _set(*values: int, marks=()) -> object:
 #: 4 pointers) whose mids run out, one port; (make sim-full): the default node counts,
 #: leaves of 16 PTEs (INDEX_BITS 4: mids of one pointer)
 PARAM_SETS = [
-    _set(4, 14, 4, 3, 160, 16, 2),
+    _set(4, 14, 4, 3, 160, 16, 2, marks=FULL_ONLY),  # decision 0054
     _set(256, 17, 21, 17, 640, 320, 2),
     _set(32, 8, 3, 2, 16, 16, 1),
     _set(256, 17, 21, 17, 49664, 1280, 2, marks=FULL_ONLY),
