@@ -146,6 +146,8 @@ def test_deployment_errors(moe, gpu) -> None:
         DraftDevice("d", "s", 1e12, 1e9, 1e12, 1e12, 0.0, 0)
     with pytest.raises(ValueError, match=r"^link.bandwidth = 0"):
         Link(1.0, 0, "s")
+    with pytest.raises(ValueError, match=r"^link.latency_us = 'x': must be a number"):
+        Link("x", 1e9, "s")  # type: ignore[arg-type]
     sd = deploy_point("specdecode", gpu=gpu, spec=spec, batch=2)
     assert sd.watts == 700 and sd.tokens_per_step == 5.0
 

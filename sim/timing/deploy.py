@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from sim.cycles import MAX_VOCAB
 from sim.timing.phases import draft_time, verify_time
-from sim.timing.profiles import Hardware, ModelSpec, Profile, check_step
+from sim.timing.profiles import Hardware, ModelSpec, Profile, check_number, check_step
 from sim.timing.step import ar_token_time, step_time
 
 __all__ = ["DEPLOYMENTS", "DeployPoint", "DraftDevice", "Link", "deploy_point"]
@@ -71,13 +72,8 @@ class DraftDevice:
     watts: float
 
     def __post_init__(self) -> None:
-        for f in ("mem_bw", "mem_bytes", "flops_8", "flops_16", "watts"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e30:
-                raise ValueError(f"device.{f} = {v!r}: must be a number in (0, 1e30)")
-        v = self.pass_overhead_us
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1e9:
-            raise ValueError(f"device.pass_overhead_us = {v!r}: must be a number in [0, 1e9)")
+        for f in ("mem_bw", "mem_bytes", "flops_8", "flops_16", "watts", "pass_overhead_us"):
+            check_number(f"device.{f}", getattr(self, f), zero_ok=f == "pass_overhead_us")
 
 
 @dataclass(frozen=True)
@@ -99,10 +95,8 @@ class Link:
     source: str
 
     def __post_init__(self) -> None:
-        if isinstance(self.latency_us, bool) or not 0 <= self.latency_us < 1e9:
-            raise ValueError(f"link.latency_us = {self.latency_us!r}: must be in [0, 1e9)")
-        if isinstance(self.bandwidth, bool) or not 0 < self.bandwidth < 1e30:
-            raise ValueError(f"link.bandwidth = {self.bandwidth!r}: must be in (0, 1e30)")
+        check_number("link.latency_us", self.latency_us, zero_ok=True)
+        check_number("link.bandwidth", self.bandwidth)
 
     def transfer_us(self, nbytes: float) -> float:
         """One message of ``nbytes``."""
@@ -262,9 +256,9 @@ def deploy_point(
     if deployment == "specdecode":
         if spec is None:
             raise ValueError("spec = None: the specdecode deployment needs SpecDecode-1's profile")
-        if g.target.vocab > 1 << 17:
+        if g.target.vocab > MAX_VOCAB:
             raise ValueError(
-                f"target.vocab = {g.target.vocab}: SpecDecode-1 samples at most 131072 "
+                f"target.vocab = {g.target.vocab}: SpecDecode-1 samples at most {MAX_VOCAB} "
                 f"tokens (SPEC §5, TOKEN_BITS 17)"
             )
         s = replace(spec, target=g.target, draft=g.draft)

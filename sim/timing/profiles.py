@@ -38,6 +38,7 @@ __all__ = [
     "TreeManagerTiming",
     "Workload",
     "build_section",
+    "check_number",
     "check_step",
     "known_profiles",
     "load_profile",
@@ -297,6 +298,13 @@ def _number(key: str, value: object, *, integer: bool, zero_ok: bool) -> float |
         zero = "0 or " if zero_ok else ""
         raise ValueError(f"{key} = {value!r}: must be {zero}in {lo:g} .. {hi:g}")
     return int(value) if integer else float(value)
+
+
+def check_number(key: str, value: object, *, zero_ok: bool = False) -> float:
+    """``value`` as a float if it is a finite number ``> 0`` (``>= 0`` with ``zero_ok``)
+    within the profiles' magnitudes; else ``ValueError`` naming ``key`` (the check every
+    profile number passes)."""
+    return float(_number(key, value, integer=False, zero_ok=zero_ok))
 
 
 def _build(section: str, cls: type, raw: Mapping[str, Any]) -> Any:
