@@ -12,6 +12,7 @@ from formal import kvpool
 QUICK_DEPTH = 3
 
 
+@pytest.mark.full  # make sim-full (decision 0054): every solver run below elaborates it
 def test_harness_elaborates_with_its_probes() -> None:
     h = kvpool.KVPoolScaledFormal()
     text = rtlil.convert(h, name="top", ports=h.ports())

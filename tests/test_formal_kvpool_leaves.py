@@ -1,8 +1,9 @@
 """The scaled pool's leaf proofs (``formal/kvpool_tlb.py``, ``formal/kvpool_alloc.py``,
 ``formal/kvpool_seg.py``, ``formal/kvpool_seg_derived.py``, ``formal/kvpool_bt.py``) in
 ``make test``: each k-induction closes at its proof size, its false property is refuted,
-its protocol matters (the run without it fails) and its witnesses are reached, so that
-the proof is not vacuous. Each ``sat`` run takes seconds, except the block table's
+its protocol matters (the run without it fails: for the segment leaves and the block
+table in ``make sim-full``, decision 0054) and its witnesses are reached, so that the
+proof is not vacuous. Each ``sat`` run takes seconds, except the block table's
 induction (minutes: ``make formal`` runs it; here its other checks) and the
 allocator's and the segment chains' (half a minute each: ``make formal`` and ``make
 sim-full``)."""
@@ -12,6 +13,8 @@ import json
 import pytest
 
 from formal import kvpool_alloc, kvpool_bt, kvpool_seg, kvpool_seg_derived, kvpool_tlb, sat
+
+_UNPROTECTED_FULL = pytest.param("unprotected", marks=pytest.mark.full)
 
 
 def test_tlb_coherence_closes_by_induction(tmp_path) -> None:
@@ -97,7 +100,8 @@ def test_segment_cover_alone_is_not_inductive(tmp_path) -> None:
     assert o.status == "UNKNOWN", o.log
 
 
-@pytest.mark.parametrize("variant", ["negated", "unprotected"])
+#: the missing-protocol run of the larger leaves: make sim-full (decision 0054)
+@pytest.mark.parametrize("variant", ["negated", _UNPROTECTED_FULL])
 def test_segment_false_property_and_missing_protocol_fail(tmp_path, variant) -> None:
     o = kvpool_seg.run("bmc", variant=variant, depth=6, out=tmp_path)
     assert o.status == "FAIL", o.log
@@ -151,7 +155,8 @@ def test_segment_counters_close_by_induction(tmp_path, seq) -> None:
     assert o.status == "PASS" and o.steps <= kvpool_seg_derived.PROVE_DEPTH, o.log
 
 
-@pytest.mark.parametrize("variant", ["negated", "unprotected"])
+#: the missing-protocol run of the larger leaves: make sim-full (decision 0054)
+@pytest.mark.parametrize("variant", ["negated", _UNPROTECTED_FULL])
 def test_segment_derived_false_property_and_missing_protocol_fail(tmp_path, variant) -> None:
     o = kvpool_seg_derived.run("bmc", variant=variant, depth=6, out=tmp_path)
     assert o.status == "FAIL", o.log
@@ -189,7 +194,8 @@ def test_segment_derived_bad_arguments_are_errors() -> None:
         kvpool_seg_derived.parse_args(["prove", "prove"])
 
 
-@pytest.mark.parametrize("variant", ["negated", "unprotected"])
+#: the missing-protocol run of the larger leaves: make sim-full (decision 0054)
+@pytest.mark.parametrize("variant", ["negated", _UNPROTECTED_FULL])
 def test_block_table_false_property_and_missing_protocol_fail(tmp_path, variant) -> None:
     """A CUT's beat claimed to differ from the shadow, and the properties without B1
     (a command naming a wrong length): both refuted. The induction (properties 1-10,

@@ -23,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from golden import tree
 from golden.kvcache import BlockTable, Entry, KVErr, KVError
+from tb.common import sized
 
 # ---------------------------------------------------------------------------- model
 
@@ -460,7 +461,7 @@ class BlockTableMachine(RuleBasedStateMachine):
 
 
 BlockTableMachine.TestCase.settings = settings(
-    max_examples=200,
+    max_examples=sized(100, 200),  # make sim-full: 200 (decision 0054)
     stateful_step_count=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
