@@ -49,6 +49,11 @@ DYNAMIC_SLACK = 8  # ... <= C + M + 8
 REGRESSION_SEED: int | None = None
 
 
+def _plus(x: int | str) -> str:
+    """``+ 5``, ``- 12`` (a tree can end before ``C + M`` cycles), ``+ -`` (no tree)."""
+    return f"- {-x}" if isinstance(x, int) and x < 0 else f"+ {x}"
+
+
 async def run(dut, test: str, idle: str, backpressure: str, cases: list[Case]) -> None:
     cfg = Cfg()
     tb = TB(dut)
@@ -161,7 +166,7 @@ async def run(dut, test: str, idle: str, backpressure: str, cases: list[Case]) -
     if lat_s or lat_d:
         s = max(lat_s) if lat_s else "-"
         d = max(lat_d) if lat_d else "-"
-        latency = f"static n + {s} (<= n + 4), dynamic C + M + {d} (<= C + M + 8)"
+        latency = f"static n {_plus(s)} (<= n + 4), dynamic C + M {_plus(d)} (<= C + M + 8)"
         tb.log.info("cycles: %s (%d static, %d dynamic trees)", latency, len(lat_s), len(lat_d))
         if lat_b:
             tb.log.info("static, against the built tree's nodes: n_built + %d", max(lat_b))

@@ -488,3 +488,28 @@ def test_make_test_page_and_summary_parser(tmp_path: Path) -> None:
     assert rec["returncode"] == 0 and rec["passed"] == 2 and rec["wall_s"] >= 0
     with pytest.raises(ValueError, match="cmd = "):
         testtime.measure([])
+
+
+@pytest.mark.parametrize(
+    "values,want",
+    [
+        ({"12", "3"}, "12"),
+        ({"+ 4", "+ 5"}, "+ 5"),
+        ({"+ 4", "- 1006"}, "+ 4"),
+        ({"- 3", "- 7"}, "- 3"),
+        ({"+ -", "+ 4"}, "+ 4"),  # a record without trees of that mode is left out
+        ({"+ -"}, "+ -"),
+        ({"-", "x"}, "-/x"),
+    ],
+)
+def test_status_takes_the_largest_count(values: set[str], want: str) -> None:
+    assert status._largest(values) == want
+
+
+def test_tree_builder_latency_is_read_with_its_sign() -> None:
+    """The tree builder's bench prints ``C + M - 12`` when trees end before ``C + M``."""
+    info = status.BLOCK_INFO["tree_builder"]
+    line = "static n + 4 (<= n + 4), dynamic C + M - 12 (<= C + M + 8)"
+    groups = re.search(info.pattern, line).groups()
+    assert groups == ("+ 4", "- 12")
+    assert info.measured.format(*groups).startswith("static n + 4, dynamic C + M - 12 after")

@@ -163,8 +163,8 @@ BLOCK_INFO: dict[str, BlockInfo] = {
         ("golden.topk.build_static", "golden.dynamic.build_dynamic"),
         "tb/test_tree_builder.py",
         "static n + 4, dynamic C + M + 8 after the last distribution beat (issue targets)",
-        r"^static n \+ (\d+|-) \(<= n \+ 4\), dynamic C \+ M \+ (\d+|-) \(",
-        "static n + {0}, dynamic C + M + {1} after the last distribution beat (no SPEC §6 row)",
+        r"^static n ([+-] (?:\d+|-)) \(<= n \+ 4\), dynamic C \+ M ([+-] (?:\d+|-)) \(",
+        "static n {0}, dynamic C + M {1} after the last distribution beat (no SPEC §6 row)",
     ),
     "specdecode_top": BlockInfo(
         ("sim.python_backend.PythonTreeManager", "sim.python_backend.PythonKV"),
@@ -257,6 +257,19 @@ def _at_defaults(recs: Sequence[Mapping], block: str) -> list[Mapping]:
     return [r for r in recs if all((r.get("params") or {}).get(k) == v for k, v in d.items())]
 
 
+def _largest(values: set[str]) -> str:
+    """The largest of a group's counts (``12``; ``+ 5``, ``- 3`` signed, as the tree
+    builder's bench prints them; a record without one, ``-``, left out), or the
+    values joined when none is a count."""
+    nums = [m for v in values if (m := re.fullmatch(r"([+-] )?(\d+)", v))]
+    if not nums:
+        return "/".join(sorted(values))
+    best = max(int(m[2]) * (-1 if m[1] == "- " else 1) for m in nums)
+    if all(m[1] for m in nums):
+        return f"+ {best}" if best >= 0 else f"- {-best}"
+    return str(best)
+
+
 def _cycles(ctx: Context, recs: Sequence[Mapping], block: str) -> dict[str, object]:
     info = BLOCK_INFO.get(block)
     src = rel(ctx, ctx.reports / "sim") + "/*.json"
@@ -272,10 +285,7 @@ def _cycles(ctx: Context, recs: Sequence[Mapping], block: str) -> dict[str, obje
                 g.add(v)
     if not groups:
         return _missing("make sim", src)
-    vals = [
-        str(max(map(int, g))) if all(v.isdigit() for v in g) else "/".join(sorted(g))
-        for g in groups
-    ]
+    vals = [_largest(g) for g in groups]
     text = info.measured.format(*vals) + ("" if at else " (test parameters)")
     return _figure(vals, text, src, _newest(at or recs))
 

@@ -100,12 +100,13 @@ def render(rep: dict[str, Any]) -> list[str]:
         "",
         f"`make dse`, {rep.get('date', '')}: grid `{g['source']}` ({axes}; contexts "
         f"{', '.join(f'{c:,}' for c in g['contexts'])}, {g['mode']} reads), {rep['runs']} "
-        f"runs on {rep['executor']} in {rep['wall_s']:.0f} s ({rep['cached']} from the cache, "
-        f"{rep['failed']} failed). Each run is a chip-model run (python backend) replayed by "
+        f"runs on {rep['executor']} ({rep['runs'] - rep['cached']} computed in "
+        f"{rep['wall_s']:.0f} s, {rep['cached']} from the cache, {rep['failed']} failed). "
+        "Each run is a chip-model run (python backend) replayed by "
         "the long-context study in a scaled pool of its size and TLB (`sim/dse/point.py`). "
         "Area: the tree manager as measured by `make synth-tree` at the smallest node count "
         "holding the run's largest tree, plus the pool's and the TLB's N5 SRAM. One sequence "
-        "(batch 1).",
+        "(batch 1); batches and deployments beside GPUs are on [deploy.md](deploy.md).",
         "",
         *_speedup(rep.get("speedup") or []),
         "## Pareto front of tokens/s against area, per context",
