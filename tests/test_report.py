@@ -513,3 +513,9 @@ def test_tree_builder_latency_is_read_with_its_sign() -> None:
     groups = re.search(info.pattern, line).groups()
     assert groups == ("+ 4", "- 12")
     assert info.measured.format(*groups).startswith("static n + 4, dynamic C + M - 12 after")
+
+
+def test_fmax_text_says_when_the_target_is_missed() -> None:
+    row = {"fmax_mhz": 37.5, "target_mhz": 50, "seeds": [{"seed": 1}, {"seed": 2}]}
+    assert status._fmax_text(row) == "37.5 (target 50, missed; median of 2 seeds)"
+    assert status._fmax_text({**row, "fmax_mhz": 50.0}) == "50.0 (target 50; median of 2 seeds)"

@@ -221,7 +221,7 @@ def _fmax_text(row: Mapping) -> str:
         return f"- ({row.get('note', 'not placed')})"
     extra = []
     if row.get("target_mhz"):
-        extra.append(f"target {row['target_mhz']}")
+        extra.append(f"target {row['target_mhz']}" + (", missed" if f < row["target_mhz"] else ""))
     if row.get("config_short"):
         extra.append(row["config_short"])
     elif row.get("params"):  # a synth.json row: the parameters it was placed with
