@@ -297,8 +297,8 @@ class TokenSelect(wiring.Component):
 
     def _remainder(self, m: Module, s: "_State") -> None:
         """S2 of a selection beat: every group's prefix sum against ``rem``; the beat off
-        ``rem``; the first beat with a hit into ``r3``; a stream that ends with no hit is
-        an error."""
+        ``rem``; every beat into ``r3`` until the first hit, which makes ``r3`` valid and
+        freezes it (decision 0055); a stream that ends with no hit is an error."""
         NG, G, RW = self.NG, self.G, s.RW
         r2, g2, rem = s.r2, s.g2, s.rem
         self._threshold(m, s)
@@ -327,11 +327,14 @@ class TokenSelect(wiring.Component):
         ]
         with m.If(r2.valid & r2.sel):
             m.d.sync += rem.eq(rem_next)
-            with m.If(any_hit & ~s.found):
-                m.d.sync += [s.found.eq(1), s.r3_valid.eq(1), s.r3_rem.eq(rem)]
-                m.d.sync += [s.r3_f.eq(first), s.r3_cnt.eq(r2.cnt)]
+            # every beat until the hit loads r3 (S3 and S4 use it only with r3_valid):
+            # the hit sets r3_valid, not the load enable of r3's ~400 flip-flops
+            with m.If(~s.found):
+                m.d.sync += [s.r3_rem.eq(rem), s.r3_f.eq(first), s.r3_cnt.eq(r2.cnt)]
                 m.d.sync += [s.r3_g[k].eq(g2[k]) for k in range(NG)]
                 m.d.sync += [s.r3_wg[j].eq(picks[j]) for j in range(G)]
+            with m.If(any_hit & ~s.found):
+                m.d.sync += [s.found.eq(1), s.r3_valid.eq(1)]
             with m.If(r2.last):
                 m.d.sync += s.end_seen.eq(1)
                 with m.If(~s.found & ~any_hit):  # the stream selected nothing
