@@ -218,7 +218,9 @@ class Built:
         """The tree on the verify path (its beats from ``src``, the first at index
         ``k0`` of ``src.sent``): rows, result and accepted tokens."""
         tb, n = self.tb, len(par)
-        n_rows, n_tok = self.rows_seen, len(self.toks.received)
+        # counted, not read from the sinks: with ``pq`` sent early the tree can be
+        # verified (result, rows, tokens) before this is called
+        n_rows, n_tok = self.rows_seen, self.toks_seen
         n_res = self.res_seen
         await tb.wait_for(lambda: len(self.res.received) > n_res, what="result")
         self.res_seen += 1
@@ -230,7 +232,8 @@ class Built:
         self.rows_seen += n
         self.ok([r for _, r in rows] == expect_rows(par), f"rows of {par}")
         await tb.wait_for(lambda: len(self.toks.received) >= n_tok + d.accepted, what="tokens")
-        got = [(t["token"], t["last"]) for _, t in self.toks.received[n_tok:]]
+        got = [(t["token"], t["last"]) for _, t in self.toks.received[n_tok : n_tok + d.accepted]]
+        self.toks_seen += d.accepted
         want_t = [(tok[j], int(x == d.accepted)) for x, j in enumerate(d.path[1:], 1)]
         self.ok(got == want_t, f"tokens {got} != {want_t}")
         if self.full_speed and n > 1:  # first node beat -> row 0, last node beat -> last row
@@ -425,7 +428,7 @@ async def built_run(h: Built) -> None:
     rng, op = h.rng, h.op
     n_steps = _steps(h.N)[1]
     await h.start()
-    h.rows_seen = h.res_seen = 0
+    h.rows_seen = h.res_seen = h.toks_seen = 0
     await h.configure(random_cfg(rng, op, small_m(op)))
     events = {
         3: "bad static opt",
