@@ -49,9 +49,18 @@ DYNAMIC_SLACK = 8  # ... <= C + M + 8
 REGRESSION_SEED: int | None = None
 
 
-def _plus(x: int | str) -> str:
+def _plus(x: int | None) -> str:
     """``+ 5``, ``- 12`` (a tree can end before ``C + M`` cycles), ``+ -`` (no tree)."""
-    return f"- {-x}" if isinstance(x, int) and x < 0 else f"+ {x}"
+    return "+ -" if x is None else f"- {-x}" if x < 0 else f"+ {x}"
+
+
+def latency_text(static: int | None, dynamic: int | None) -> str:
+    """The report's latency field, read by ``flows.report.status`` (``None``: no tree of
+    that mode): the largest ``end - last beat - n`` (static) and ``- C - M`` (dynamic)."""
+    return (
+        f"static n {_plus(static)} (<= n + {STATIC_SLACK}), "
+        f"dynamic C + M {_plus(dynamic)} (<= C + M + {DYNAMIC_SLACK})"
+    )
 
 
 async def run(dut, test: str, idle: str, backpressure: str, cases: list[Case]) -> None:
@@ -164,9 +173,7 @@ async def run(dut, test: str, idle: str, backpressure: str, cases: list[Case]) -
             fail(f"dynamic: end beat C + M + {max(lat_d)} after the last distribution beat")
     latency = ""
     if lat_s or lat_d:
-        s = max(lat_s) if lat_s else "-"
-        d = max(lat_d) if lat_d else "-"
-        latency = f"static n {_plus(s)} (<= n + 4), dynamic C + M {_plus(d)} (<= C + M + 8)"
+        latency = latency_text(max(lat_s, default=None), max(lat_d, default=None))
         tb.log.info("cycles: %s (%d static, %d dynamic trees)", latency, len(lat_s), len(lat_d))
         if lat_b:
             tb.log.info("static, against the built tree's nodes: n_built + %d", max(lat_b))

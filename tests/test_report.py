@@ -506,13 +506,19 @@ def test_status_takes_the_largest_count(values: set[str], want: str) -> None:
     assert status._largest(values) == want
 
 
-def test_tree_builder_latency_is_read_with_its_sign() -> None:
-    """The tree builder's bench prints ``C + M - 12`` when trees end before ``C + M``."""
+@pytest.mark.parametrize(
+    "static,dynamic,want",
+    [(4, -12, ("+ 4", "- 12")), (None, 5, ("+ -", "+ 5")), (0, None, ("+ 0", "+ -"))],
+)
+def test_tree_builder_latency_is_read_with_its_sign(static, dynamic, want) -> None:
+    """What the tree builder's bench writes (``C + M - 12`` when trees end before
+    ``C + M``) is what the status row reads."""
+    from tb.test_tree_builder import latency_text
+
     info = status.BLOCK_INFO["tree_builder"]
-    line = "static n + 4 (<= n + 4), dynamic C + M - 12 (<= C + M + 8)"
-    groups = re.search(info.pattern, line).groups()
-    assert groups == ("+ 4", "- 12")
-    assert info.measured.format(*groups).startswith("static n + 4, dynamic C + M - 12 after")
+    groups = re.search(info.pattern, latency_text(static, dynamic)).groups()
+    assert groups == want
+    assert info.measured.format(*groups).startswith(f"static n {want[0]}, dynamic C + M {want[1]}")
 
 
 def test_fmax_text_says_when_the_target_is_missed() -> None:
